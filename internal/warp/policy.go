@@ -1,0 +1,172 @@
+package warp
+
+import "time"
+
+// Defaults of the server side (DESIGN.md section 2).
+const (
+	DefaultLeaseWindow       = 30 * time.Minute
+	DefaultStallAfter        = 15 * time.Minute
+	DefaultHeartbeatInterval = 240 * time.Second
+	DefaultSilentAfter       = 2*DefaultHeartbeatInterval + 60*time.Second
+	DefaultSweepInterval     = 30 * time.Second
+	DefaultStartupGrace      = 10 * time.Minute
+	DefaultAdoptionWindow    = 24 * time.Hour
+)
+
+// Policy holds the durations that decide expiry and verdicts.
+type Policy struct {
+	LeaseWindow  time.Duration
+	StallAfter   time.Duration
+	SilentAfter  time.Duration
+	StartupGrace time.Duration
+}
+
+// DefaultPolicy returns the documented defaults.
+func DefaultPolicy() Policy {
+	return Policy{
+		LeaseWindow:  DefaultLeaseWindow,
+		StallAfter:   DefaultStallAfter,
+		SilentAfter:  DefaultSilentAfter,
+		StartupGrace: DefaultStartupGrace,
+	}
+}
+
+// Validate reports an ErrInvalid error for a policy that cannot work.
+func (p Policy) Validate() error {
+	switch {
+	case p.LeaseWindow <= 0:
+		return Errorf(ErrInvalid, "lease window must be positive, got %s", p.LeaseWindow)
+	case p.StallAfter <= 0:
+		return Errorf(ErrInvalid, "stall threshold must be positive, got %s", p.StallAfter)
+	case p.SilentAfter <= 0:
+		return Errorf(ErrInvalid, "silent threshold must be positive, got %s", p.SilentAfter)
+	case p.StartupGrace < 0:
+		return Errorf(ErrInvalid, "startup grace must not be negative, got %s", p.StartupGrace)
+	}
+	return nil
+}
+
+// Effective returns the time a lease's expiry counts from under mode, and
+// whether that time came from the heartbeat rather than activity alone
+// (the v1 fallback or legacy mode).
+//
+//   - legacy: last_heartbeat_at.
+//   - transition: last_activity_at when the latest heartbeat was v2;
+//     MAX(last_activity_at, last_heartbeat_at) otherwise (v1, or the claim only).
+//   - activity: last_activity_at.
+func Effective(mode Mode, l Lease) (at time.Time, fromHeartbeat bool) {
+	switch mode {
+	case ModeLegacy:
+		return l.LastHeartbeatAt, true
+	case ModeActivity:
+		return l.LastActivityAt, false
+	default: // transition
+		if l.SchemaVersion == 2 {
+			return l.LastActivityAt, false
+		}
+		if l.LastHeartbeatAt.After(l.LastActivityAt) {
+			return l.LastHeartbeatAt, true
+		}
+		return l.LastActivityAt, false
+	}
+}
+
+// ExpiresAt returns when l expires under mode with this policy.
+func (p Policy) ExpiresAt(mode Mode, l Lease) time.Time {
+	at, _ := Effective(mode, l)
+	return at.Add(p.LeaseWindow)
+}
+
+// LapseReason returns why l lapses under mode, and whether the v1 fallback
+// kept it alive longer than activity alone would have.
+func LapseReason(mode Mode, l Lease) (reason string, fallbackExtended bool) {
+	at, fromHeartbeat := Effective(mode, l)
+	fallbackExtended = mode == ModeTransition && fromHeartbeat && at.After(l.LastActivityAt)
+	switch {
+	case l.Exit != "":
+		reason = LapseAgentExited
+	case fromHeartbeat:
+		reason = LapseNoHeartbeat
+	default:
+		reason = LapseNoActivity
+	}
+	return reason, fallbackExtended
+}
+
+// Verdict is the derived health of a claimed ticket's lease.
+type Verdict string
+
+// Verdicts, from best to worst news. VerdictNone is for tickets without a
+// held lease.
+const (
+	VerdictNone    Verdict = ""
+	VerdictActive  Verdict = "active"
+	VerdictStalled Verdict = "stalled"
+	VerdictSilent  Verdict = "silent"
+	VerdictExited  Verdict = "exited"
+)
+
+// ParseVerdict returns the verdict named s or an ErrInvalid error.
+func ParseVerdict(s string) (Verdict, error) {
+	switch v := Verdict(s); v {
+	case VerdictActive, VerdictStalled, VerdictSilent, VerdictExited:
+		return v, nil
+	}
+	return "", Errorf(ErrInvalid, "unknown verdict %q: want active, stalled, silent or exited", s)
+}
+
+// ProgressAt is the time the verdict measures activity from: last_activity_at
+// for a lease whose latest heartbeat was v2; for a v1 (or not yet
+// heartbeating) lease the later of activity and heartbeat, since a v1 host
+// cannot report anything better. It does not depend on the expiry mode.
+func ProgressAt(l Lease) time.Time {
+	at, _ := Effective(ModeTransition, l)
+	return at
+}
+
+// Verdict derives the verdict of a held lease at now. Thresholds are
+// exclusive: an age equal to the threshold is still the better verdict.
+// Order of precedence: exited, silent, stalled, active.
+func (p Policy) Verdict(l Lease, now time.Time) Verdict {
+	if !l.Held() {
+		return VerdictNone
+	}
+	switch {
+	case l.Exit != "":
+		return VerdictExited
+	case now.Sub(l.LastHeartbeatAt) > p.SilentAfter:
+		return VerdictSilent
+	case now.Sub(ProgressAt(l)) > p.StallAfter:
+		return VerdictStalled
+	}
+	return VerdictActive
+}
+
+// VerdictBounds expresses a verdict as conditions on stored columns so a
+// store can filter by verdict with indexed comparisons. A zero time means
+// no bound.
+type VerdictBounds struct {
+	Exited *bool
+	// HeartbeatBefore: last_heartbeat_at < t. HeartbeatFrom: >= t.
+	HeartbeatBefore, HeartbeatFrom time.Time
+	// ProgressBefore: progress_at < t. ProgressFrom: >= t.
+	ProgressBefore, ProgressFrom time.Time
+}
+
+// Bounds returns the column conditions equivalent to p.Verdict(l, now) == v
+// for held leases.
+func (p Policy) Bounds(v Verdict, now time.Time) VerdictBounds {
+	yes, no := true, false
+	silentCut := now.Add(-p.SilentAfter)
+	stallCut := now.Add(-p.StallAfter)
+	switch v {
+	case VerdictExited:
+		return VerdictBounds{Exited: &yes}
+	case VerdictSilent:
+		return VerdictBounds{Exited: &no, HeartbeatBefore: silentCut}
+	case VerdictStalled:
+		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressBefore: stallCut}
+	default:
+		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressFrom: stallCut}
+	}
+}

@@ -1,0 +1,112 @@
+package warp
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence the Service runs on. Implementations:
+// internal/sqlite (embedded default) and internal/postgres. Every rule lives
+// in the Service; a Store only reads and writes rows, inside transactions.
+//
+// Errors: methods return ErrNotFound for a missing row, ErrConflict for a
+// duplicate key, ErrUnavailable (wrapped) when the database cannot be
+// reached; anything else is an internal error.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits when fn returns
+	// nil. Concurrent Updates are serialised on the rows they lock (SQLite:
+	// one writer at a time; PostgreSQL: row locks), so a read inside fn
+	// followed by a write is atomic.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Ping reports whether the database is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the database.
+	Close() error
+}
+
+// Tx is one transaction of a Store. Methods that read a row for update lock
+// it until the transaction ends.
+type Tx interface {
+	// CreateTicket inserts t and returns it with Seq assigned.
+	// ErrConflict when the id exists.
+	CreateTicket(ctx context.Context, t Ticket) (Ticket, error)
+	// Ticket returns the ticket with id, locked for update inside Update.
+	// ErrNotFound when there is none.
+	Ticket(ctx context.Context, id string) (Ticket, error)
+	// UpdateTicket writes State, Epoch and UpdatedAt of t.
+	UpdateTicket(ctx context.Context, t Ticket) error
+	// NextOpenTicket returns the open ticket with the lowest Seq carrying all
+	// labels, locked for update, skipping tickets other transactions hold.
+	// ErrNotFound when there is none.
+	NextOpenTicket(ctx context.Context, labels []string) (Ticket, error)
+	// Tickets lists tickets matching f in Seq order, after f.AfterSeq.
+	Tickets(ctx context.Context, f TicketFilter) ([]TicketLease, error)
+	// CountTickets counts tickets per state.
+	CountTickets(ctx context.Context) (map[TicketState]int64, error)
+
+	// Lease returns the lease (ticket, epoch). ErrNotFound when there is none.
+	Lease(ctx context.Context, ticket string, epoch int64) (Lease, error)
+	// InsertLease inserts a new lease. ErrConflict when (ticket, epoch) exists.
+	InsertLease(ctx context.Context, l Lease) error
+	// UpdateLease writes every mutable field of l, keyed by (ticket, epoch).
+	UpdateLease(ctx context.Context, l Lease) error
+	// DueLeases returns up to limit held leases with ExpiresAt <= now, in
+	// ExpiresAt order, locked for update and skipping rows others hold. When
+	// refreshedFrom is not zero, only leases with RefreshedAt >= refreshedFrom
+	// are returned (the startup grace). The cost is O(due leases).
+	DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]Lease, error)
+	// HeldLeases returns up to limit held leases with (ticket) > after, in
+	// ticket order: a full pass for recomputing expiry after a mode change.
+	HeldLeases(ctx context.Context, after string, limit int) ([]Lease, error)
+	// CountHeld counts held leases within the bounds.
+	CountHeld(ctx context.Context, b VerdictBounds) (int64, error)
+
+	// AppendEvent appends e and returns its id.
+	AppendEvent(ctx context.Context, e Event) (int64, error)
+	// Events returns the events of ticket (the global events when ticket is
+	// empty) with ID > afterID, in ID order, at most limit.
+	Events(ctx context.Context, ticket string, afterID int64, limit int) ([]Event, error)
+	// RecentEvents returns the newest events of the given kinds, newest
+	// first, at most limit; all kinds when kinds is empty.
+	RecentEvents(ctx context.Context, kinds []EventKind, limit int) ([]Event, error)
+
+	// RecordHeartbeat counts one heartbeat of host with schema version at
+	// time at, for the adoption query.
+	RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error
+	// Adoption returns, per host seen at or after since, its last schema
+	// version, last-seen time and v1/v2 counts since since.
+	Adoption(ctx context.Context, since time.Time) ([]HostAdoption, error)
+	// PruneHeartbeats drops heartbeat counts older than before.
+	PruneHeartbeats(ctx context.Context, before time.Time) error
+
+	// Meta returns the value stored under key; ErrNotFound when unset.
+	Meta(ctx context.Context, key string) (string, error)
+	// SetMeta stores value under key.
+	SetMeta(ctx context.Context, key, value string) error
+}
+
+// TicketLease is a ticket with its current lease, when it has one.
+type TicketLease struct {
+	Ticket Ticket
+	Lease  *Lease // the lease of Ticket.Epoch; nil when never claimed
+}
+
+// TicketFilter selects tickets for listing.
+type TicketFilter struct {
+	State    TicketState // empty: any
+	Verdict  *VerdictBounds
+	Host     string // held lease's host; empty: any
+	AfterSeq int64
+	Limit    int
+}
+
+// Meta keys the Service keeps in the Store.
+const (
+	MetaMode        = "mode"
+	MetaLeaseWindow = "lease_window"
+	MetaGraceFrom   = "grace_from"  // RFC 3339 nano: leases refreshed before it are protected
+	MetaGraceUntil  = "grace_until" // RFC 3339 nano: ... until then
+	MetaLastSweep   = "last_sweep"  // RFC 3339 nano
+)

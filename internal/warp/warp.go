@@ -1,0 +1,206 @@
+// Package warp is the domain of the coordination service: tickets, leases
+// with fencing epochs, heartbeats, the expiry policy and its modes, verdicts,
+// events and host adoption. It owns the Store interface that the database
+// adapters (internal/sqlite, internal/postgres) implement, and the Service
+// that holds every rule so the adapters stay thin.
+package warp
+
+import (
+	"regexp"
+	"time"
+)
+
+// TicketState is the life-cycle state of a ticket.
+type TicketState string
+
+// Ticket states. A release or a lapse returns a claimed ticket to open.
+const (
+	TicketOpen      TicketState = "open"
+	TicketClaimed   TicketState = "claimed"
+	TicketCompleted TicketState = "completed"
+)
+
+// Valid reports whether s is a known ticket state.
+func (s TicketState) Valid() bool {
+	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted
+}
+
+var ticketIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidTicketID reports whether id obeys the ticket id rule.
+func ValidTicketID(id string) bool { return ticketIDPattern.MatchString(id) }
+
+// Ticket is a unit of work that agents claim.
+type Ticket struct {
+	ID        string
+	Seq       int64 // creation order, assigned by the store; claim-next takes the lowest
+	Title     string
+	Labels    []string
+	State     TicketState
+	Epoch     int64 // epoch of the latest lease, 0 when never claimed
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// LeaseState is the state of one lease.
+type LeaseState string
+
+// Lease states. Every state but held is final.
+const (
+	LeaseHeld      LeaseState = "held"
+	LeaseReleased  LeaseState = "released"
+	LeaseCompleted LeaseState = "completed"
+	LeaseLapsed    LeaseState = "lapsed"
+)
+
+// Lease is one claim of a ticket. Epoch is the fencing token: the ticket's
+// previous epoch + 1.
+type Lease struct {
+	Ticket string
+	Epoch  int64
+	Agent  string
+	Host   string
+	State  LeaseState
+
+	ClaimedAt       time.Time
+	LastHeartbeatAt time.Time
+	LastActivityAt  time.Time
+	// SchemaVersion is the schema of the latest heartbeat: 0 before any
+	// heartbeat (the claim only), 1 or 2 after.
+	SchemaVersion int
+	// InFlight is the tool the loop reported in flight with its latest v2 heartbeat.
+	InFlight string
+	// FirstV2At is when the lease received its first v2 heartbeat; zero before.
+	FirstV2At time.Time
+	// RefreshedAt is when the server last extended the lease (claim or
+	// heartbeat); the startup grace protects leases refreshed before a start.
+	RefreshedAt time.Time
+	// ExpiresAt is effective time + lease window under the current mode.
+	ExpiresAt time.Time
+
+	// Exit is the reason of the loop's exit report ("parent-exited",
+	// "worktree-gone"), empty when none arrived.
+	Exit     string
+	ExitedAt time.Time
+
+	EndedAt   time.Time
+	EndReason string // lapse reason, release reason
+	// FallbackExtended reports, for a lapsed lease, whether the v1 fallback
+	// kept it alive longer than activity alone would have.
+	FallbackExtended bool
+	PRURL            string
+}
+
+// Held reports whether the lease is still live.
+func (l Lease) Held() bool { return l.State == LeaseHeld }
+
+// Mode is the expiry policy, stored in the database so replicas agree.
+type Mode string
+
+// Expiry modes, in the order of the migration phases.
+const (
+	ModeLegacy     Mode = "legacy"
+	ModeTransition Mode = "transition"
+	ModeActivity   Mode = "activity"
+)
+
+// DefaultMode is the mode a fresh database starts in.
+const DefaultMode = ModeTransition
+
+// ParseMode returns the Mode named s or an ErrInvalid error.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeLegacy, ModeTransition, ModeActivity:
+		return m, nil
+	}
+	return "", Errorf(ErrInvalid, "unknown mode %q: want legacy, transition or activity", s)
+}
+
+// Exit report reasons a loop may send.
+const (
+	ExitParentExited = "parent-exited"
+	ExitWorktreeGone = "worktree-gone"
+)
+
+// ValidExit reports whether s is a known exit report reason.
+func ValidExit(s string) bool { return s == ExitParentExited || s == ExitWorktreeGone }
+
+// Lapse reasons recorded when the sweep ends a lease.
+const (
+	LapseNoActivity   = "no-activity"
+	LapseNoHeartbeat  = "no-heartbeat"
+	LapseAgentExited  = "agent-exited"
+	ReleaseExitReport = "exit-report" // release reason under --release-on-exit
+)
+
+// EventKind names an entry of a ticket's history.
+type EventKind string
+
+// Event kinds.
+const (
+	EventCreated          EventKind = "created"
+	EventClaimed          EventKind = "claimed"
+	EventFirstV2Heartbeat EventKind = "first-v2-heartbeat"
+	EventExitReport       EventKind = "exit-report"
+	EventLapsed           EventKind = "lapsed"
+	EventReleased         EventKind = "released"
+	EventCompleted        EventKind = "completed"
+	EventVerdictChanged   EventKind = "verdict-changed"
+	EventModeChanged      EventKind = "mode-changed"
+)
+
+// Event is one entry of the history. Ticket is empty for global events
+// (mode changes).
+type Event struct {
+	ID     int64 // assigned by the store, increasing
+	Ticket string
+	Epoch  int64
+	Kind   EventKind
+	At     time.Time
+	// Data holds the kind's details (reason, fallback_extended, agent, host,
+	// verdicts, mode...). Values are strings, numbers or booleans.
+	Data map[string]any
+}
+
+// Heartbeat is one heartbeat as decoded from the wire.
+type Heartbeat struct {
+	SchemaVersion int // 1 or 2
+	Ticket        string
+	Epoch         int64 // v2 only
+	Host          string
+	Agent         string
+	ActivityAge   float64 // seconds, v2 only
+	InFlight      string
+	Exit          string // v2 exit report
+}
+
+// HeartbeatResult is the answer to a heartbeat.
+type HeartbeatResult struct {
+	Ticket    string
+	Epoch     int64
+	ExpiresAt time.Time
+	Verdict   Verdict
+	Mode      Mode
+	// Extended is false when the heartbeat was recorded but did not extend
+	// the lease (a v1 heartbeat in activity mode); Note says why.
+	Extended bool
+	Note     string
+}
+
+// HostAdoption is one host's line of the adoption query.
+type HostAdoption struct {
+	Host              string
+	LastSchemaVersion int
+	LastSeen          time.Time
+	V1Count           int64 // within the window
+	V2Count           int64
+}
+
+// Adoption is the answer to the adoption query.
+type Adoption struct {
+	Window               time.Duration
+	Hosts                []HostAdoption
+	HostCount            int
+	V2Hosts              int // hosts whose window holds v2 heartbeats and no v1
+	ReadyForActivityMode bool
+}
