@@ -520,6 +520,9 @@ func ValidateHeartbeat(h Heartbeat) error {
 	if h.ActivityAge > MaxActivityAge {
 		return Errorf(ErrInvalid, "activity_age_s %v is larger than %v", h.ActivityAge, MaxActivityAge)
 	}
+	if h.HookEvents < 0 {
+		return Errorf(ErrInvalid, "hook_events must not be negative, got %d", h.HookEvents)
+	}
 	if h.Exit != "" && !ValidExit(h.Exit) {
 		return Errorf(ErrInvalid, "exit %q is unknown: want %s or %s", h.Exit, ExitParentExited, ExitWorktreeGone)
 	}
@@ -566,6 +569,13 @@ func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, 
 				l.LastActivityAt = act
 			}
 			l.InFlight = h.InFlight
+			if h.HookSeen != nil {
+				l.HookSeen = HookNo
+				if *h.HookSeen {
+					l.HookSeen = HookYes
+				}
+			}
+			l.HookEvents += h.HookEvents
 		} else {
 			l.InFlight = ""
 		}

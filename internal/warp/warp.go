@@ -89,7 +89,26 @@ type Lease struct {
 	// kept it alive longer than activity alone would have.
 	FallbackExtended bool
 	PRURL            string
+
+	// HookSeen is what the loop last said about the activity hook: unknown
+	// (older loops send nothing), no (not fired since the loop started) or yes.
+	HookSeen HookSeen
+	// HookEvents counts hook events the loop reported, summed over heartbeats.
+	HookEvents int64
+	// RecordedVerdict is the verdict last recorded as an event for this
+	// lease (the sweep-time verdict pass); empty before the first pass.
+	RecordedVerdict Verdict
 }
+
+// HookSeen is the loop's report on whether the agent's hook has fired.
+type HookSeen string
+
+// HookSeen values.
+const (
+	HookUnknown HookSeen = ""
+	HookNo      HookSeen = "no"
+	HookYes     HookSeen = "yes"
+)
 
 // Held reports whether the lease is still live.
 func (l Lease) Held() bool { return l.State == LeaseHeld }
@@ -172,6 +191,11 @@ type Heartbeat struct {
 	ActivityAge   float64 // seconds, v2 only
 	InFlight      string
 	Exit          string // v2 exit report
+	// HookSeen and HookEvents are optional v2 fields: whether the hook has
+	// fired since the loop started, and how many hook events since the
+	// previous POST. Absent (nil / 0) from older loops.
+	HookSeen   *bool
+	HookEvents int64
 }
 
 // HeartbeatResult is the answer to a heartbeat.
