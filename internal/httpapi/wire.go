@@ -43,6 +43,8 @@ type Lease struct {
 	EndReason        string     `json:"end_reason,omitempty"`
 	FallbackExtended bool       `json:"fallback_extended,omitempty"`
 	PRURL            string     `json:"pr_url,omitempty"`
+	HookSeen         string     `json:"hook_seen,omitempty"`
+	HookEvents       int64      `json:"hook_events,omitempty"`
 }
 
 // TicketList is the answer of GET /v1/tickets.
@@ -96,6 +98,10 @@ type HeartbeatRequest struct {
 	ActivityAgeS  *float64 `json:"activity_age_s,omitempty"`
 	InFlight      string   `json:"in_flight,omitempty"`
 	Exit          string   `json:"exit,omitempty"`
+	// HookSeen and HookEvents are optional (issue 8): whether the agent's
+	// hook fired since the loop started, and hook events since the previous POST.
+	HookSeen   *bool `json:"hook_seen,omitempty"`
+	HookEvents int64 `json:"hook_events,omitempty"`
 }
 
 // HeartbeatResponse is the 200 answer to a heartbeat.
@@ -179,6 +185,7 @@ func FromLease(l warp.Lease) Lease {
 		SchemaVersion: l.SchemaVersion, InFlight: l.InFlight, FirstV2At: optTime(l.FirstV2At),
 		ExpiresAt: l.ExpiresAt, Exit: l.Exit, ExitedAt: optTime(l.ExitedAt), EndedAt: optTime(l.EndedAt),
 		EndReason: l.EndReason, FallbackExtended: l.FallbackExtended, PRURL: l.PRURL,
+		HookSeen: string(l.HookSeen), HookEvents: l.HookEvents,
 	}
 }
 
@@ -191,6 +198,7 @@ func ToLease(ticket string, l Lease) warp.Lease {
 		SchemaVersion: l.SchemaVersion, InFlight: l.InFlight, FirstV2At: derefTime(l.FirstV2At),
 		ExpiresAt: l.ExpiresAt, Exit: l.Exit, ExitedAt: derefTime(l.ExitedAt), EndedAt: derefTime(l.EndedAt),
 		EndReason: l.EndReason, FallbackExtended: l.FallbackExtended, PRURL: l.PRURL,
+		HookSeen: warp.HookSeen(l.HookSeen), HookEvents: l.HookEvents,
 	}
 }
 
