@@ -2,6 +2,7 @@ package warp
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -229,17 +230,14 @@ func (s *Service) CreateTicket(ctx context.Context, nt NewTicket) (Ticket, error
 	return out, err
 }
 
-var idCounter = make(chan int64, 1)
-
-func init() { idCounter <- 0 }
-
-// generateID returns a ticket id from the clock and a process counter:
-// T-<base36 millis>-<counter>, unique within a process and sortable.
+// generateID returns a ticket id from the clock and 40 random bits:
+// T-<base36 millis>-<base36 random>. A collision is caught by the store's
+// unique key and answered as a conflict.
 func generateID(now time.Time) string {
-	n := <-idCounter
-	n++
-	idCounter <- n
-	return "T-" + strconv.FormatInt(now.UnixMilli(), 36) + "-" + strconv.FormatInt(n, 36)
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	n := uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
+	return "T-" + strconv.FormatInt(now.UnixMilli(), 36) + "-" + strconv.FormatUint(n, 36)
 }
 
 func normLabels(in []string) ([]string, error) {
