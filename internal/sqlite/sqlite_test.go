@@ -1,0 +1,274 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// MustOpen opens a store on a new file in a temporary directory and closes
+// it when the test ends.
+func MustOpen(tb testing.TB) *sqlite.DB {
+	tb.Helper()
+	return mustOpenPath(tb, filepath.Join(tb.TempDir(), "warp.db"))
+}
+
+func mustOpenPath(tb testing.TB, path string) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		tb.Fatalf("open %s: %v", path, err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warp.db")
+	clock := storetest.NewClock(storetest.T0())
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := warp.NewService(db, warp.Config{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-1", Title: "keep me", Labels: []string{"go", "db"}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := svc.Claim(ctx, "T-1", warp.ClaimRequest{Agent: "O", Host: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	hb, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: claimed.Lease.Epoch, Host: "h1", ActivityAge: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetMode(ctx, warp.ModeLegacy, false); err != nil {
+		t.Fatal(err)
+	}
+	before, err := svc.Ticket(ctx, "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	db2 := mustOpenPath(t, path)
+	svc2, err := warp.NewService(db2, warp.Config{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := svc2.Ticket(ctx, "T-1")
+	if err != nil {
+		t.Fatalf("ticket after reopen: %v", err)
+	}
+	if after.Ticket.Title != "keep me" || strings.Join(after.Ticket.Labels, ",") != "db,go" || after.Ticket.State != warp.TicketClaimed {
+		t.Errorf("ticket after reopen: got %+v, want title, labels and state kept", after.Ticket)
+	}
+	if after.Lease == nil || *after.Lease != *before.Lease {
+		t.Errorf("lease after reopen: got %+v, want %+v", after.Lease, before.Lease)
+	}
+	// Legacy mode was set after the heartbeat: expiry counts from it.
+	if want := clock.Now().Add(warp.DefaultLeaseWindow); !after.Lease.ExpiresAt.Equal(want) || hb.ExpiresAt.Equal(want) {
+		t.Errorf("expiry after reopen: got %s (heartbeat answered %s), want %s", after.Lease.ExpiresAt, hb.ExpiresAt, want)
+	}
+	mode, err := svc2.Mode(ctx)
+	if err != nil || mode != warp.ModeLegacy {
+		t.Errorf("mode after reopen: got %q, %v, want legacy", mode, err)
+	}
+	evs, err := svc2.Events(ctx, "T-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if got, want := strings.Join(kinds, ","), "created,claimed,first-v2-heartbeat"; got != want {
+		t.Errorf("events after reopen: got %s, want %s", got, want)
+	}
+}
+
+// rawExec runs statements on the file with the bare driver, as another
+// program (or a newer warp) would.
+func rawExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, s := range stmts {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warp.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := warp.NewService(db, warp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-1"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	rawExec(t, path, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)`)
+
+	_, err = sqlite.Open(ctx, path)
+	if !errors.Is(err, sqlite.ErrNewerSchema) {
+		t.Fatalf("open newer database: got %v, want ErrNewerSchema", err)
+	}
+	if !strings.Contains(err.Error(), "9999") {
+		t.Errorf("error %q does not name the unknown migration 9999", err)
+	}
+	// The refusal changed nothing: drop the future migration and the data is there.
+	rawExec(t, path, `DELETE FROM schema_migrations WHERE version = 9999`)
+	db2 := mustOpenPath(t, path)
+	svc2, _ := warp.NewService(db2, warp.Config{})
+	if _, err := svc2.Ticket(ctx, "T-1"); err != nil {
+		t.Errorf("ticket after refused open: %v", err)
+	}
+}
+
+func TestRefusesNotWarpFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	text := filepath.Join(dir, "notes.txt")
+	content := bytes.Repeat([]byte("this is not a database, just text\n"), 200)
+	if err := os.WriteFile(text, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	other := filepath.Join(dir, "other.db")
+	rawExec(t, other, `CREATE TABLE recipes (name TEXT)`, `INSERT INTO recipes VALUES ('soup')`)
+	otherBefore, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A warp file whose pages were overwritten with garbage.
+	corrupt := filepath.Join(dir, "corrupt.db")
+	db := mustOpenPath(t, corrupt)
+	db.Close()
+	b, err := os.ReadFile(corrupt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 16; i < len(b); i++ { // keep the 16-byte magic, wreck the rest
+		b[i] = 0xA5
+	}
+	if err := os.WriteFile(corrupt, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(corrupt + "-wal")
+	os.Remove(corrupt + "-shm")
+
+	for _, tc := range []struct{ name, path string }{
+		{"text file", text},
+		{"another program's database", other},
+		{"corrupt warp file", corrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := sqlite.Open(ctx, tc.path)
+			if err == nil {
+				db.Close()
+				t.Fatalf("open %s: got no error, want ErrNotDatabase", tc.path)
+			}
+			if !errors.Is(err, sqlite.ErrNotDatabase) {
+				t.Fatalf("open %s: got %v, want ErrNotDatabase", tc.path, err)
+			}
+			if !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(text); !bytes.Equal(got, content) {
+		t.Errorf("the text file was modified by the refused open")
+	}
+	if got, _ := os.ReadFile(other); !bytes.Equal(got, otherBefore) {
+		t.Errorf("the other program's database was modified by the refused open")
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, path := range []string{"", ":memory:", "file:x.db?mode=memory", dir, filepath.Join(dir, "missing", "warp.db")} {
+		db, err := sqlite.Open(ctx, path)
+		if err == nil {
+			db.Close()
+			t.Errorf("open %q: got no error, want one", path)
+			continue
+		}
+		t.Logf("open %q: %v", path, err)
+	}
+}
+
+func TestOpenPathWithSpecialCharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a dir?#%", "warp 1.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := mustOpenPath(t, path)
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database not at %s: %v", path, err)
+	}
+}
+
+func TestQueryPlansUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t)
+	now := time.Now().UnixNano()
+	check := func(name, query string, args []any, want string) {
+		t.Helper()
+		plan, err := db.QueryPlan(ctx, query, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		joined := strings.Join(plan, " | ")
+		if !strings.Contains(joined, want) {
+			t.Errorf("%s plan: got %q, want it to use %q", name, joined, want)
+		}
+		if strings.Contains(joined, "SCAN l") || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("%s plan: got %q, want no lease scan and no sort", name, joined)
+		}
+	}
+	check("due leases", sqlite.DueLeasesSQL, []any{now, now, 1000}, "USING INDEX leases_held_expires")
+	for _, st := range []warp.TicketState{warp.TicketOpen, warp.TicketClaimed} {
+		q, args := sqlite.TicketsSQL(warp.TicketFilter{State: st, Limit: 100})
+		check("tickets by state", q, args, "USING INDEX tickets_state_seq")
+	}
+	b := warp.DefaultPolicy().Bounds(warp.VerdictStalled, time.Now())
+	q, args := sqlite.TicketsSQL(warp.TicketFilter{State: warp.TicketClaimed, Verdict: &b, Limit: 100})
+	check("tickets by verdict", q, args, "USING INDEX tickets_state_seq")
+}

@@ -1,0 +1,529 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// tx is one transaction. Inside Update the whole database is locked for
+// writing (BEGIN IMMEDIATE), so "locked for update" and "skipping rows
+// other transactions hold" hold trivially.
+type tx struct {
+	tx *sql.Tx
+}
+
+var _ warp.Tx = (*tx)(nil)
+
+// nanos stores a time as unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// limitArg turns a non-positive limit into SQLite's "no limit".
+func limitArg(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+const ticketCols = `t.seq, t.id, t.title, t.state, t.epoch, t.created_at, t.updated_at,
+	(SELECT json_group_array(label) FROM ticket_labels WHERE ticket = t.id)`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+// ticketRow holds the scanned columns of ticketCols.
+type ticketRow struct {
+	seq, epoch, created, updated int64
+	id, title, state, labels     string
+}
+
+func (r *ticketRow) dest() []any {
+	return []any{&r.seq, &r.id, &r.title, &r.state, &r.epoch, &r.created, &r.updated, &r.labels}
+}
+
+func (r *ticketRow) ticket() (warp.Ticket, error) {
+	t := warp.Ticket{ID: r.id, Seq: r.seq, Title: r.title, State: warp.TicketState(r.state), Epoch: r.epoch,
+		CreatedAt: fromNanos(r.created), UpdatedAt: fromNanos(r.updated), Labels: []string{}}
+	if err := json.Unmarshal([]byte(r.labels), &t.Labels); err != nil {
+		return warp.Ticket{}, fmt.Errorf("decode labels of ticket %s: %w", r.id, err)
+	}
+	sort.Strings(t.Labels)
+	return t, nil
+}
+
+func scanTicket(s rowScanner) (warp.Ticket, error) {
+	var r ticketRow
+	if err := s.Scan(r.dest()...); err != nil {
+		return warp.Ticket{}, err
+	}
+	return r.ticket()
+}
+
+// leaseCols lists the lease columns in the order leaseRow scans them.
+const leaseCols = `l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at,
+	l.last_activity_at, l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at,
+	l.exit, l.exited_at, l.ended_at, l.end_reason, l.fallback_extended, l.pr_url`
+
+// leaseRow holds nullable lease columns, so a LEFT JOIN that found no
+// lease scans too.
+type leaseRow struct {
+	ticket, agent, host, state, inFlight, exit, endReason, prURL sql.Null[string]
+
+	epoch, claimed, heartbeat, activity, schema, firstV2, refreshed, expires,
+	exited, ended, fallback sql.Null[int64]
+}
+
+func (r *leaseRow) dest() []any {
+	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimed, &r.heartbeat,
+		&r.activity, &r.schema, &r.inFlight, &r.firstV2, &r.refreshed, &r.expires,
+		&r.exit, &r.exited, &r.ended, &r.endReason, &r.fallback, &r.prURL}
+}
+
+func (r *leaseRow) lease() *warp.Lease {
+	if !r.ticket.Valid {
+		return nil
+	}
+	return &warp.Lease{
+		Ticket: r.ticket.V, Epoch: r.epoch.V, Agent: r.agent.V, Host: r.host.V, State: warp.LeaseState(r.state.V),
+		ClaimedAt: fromNanos(r.claimed.V), LastHeartbeatAt: fromNanos(r.heartbeat.V),
+		LastActivityAt: fromNanos(r.activity.V), SchemaVersion: int(r.schema.V), InFlight: r.inFlight.V,
+		FirstV2At: fromNanos(r.firstV2.V), RefreshedAt: fromNanos(r.refreshed.V), ExpiresAt: fromNanos(r.expires.V),
+		Exit: r.exit.V, ExitedAt: fromNanos(r.exited.V), EndedAt: fromNanos(r.ended.V), EndReason: r.endReason.V,
+		FallbackExtended: r.fallback.V != 0, PRURL: r.prURL.V,
+	}
+}
+
+func scanLease(s rowScanner) (warp.Lease, error) {
+	var r leaseRow
+	if err := s.Scan(r.dest()...); err != nil {
+		return warp.Lease{}, err
+	}
+	return *r.lease(), nil
+}
+
+func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, error) {
+	err := t.tx.QueryRowContext(ctx,
+		`INSERT INTO tickets (id, title, state, epoch, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`,
+		tk.ID, tk.Title, string(tk.State), tk.Epoch, nanos(tk.CreatedAt), nanos(tk.UpdatedAt)).Scan(&tk.Seq)
+	if err != nil {
+		return warp.Ticket{}, translate("insert ticket "+tk.ID, err)
+	}
+	labels := []string{}
+	seen := map[string]bool{}
+	for _, l := range tk.Labels {
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		labels = append(labels, l)
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO ticket_labels (ticket, label) VALUES (?, ?)`, tk.ID, l); err != nil {
+			return warp.Ticket{}, translate("insert label of ticket "+tk.ID, err)
+		}
+	}
+	sort.Strings(labels)
+	tk.Labels = labels
+	tk.CreatedAt, tk.UpdatedAt = fromNanos(nanos(tk.CreatedAt)), fromNanos(nanos(tk.UpdatedAt))
+	return tk, nil
+}
+
+func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
+	tk, err := scanTicket(t.tx.QueryRowContext(ctx, `SELECT `+ticketCols+` FROM tickets t WHERE t.id = ?`, id))
+	if err != nil {
+		return warp.Ticket{}, translate("read ticket "+id, err)
+	}
+	return tk, nil
+}
+
+func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`,
+		string(tk.State), tk.Epoch, nanos(tk.UpdatedAt), tk.ID)
+	if err != nil {
+		return translate("update ticket "+tk.ID, err)
+	}
+	return mustAffect(res, "update ticket "+tk.ID)
+}
+
+func mustAffect(res sql.Result, op string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return translate(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, warp.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, error) {
+	var b strings.Builder
+	b.WriteString(`SELECT ` + ticketCols + ` FROM tickets t WHERE t.state = 'open'`)
+	args := make([]any, 0, len(labels))
+	for _, l := range labels {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM ticket_labels x WHERE x.ticket = t.id AND x.label = ?)`)
+		args = append(args, l)
+	}
+	b.WriteString(` ORDER BY t.seq LIMIT 1`)
+	tk, err := scanTicket(t.tx.QueryRowContext(ctx, b.String(), args...))
+	if err != nil {
+		return warp.Ticket{}, translate("next open ticket", err)
+	}
+	return tk, nil
+}
+
+// boundsSQL appends the conditions of b on the lease alias l.
+func boundsSQL(b *strings.Builder, args []any, vb warp.VerdictBounds) []any {
+	if vb.Exited != nil {
+		if *vb.Exited {
+			b.WriteString(` AND l.exit <> ''`)
+		} else {
+			b.WriteString(` AND l.exit = ''`)
+		}
+	}
+	cond := func(col, op string, at time.Time) {
+		if !at.IsZero() {
+			b.WriteString(` AND l.` + col + ` ` + op + ` ?`)
+			args = append(args, nanos(at))
+		}
+	}
+	cond("last_heartbeat_at", "<", vb.HeartbeatBefore)
+	cond("last_heartbeat_at", ">=", vb.HeartbeatFrom)
+	cond("progress_at", "<", vb.ProgressBefore)
+	cond("progress_at", ">=", vb.ProgressFrom)
+	return args
+}
+
+// ticketsSQL builds the listing query of f. Driven by tickets in seq
+// order (the primary key, or tickets_state_seq with a state), each row
+// joined to its current lease by primary key. Tests check its plan.
+func ticketsSQL(f warp.TicketFilter) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`SELECT ` + ticketCols + `, ` + leaseCols + `
+		FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch
+		WHERE t.seq > ?`)
+	args := []any{f.AfterSeq}
+	if f.State != "" {
+		b.WriteString(` AND t.state = ?`)
+		args = append(args, string(f.State))
+	}
+	if f.Host != "" || f.Verdict != nil {
+		b.WriteString(` AND l.state = 'held'`)
+	}
+	if f.Host != "" {
+		b.WriteString(` AND l.host = ?`)
+		args = append(args, f.Host)
+	}
+	if f.Verdict != nil {
+		args = boundsSQL(&b, args, *f.Verdict)
+	}
+	b.WriteString(` ORDER BY t.seq LIMIT ?`)
+	args = append(args, limitArg(f.Limit))
+	return b.String(), args
+}
+
+func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
+	query, args := ticketsSQL(f)
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, translate("list tickets", err)
+	}
+	defer rows.Close()
+	out := []warp.TicketLease{}
+	for rows.Next() {
+		var tr ticketRow
+		var lr leaseRow
+		if err := rows.Scan(append(tr.dest(), lr.dest()...)...); err != nil {
+			return nil, translate("list tickets", err)
+		}
+		tk, err := tr.ticket()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, warp.TicketLease{Ticket: tk, Lease: lr.lease()})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("list tickets", err)
+	}
+	return out, nil
+}
+
+func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT state, count(*) FROM tickets GROUP BY state`)
+	if err != nil {
+		return nil, translate("count tickets", err)
+	}
+	defer rows.Close()
+	out := map[warp.TicketState]int64{}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, translate("count tickets", err)
+		}
+		out[warp.TicketState(s)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("count tickets", err)
+	}
+	return out, nil
+}
+
+func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
+	l, err := scanLease(t.tx.QueryRowContext(ctx, `SELECT `+leaseCols+` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`, ticket, epoch))
+	if err != nil {
+		return warp.Lease{}, translate(fmt.Sprintf("read lease %s/%d", ticket, epoch), err)
+	}
+	return l, nil
+}
+
+func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
+		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
+		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
+		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
+		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
+		l.EndReason, boolInt(l.FallbackExtended), l.PRURL)
+	if err != nil {
+		return translate(fmt.Sprintf("insert lease %s/%d", l.Ticket, l.Epoch), err)
+	}
+	return nil
+}
+
+func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
+	op := fmt.Sprintf("update lease %s/%d", l.Ticket, l.Epoch)
+	res, err := t.tx.ExecContext(ctx, `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
+		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
+		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
+		fallback_extended = ?, pr_url = ?
+		WHERE ticket = ? AND epoch = ?`,
+		l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
+		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
+		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
+		l.EndReason, boolInt(l.FallbackExtended), l.PRURL,
+		l.Ticket, l.Epoch)
+	if err != nil {
+		return translate(op, err)
+	}
+	return mustAffect(res, op)
+}
+
+func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	out := []warp.Lease{}
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
+}
+
+// dueLeasesSQL is the sweep's query; the partial index leases_held_expires
+// answers it in O(due). Tests check its plan.
+const dueLeasesSQL = `SELECT ` + leaseCols + ` FROM leases l
+	WHERE l.state = 'held' AND l.expires_at <= ? AND l.refreshed_at >= ?
+	ORDER BY l.expires_at LIMIT ?`
+
+func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
+	from := int64(-1 << 63) // no grace: every lease qualifies
+	if !refreshedFrom.IsZero() {
+		from = nanos(refreshedFrom)
+	}
+	return t.queryLeases(ctx, "due leases", dueLeasesSQL, nanos(now), from, limitArg(limit))
+}
+
+func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
+	return t.queryLeases(ctx, "held leases", `SELECT `+leaseCols+` FROM leases l
+		WHERE l.state = 'held' AND l.ticket > ? ORDER BY l.ticket LIMIT ?`, after, limitArg(limit))
+}
+
+func (t *tx) CountHeld(ctx context.Context, vb warp.VerdictBounds) (int64, error) {
+	var b strings.Builder
+	b.WriteString(`SELECT count(*) FROM leases l WHERE l.state = 'held'`)
+	args := boundsSQL(&b, nil, vb)
+	var n int64
+	if err := t.tx.QueryRowContext(ctx, b.String(), args...).Scan(&n); err != nil {
+		return 0, translate("count held leases", err)
+	}
+	return n, nil
+}
+
+func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
+	data := e.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s event data: %w", e.Kind, err)
+	}
+	var id int64
+	err = t.tx.QueryRowContext(ctx, `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		e.Ticket, e.Epoch, string(e.Kind), nanos(e.At), string(b)).Scan(&id)
+	if err != nil {
+		return 0, translate("append event", err)
+	}
+	return id, nil
+}
+
+const eventCols = `id, ticket, epoch, kind, at, data`
+
+func (t *tx) queryEvents(ctx context.Context, op, query string, args ...any) ([]warp.Event, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	out := []warp.Event{}
+	for rows.Next() {
+		var e warp.Event
+		var kind, data string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Ticket, &e.Epoch, &kind, &at, &data); err != nil {
+			return nil, translate(op, err)
+		}
+		e.Kind, e.At = warp.EventKind(kind), fromNanos(at)
+		if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+			return nil, fmt.Errorf("%s: decode data of event %d: %w", op, e.ID, err)
+		}
+		if e.Data == nil {
+			e.Data = map[string]any{}
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
+}
+
+func (t *tx) Events(ctx context.Context, ticket string, afterID int64, limit int) ([]warp.Event, error) {
+	return t.queryEvents(ctx, "events of "+ticket, `SELECT `+eventCols+` FROM events
+		WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`, ticket, afterID, limitArg(limit))
+}
+
+func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int) ([]warp.Event, error) {
+	if len(kinds) == 0 {
+		return t.queryEvents(ctx, "recent events", `SELECT `+eventCols+` FROM events ORDER BY id DESC LIMIT ?`, limitArg(limit))
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
+	args := make([]any, 0, len(kinds)+1)
+	for _, k := range kinds {
+		args = append(args, string(k))
+	}
+	args = append(args, limitArg(limit))
+	return t.queryEvents(ctx, "recent events", `SELECT `+eventCols+` FROM events
+		WHERE kind IN (`+marks+`) ORDER BY id DESC LIMIT ?`, args...)
+}
+
+// bucket is the 1-second adoption bucket holding at (unix seconds, floored).
+func bucket(at time.Time) int64 { return at.Unix() }
+
+func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO heartbeat_counts (host, schema_version, bucket, count)
+		VALUES (?, ?, ?, 1)
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + 1`,
+		host, schemaVersion, bucket(at)); err != nil {
+		return translate("count heartbeat", err)
+	}
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO hosts (host, last_schema_version, last_seen) VALUES (?, ?, ?)
+		ON CONFLICT (host) DO UPDATE SET last_schema_version = excluded.last_schema_version, last_seen = excluded.last_seen
+		WHERE excluded.last_seen >= hosts.last_seen`,
+		host, schemaVersion, nanos(at)); err != nil {
+		return translate("record host", err)
+	}
+	return nil
+}
+
+// Adoption counts the buckets that overlap [since, ∞): a heartbeat up to one
+// second older than since may be counted, which only keeps the activity-mode
+// guard on the safe side.
+func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
+	from := bucket(since)
+	rows, err := t.tx.QueryContext(ctx, `SELECT h.host, h.last_schema_version, h.last_seen,
+		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
+		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
+		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`, from, from, nanos(since))
+	if err != nil {
+		return nil, translate("adoption", err)
+	}
+	defer rows.Close()
+	out := []warp.HostAdoption{}
+	for rows.Next() {
+		var h warp.HostAdoption
+		var seen int64
+		if err := rows.Scan(&h.Host, &h.LastSchemaVersion, &seen, &h.V1Count, &h.V2Count); err != nil {
+			return nil, translate("adoption", err)
+		}
+		h.LastSeen = fromNanos(seen)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("adoption", err)
+	}
+	return out, nil
+}
+
+// PruneHeartbeats drops the buckets that end at or before before, and the
+// hosts not seen since.
+func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM heartbeat_counts WHERE bucket < ?`, bucket(before)); err != nil {
+		return translate("prune heartbeat counts", err)
+	}
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM hosts WHERE last_seen < ?`, nanos(before)); err != nil {
+		return translate("prune hosts", err)
+	}
+	return nil
+}
+
+func (t *tx) Meta(ctx context.Context, key string) (string, error) {
+	var v string
+	if err := t.tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v); err != nil {
+		return "", translate("read meta "+key, err)
+	}
+	return v, nil
+}
+
+func (t *tx) SetMeta(ctx context.Context, key, value string) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value); err != nil {
+		return translate("write meta "+key, err)
+	}
+	return nil
+}
