@@ -1,0 +1,137 @@
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// fileEdit is a planned change of one file: New replaces Old (Existed false:
+// the file is created). With Remove the file is deleted instead.
+type fileEdit struct {
+	Path    string
+	Old     []byte
+	New     []byte
+	Existed bool
+	Remove  bool
+	Perm    fs.FileMode // of a created file
+	Backup  bool        // back the old content up before replacing it
+}
+
+// readFile returns the content of path, existed false when it is missing.
+func readFile(path string) (data []byte, existed bool, err error) {
+	data, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// apply carries the edit out: backup (when asked and there is something to
+// back up), then an atomic replacement. It returns the backup path, if any.
+func (e fileEdit) apply(now time.Time) (backup string, err error) {
+	if e.Remove {
+		if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", nil
+	}
+	if e.Backup && e.Existed && len(e.Old) > 0 {
+		backup, err = writeBackup(e.Path, e.Old, now)
+		if err != nil {
+			return "", err
+		}
+	}
+	if err := writeAtomic(e.Path, e.New, e.Perm); err != nil {
+		return backup, err
+	}
+	return backup, nil
+}
+
+// writeBackup copies old (the current content of path) to
+// path.bak-YYYYMMDDTHHMMSSZ, with a -N suffix when that name is taken, and
+// the same permissions as path.
+func writeBackup(path string, old []byte, now time.Time) (string, error) {
+	perm := fs.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	base := path + ".bak-" + now.UTC().Format("20060102T150405Z")
+	for i := 1; i < 1000; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("back up %s: %w", path, err)
+		}
+		_, werr := f.Write(old)
+		serr := f.Sync()
+		cerr := f.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("back up %s: %w", path, err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("back up %s: too many backups named %s*", path, base)
+}
+
+// writeAtomic replaces path with data through a temporary file in the same
+// directory, fsynced and renamed over it, so a reader (or a crash) sees the
+// old file or the new one, never a half-written one. An existing file keeps
+// its permissions; a symlink is followed, so a dotfiles link stays a link.
+func writeAtomic(path string, data []byte, perm fs.FileMode) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // best effort: makes the rename durable
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,518 @@
+// Package setup installs what the agent side needs on a developer host: the
+// touch-activity hook in the agent's settings (Claude Code, optionally
+// Codex, Gemini CLI and Cursor) and the watchdog schedule (a systemd user
+// timer, or a crontab line where there is no systemd user manager). It
+// merges into what is there, is idempotent, backs files up and writes them
+// atomically, refuses files it cannot parse without touching them, and
+// uninstalls exactly what it added.
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Watchdog schedule choices of Options.Watchdog.
+const (
+	WatchdogAuto    = "auto"    // systemd when systemctl --user works, else cron
+	WatchdogSystemd = "systemd" // a systemd user timer, or fail
+	WatchdogCron    = "cron"    // a crontab line, or fail
+	WatchdogNone    = "none"    // no schedule
+)
+
+// Options configures Run. Binary and Home are required; every other field
+// has a default.
+type Options struct {
+	// Binary is the absolute path of the gyrum binary that the hook and the
+	// schedule run (normally os.Executable()).
+	Binary string
+	// Home is the user's home directory, for the default locations.
+	Home string
+	// Project, when set, selects DIR/.claude/settings.json (and the project
+	// files of the other agents) instead of the user's settings.
+	Project string
+	// ClaudeConfigDir is the user-scope Claude Code directory
+	// ($CLAUDE_CONFIG_DIR); "" → Home/.claude.
+	ClaudeConfigDir string
+	// Agents lists the other agents to wire besides Claude Code: "codex",
+	// "gemini", "cursor".
+	Agents []string
+	// Watchdog is auto (default), systemd, cron or none.
+	Watchdog string
+	// Uninstall removes what setup adds instead of adding it.
+	Uninstall bool
+	// DryRun prints every change and makes none.
+	DryRun bool
+	// Systemd and Cron are the schedulers; Systemd.UnitDir "" →
+	// $XDG_CONFIG_HOME/systemd/user (XDGConfigHome "" → Home/.config).
+	Systemd       Systemd
+	Cron          Cron
+	XDGConfigHome string
+	// ScheduleEnv is set for the scheduled sweep (GYRUM_HOME when the
+	// registry is not in its default place).
+	ScheduleEnv map[string]string
+	// Now stamps backups; nil → time.Now.
+	Now func() time.Time
+	// Out receives one line per change (with DryRun: the diffs and
+	// commands); nil → io.Discard.
+	Out io.Writer
+}
+
+// ClaudeSettingsPath returns the Claude Code settings file that o selects.
+func (o Options) ClaudeSettingsPath() string {
+	if o.Project != "" {
+		return filepath.Join(o.Project, ".claude", "settings.json")
+	}
+	dir := o.ClaudeConfigDir
+	if dir == "" {
+		dir = filepath.Join(o.Home, ".claude")
+	}
+	return filepath.Join(dir, "settings.json")
+}
+
+// UnitDir returns the directory of the systemd user units.
+func (o Options) UnitDir() string {
+	if o.Systemd.UnitDir != "" {
+		return o.Systemd.UnitDir
+	}
+	cfg := o.XDGConfigHome
+	if cfg == "" {
+		cfg = filepath.Join(o.Home, ".config")
+	}
+	return filepath.Join(cfg, "systemd", "user")
+}
+
+// Report says what Run did (or, with DryRun, would do).
+type Report struct {
+	Changed  bool     // something was (or would be) changed
+	Schedule string   // the scheduler used: systemd, cron or "" (none)
+	Backups  []string // backup files written
+}
+
+// step is one planned change.
+type step struct {
+	describe string                                    // what it does, for the log and the dry run
+	diff     string                                    // for a file: the unified diff
+	apply    func(ctx context.Context) (string, error) // does it; returns extra detail
+}
+
+// Run installs (or with Uninstall removes) the hook and the watchdog
+// schedule. Every file and table is read and checked before anything is
+// changed: a settings file that does not parse stops Run with a
+// *ParseError and nothing is modified.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Watchdog == "" {
+		o.Watchdog = WatchdogAuto
+	}
+	switch o.Watchdog {
+	case WatchdogAuto, WatchdogSystemd, WatchdogCron, WatchdogNone:
+	default:
+		return Report{}, warp.Errorf(warp.ErrInvalid, "--watchdog %q: want auto, systemd, cron or none", o.Watchdog)
+	}
+	if !o.Uninstall && !filepath.IsAbs(o.Binary) {
+		return Report{}, warp.Errorf(warp.ErrInvalid, "gyrum binary path %q is not absolute", o.Binary)
+	}
+	if o.Home == "" && (o.Project == "" || o.ClaudeConfigDir == "") {
+		return Report{}, warp.Errorf(warp.ErrInvalid, "no home directory to find the settings in")
+	}
+
+	var rep Report
+	var steps []step
+	hookSteps, err := planHooks(o)
+	if err != nil {
+		return Report{}, err
+	}
+	steps = append(steps, hookSteps...)
+	schedSteps, sched, err := planSchedule(ctx, o)
+	if err != nil {
+		return Report{}, err
+	}
+	rep.Schedule = sched
+	steps = append(steps, schedSteps...)
+	rep.Changed = len(steps) > 0
+
+	if o.DryRun {
+		for _, s := range steps {
+			fmt.Fprintf(o.Out, "would %s\n", s.describe)
+			if s.diff != "" {
+				fmt.Fprint(o.Out, indentText(s.diff, "    "))
+			}
+		}
+		if len(steps) == 0 {
+			fmt.Fprintln(o.Out, "nothing to change")
+		} else {
+			fmt.Fprintln(o.Out, "dry run: nothing was changed")
+		}
+		return rep, nil
+	}
+	for _, s := range steps {
+		detail, err := s.apply(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if strings.HasPrefix(detail, "backup ") {
+			rep.Backups = append(rep.Backups, strings.TrimPrefix(detail, "backup "))
+		}
+		if detail != "" {
+			fmt.Fprintf(o.Out, "%s (%s)\n", pastTense(s.describe), detail)
+		} else {
+			fmt.Fprintln(o.Out, pastTense(s.describe))
+		}
+	}
+	if len(steps) == 0 {
+		fmt.Fprintln(o.Out, "nothing to change: already set up")
+	}
+	return rep, nil
+}
+
+// pastTense turns "write X" into "wrote X" for the log of what was done.
+func pastTense(s string) string {
+	for _, p := range [][2]string{{"write ", "wrote "}, {"update ", "updated "}, {"create ", "created "}, {"remove ", "removed "}, {"run ", "ran "}} {
+		if strings.HasPrefix(s, p[0]) {
+			return p[1] + strings.TrimPrefix(s, p[0])
+		}
+	}
+	return s
+}
+
+func indentText(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range splitLines(s) {
+		b.WriteString(prefix + l)
+	}
+	return b.String()
+}
+
+// hookTarget is one agent settings file and how to merge our hook into it.
+type hookTarget struct {
+	agent     string
+	path      string
+	install   func(path string, data []byte, command string) ([]byte, bool, error)
+	uninstall func(path string, data []byte) ([]byte, bool, error)
+}
+
+func hookTargets(o Options) ([]hookTarget, error) {
+	claude := claudeFormat()
+	targets := []hookTarget{{agent: "claude", path: o.ClaudeSettingsPath(), install: claude.install, uninstall: claude.uninstall}}
+	for _, a := range o.Agents {
+		t, err := agentTarget(o, a)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	return targets, nil
+}
+
+// planHooks reads every settings file and plans its edit.
+func planHooks(o Options) ([]step, error) {
+	targets, err := hookTargets(o)
+	if err != nil {
+		return nil, err
+	}
+	command := HookCommand(o.Binary)
+	var steps []step
+	for _, t := range targets {
+		old, existed, err := readFile(t.path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.path, err)
+		}
+		var data []byte
+		var changed bool
+		if o.Uninstall {
+			if !existed {
+				continue
+			}
+			data, changed, err = t.uninstall(t.path, old)
+		} else {
+			data, changed, err = t.install(t.path, old, command)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			continue
+		}
+		edit := fileEdit{Path: t.path, Old: old, New: data, Existed: existed, Perm: 0o644, Backup: true}
+		verb := "update"
+		if !existed {
+			verb = "create"
+		}
+		what := "add the gyrum touch-activity hook"
+		if o.Uninstall {
+			what = "remove the gyrum touch-activity hook"
+		}
+		now := o.Now()
+		steps = append(steps, step{
+			describe: fmt.Sprintf("%s %s: %s", verb, t.path, what),
+			diff:     unifiedDiff(t.path, old, data, existed),
+			apply: func(context.Context) (string, error) {
+				b, err := edit.apply(now)
+				if b != "" {
+					return "backup " + b, err
+				}
+				return "", err
+			},
+		})
+	}
+	return steps, nil
+}
+
+// planSchedule decides the scheduler and plans its changes.
+func planSchedule(ctx context.Context, o Options) ([]step, string, error) {
+	if o.Watchdog == WatchdogNone {
+		return nil, "", nil
+	}
+	sd := o.Systemd
+	sd.UnitDir = o.UnitDir()
+	if o.Uninstall {
+		var steps []step
+		if o.Watchdog != WatchdogCron {
+			s, err := planSystemdRemove(ctx, sd)
+			if err != nil {
+				return nil, "", err
+			}
+			steps = append(steps, s...)
+		}
+		if o.Watchdog != WatchdogSystemd && o.Cron.Available() {
+			s, err := planCronRemove(ctx, o.Cron)
+			if err != nil {
+				return nil, "", err
+			}
+			steps = append(steps, s...)
+		}
+		return steps, "", nil
+	}
+
+	use := o.Watchdog
+	if use == WatchdogAuto || use == WatchdogSystemd {
+		if sd.Available(ctx) {
+			use = WatchdogSystemd
+		} else if use == WatchdogSystemd {
+			return nil, "", fmt.Errorf("--watchdog systemd: systemctl --user does not work here (no user manager or bus); use --watchdog cron")
+		} else {
+			use = WatchdogCron
+		}
+	}
+	if use == WatchdogCron && !o.Cron.Available() {
+		hint := "install cron (Debian: apt-get install cron)"
+		if o.Watchdog == WatchdogAuto {
+			return nil, "", fmt.Errorf("no watchdog scheduler: systemctl --user does not work and there is no crontab program; %s, or use --watchdog none", hint)
+		}
+		return nil, "", fmt.Errorf("--watchdog cron: no crontab program; %s", hint)
+	}
+
+	var steps []step
+	switch use {
+	case WatchdogSystemd:
+		s, err := planSystemdInstall(ctx, sd, o.Binary, o.ScheduleEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		steps = append(steps, s...)
+		if o.Cron.Available() { // moving from cron to systemd: no double schedule
+			s, err := planCronRemove(ctx, o.Cron)
+			if err != nil {
+				return nil, "", err
+			}
+			steps = append(steps, s...)
+		}
+	case WatchdogCron:
+		s, err := planCronInstall(ctx, o.Cron, o.Binary, o.ScheduleEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		steps = append(steps, s...)
+		s, err = planSystemdRemove(ctx, sd)
+		if err != nil {
+			return nil, "", err
+		}
+		steps = append(steps, s...)
+	}
+	return steps, use, nil
+}
+
+func planSystemdInstall(ctx context.Context, sd Systemd, bin string, env map[string]string) ([]step, error) {
+	units := []struct{ name, content string }{
+		{ServiceName, ServiceUnit(bin, env)},
+		{TimerName, TimerUnit()},
+	}
+	var steps []step
+	var created []string
+	filesChanged := false
+	for _, u := range units {
+		path := filepath.Join(sd.UnitDir, u.name)
+		old, existed, err := readFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if existed && string(old) == u.content {
+			continue
+		}
+		filesChanged = true
+		if !existed {
+			created = append(created, path)
+		}
+		edit := fileEdit{Path: path, Old: old, New: []byte(u.content), Existed: existed, Perm: 0o644}
+		verb := "update"
+		if !existed {
+			verb = "write"
+		}
+		steps = append(steps, step{
+			describe: fmt.Sprintf("%s %s", verb, path),
+			diff:     unifiedDiff(path, old, []byte(u.content), existed),
+			apply: func(context.Context) (string, error) {
+				_, err := edit.apply(time.Time{})
+				return "", err
+			},
+		})
+	}
+	if !filesChanged {
+		if on, err := sd.TimerEnabled(ctx); err == nil && on {
+			return nil, nil
+		}
+	}
+	// A failing systemctl leaves no half-installed timer behind: the unit
+	// files this run created are removed again.
+	rollback := func(err error) error {
+		for _, p := range created {
+			os.Remove(p)
+		}
+		return err
+	}
+	for _, args := range [][]string{{"daemon-reload"}, {"enable", "--now", TimerName}} {
+		steps = append(steps, step{
+			describe: "run " + strings.Join(sd.argv(args...), " "),
+			apply: func(ctx context.Context) (string, error) {
+				if err := sd.run(ctx, args...); err != nil {
+					return "", rollback(err)
+				}
+				return "", nil
+			},
+		})
+	}
+	return steps, nil
+}
+
+// planSystemdRemove removes our unit files, when there are any: disable
+// the timer (when systemctl --user works), delete the files and the
+// timers.target.wants link, reload.
+func planSystemdRemove(ctx context.Context, sd Systemd) ([]step, error) {
+	var paths []string
+	for _, name := range []string{TimerName, ServiceName} {
+		p := filepath.Join(sd.UnitDir, name)
+		if _, err := os.Lstat(p); err == nil {
+			paths = append(paths, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	wants := filepath.Join(sd.UnitDir, "timers.target.wants", TimerName)
+	_, werr := os.Lstat(wants)
+	if len(paths) == 0 && werr != nil {
+		return nil, nil
+	}
+	var steps []step
+	live := sd.Available(ctx)
+	if live {
+		steps = append(steps, step{
+			describe: "run " + strings.Join(sd.argv("disable", "--now", TimerName), " "),
+			apply: func(ctx context.Context) (string, error) {
+				return "", sd.run(ctx, "disable", "--now", TimerName)
+			},
+		})
+	}
+	if werr == nil {
+		steps = append(steps, step{
+			describe: "remove " + wants,
+			apply: func(context.Context) (string, error) {
+				if err := os.Remove(wants); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return "", err
+				}
+				return "", nil
+			},
+		})
+	}
+	for _, p := range paths {
+		steps = append(steps, step{
+			describe: "remove " + p,
+			apply: func(context.Context) (string, error) {
+				if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return "", err
+				}
+				return "", nil
+			},
+		})
+	}
+	if live {
+		steps = append(steps, step{
+			describe: "run " + strings.Join(sd.argv("daemon-reload"), " "),
+			apply: func(ctx context.Context) (string, error) {
+				return "", sd.run(ctx, "daemon-reload")
+			},
+		})
+	}
+	return steps, nil
+}
+
+func planCronInstall(ctx context.Context, c Cron, bin string, env map[string]string) ([]step, error) {
+	table, err := c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	next, changed := mergeCrontab(table, CronLine(bin, env))
+	if !changed {
+		return nil, nil
+	}
+	return []step{cronStep(c, table, next, "add the watchdog line")}, nil
+}
+
+func planCronRemove(ctx context.Context, c Cron) ([]step, error) {
+	table, err := c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	next, changed := removeCronLines(table)
+	if !changed {
+		return nil, nil
+	}
+	return []step{cronStep(c, table, next, "remove the watchdog line")}, nil
+}
+
+func cronStep(c Cron, old, next, what string) step {
+	name := "crontab"
+	if c.User != "" {
+		name = "crontab of " + c.User
+	}
+	return step{
+		describe: fmt.Sprintf("update the %s: %s (run %s)", name, what, strings.Join(c.argv("-"), " ")),
+		diff:     unifiedDiff(name, []byte(old), []byte(next), true),
+		apply: func(ctx context.Context) (string, error) {
+			// Re-read: the table must not have changed since it was planned,
+			// or a line added meanwhile would be lost.
+			now, err := c.Read(ctx)
+			if err != nil {
+				return "", err
+			}
+			if now != old {
+				return "", fmt.Errorf("the %s changed while setup ran; run setup again", name)
+			}
+			return "", c.Write(ctx, next)
+		},
+	}
+}
