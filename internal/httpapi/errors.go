@@ -26,9 +26,23 @@ const (
 	CodeInternal           = "internal"
 )
 
+// Errors of the HTTP layer itself, with no domain sentinel. They have rows
+// in the error table like the domain's, so the server answers them through
+// ErrorStatus and the client's APIError unwraps to them.
+var (
+	// ErrUnauthorized reports a missing or unknown bearer token.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden reports a token whose role may not make the call.
+	ErrForbidden = errors.New("forbidden")
+	// ErrBodyTooLarge reports a request body over MaxBodyBytes.
+	ErrBodyTooLarge = errors.New("request body too large")
+	// ErrMethodNotAllowed reports a known path called with the wrong method.
+	ErrMethodNotAllowed = errors.New("method not allowed")
+)
+
 // errorRow is one line of the single error → status table.
 type errorRow struct {
-	kind   error // domain sentinel; nil for transport-only codes
+	kind   error // sentinel; nil for internal
 	code   string
 	status int
 }
@@ -46,10 +60,10 @@ var errorTable = []errorRow{
 	{warp.ErrLeaseEnded, CodeLeaseEnded, http.StatusGone},
 	{warp.ErrAdoptionIncomplete, CodeAdoptionIncomplete, http.StatusConflict},
 	{warp.ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
-	{nil, CodeUnauthorized, http.StatusUnauthorized},
-	{nil, CodeForbidden, http.StatusForbidden},
-	{nil, CodeBodyTooLarge, http.StatusRequestEntityTooLarge},
-	{nil, CodeMethodNotAllowed, http.StatusMethodNotAllowed},
+	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
+	{ErrForbidden, CodeForbidden, http.StatusForbidden},
+	{ErrBodyTooLarge, CodeBodyTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrMethodNotAllowed, CodeMethodNotAllowed, http.StatusMethodNotAllowed},
 	{nil, CodeInternal, http.StatusInternalServerError},
 }
 

@@ -1,0 +1,151 @@
+// Package expiry runs the lease-expiry sweep in the background: every
+// interval it asks the warp Service to lapse the leases whose expiry has
+// passed. A failing sweep (the database briefly down) is logged and retried
+// on the next tick; it never stops the job.
+package expiry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Config configures a Job.
+type Config struct {
+	// Interval between sweeps; warp.DefaultSweepInterval when zero.
+	Interval time.Duration
+	// Logger receives lapses and sweep errors; discarded when nil.
+	Logger *slog.Logger
+	// OnSweep, when set, is called after every successful sweep (metrics,
+	// tests). It runs on the job's goroutine: keep it short.
+	OnSweep func(warp.SweepResult)
+	// OnError, when set, is called after every failed sweep with its error.
+	OnError func(error)
+}
+
+// validate fills defaults and rejects a configuration that cannot work.
+func (c *Config) validate() error {
+	if c.Interval == 0 {
+		c.Interval = warp.DefaultSweepInterval
+	}
+	if c.Interval < 0 {
+		return warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", c.Interval)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Job sweeps expired leases every Interval. Start it once; Close stops it.
+type Job struct {
+	svc *warp.Service
+	cfg Config
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	started bool
+	wg      sync.WaitGroup
+}
+
+// New returns a Job sweeping svc. It validates cfg and fills its defaults.
+func New(svc *warp.Service, cfg Config) (*Job, error) {
+	if svc == nil {
+		return nil, errors.New("expiry: nil service")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Job{svc: svc, cfg: cfg}, nil
+}
+
+// Interval returns the time between sweeps.
+func (j *Job) Interval() time.Duration { return j.cfg.Interval }
+
+// Start runs a first sweep at once and then one every Interval, in a
+// goroutine, until ctx is done or Close is called. A second Start is an
+// error.
+func (j *Job) Start(ctx context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.started {
+		return errors.New("expiry: job already started")
+	}
+	j.started = true
+	ctx, j.cancel = context.WithCancel(ctx)
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		j.loop(ctx)
+	}()
+	return nil
+}
+
+func (j *Job) loop(ctx context.Context) {
+	t := time.NewTicker(j.cfg.Interval)
+	defer t.Stop()
+	for {
+		j.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep runs one sweep and reports it; errors are logged, never returned,
+// so a database outage only costs the ticks it lasts.
+func (j *Job) sweep(ctx context.Context) {
+	res, err := j.RunOnce(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // stopping: the error is the cancellation
+		}
+		j.cfg.Logger.Error("lease sweep failed; retrying next tick", "err", err, "retry_in", j.cfg.Interval)
+		if j.cfg.OnError != nil {
+			j.cfg.OnError(err)
+		}
+		return
+	}
+	if j.cfg.OnSweep != nil {
+		j.cfg.OnSweep(res)
+	}
+}
+
+// RunOnce runs one sweep synchronously and logs every lease it lapsed.
+func (j *Job) RunOnce(ctx context.Context) (warp.SweepResult, error) {
+	res, err := j.svc.Sweep(ctx)
+	if len(res.Lapsed) == 0 {
+		return res, err
+	}
+	// The sweep decided each reason under the mode it read; read it again
+	// for the log (a mode change in between only mislabels the log line,
+	// the events hold the truth).
+	mode, merr := j.svc.Mode(ctx)
+	for _, l := range res.Lapsed {
+		args := []any{"ticket", l.Ticket, "epoch", l.Epoch, "agent", l.Agent, "host", l.Host, "expires_at", l.ExpiresAt}
+		if merr == nil {
+			reason, fallback := warp.LapseReason(mode, l)
+			args = append(args, "reason", reason, "fallback_extended", fallback)
+		}
+		j.cfg.Logger.Info("lease lapsed", args...)
+	}
+	return res, err
+}
+
+// Close stops the job and waits for a running sweep to finish.
+func (j *Job) Close() error {
+	j.mu.Lock()
+	cancel := j.cancel
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	j.wg.Wait()
+	return nil
+}

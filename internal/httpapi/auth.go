@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Role is what a caller may do. Routes declare the least role they need.
+type Role int
+
+// Roles, from least to most privileged.
+const (
+	// RoleOpen routes need no token (health checks).
+	RoleOpen Role = iota
+	// RoleAgent may claim, claim-next, heartbeat, release (with an epoch)
+	// and complete.
+	RoleAgent
+	// RoleAdmin may do everything.
+	RoleAdmin
+)
+
+// String returns the role's name as written in a token file.
+func (r Role) String() string {
+	switch r {
+	case RoleOpen:
+		return "open"
+	case RoleAgent:
+		return "agent"
+	case RoleAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// Token is one bearer token and the role it grants.
+type Token struct {
+	Role   Role
+	Secret string
+}
+
+// ParseTokens reads a token file: one `role:token` a line, role agent or
+// admin; blank lines and lines starting with # are skipped. name is used in
+// error messages (the file's path). A token may not appear twice.
+func ParseTokens(name string, r io.Reader) ([]Token, error) {
+	var out []Token
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		role, secret, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("token file %s line %d: want role:token (role agent or admin), got no colon", name, n)
+		}
+		var rl Role
+		switch strings.TrimSpace(role) {
+		case "agent":
+			rl = RoleAgent
+		case "admin":
+			rl = RoleAdmin
+		default:
+			return nil, fmt.Errorf("token file %s line %d: unknown role %q: want agent or admin", name, n, strings.TrimSpace(role))
+		}
+		secret = strings.TrimSpace(secret)
+		if secret == "" {
+			return nil, fmt.Errorf("token file %s line %d: empty token after %q", name, n, role+":")
+		}
+		if strings.ContainsAny(secret, " \t") {
+			return nil, fmt.Errorf("token file %s line %d: token contains whitespace", name, n)
+		}
+		if prev, dup := seen[secret]; dup {
+			return nil, fmt.Errorf("token file %s line %d: token repeats line %d", name, n, prev)
+		}
+		seen[secret] = n
+		out = append(out, Token{Role: rl, Secret: secret})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// LoadTokenFile reads and parses the token file at path.
+func LoadTokenFile(path string) ([]Token, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	return ParseTokens(path, f)
+}
+
+type roleKey struct{}
+
+// CallerRole returns the role the request was authorised with: the role of
+// its token, or RoleAdmin when the server has no tokens configured. Mounted
+// handlers use it to refine their own checks.
+func CallerRole(ctx context.Context) Role {
+	r, _ := ctx.Value(roleKey{}).(Role)
+	return r
+}
+
+// lookup returns the role of a presented secret. Every token is compared
+// in constant time so the answer's timing does not leak a prefix.
+func lookup(tokens []Token, secret string) (Role, bool) {
+	role, found := RoleOpen, false
+	for _, t := range tokens {
+		if subtle.ConstantTimeCompare([]byte(t.Secret), []byte(secret)) == 1 {
+			role, found = t.Role, true
+		}
+	}
+	return role, found
+}

@@ -1,0 +1,239 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) error {
+	var req CreateTicketRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	t, err := s.svc.CreateTicket(r.Context(), warp.NewTicket{ID: req.ID, Title: req.Title, Labels: req.Labels})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, FromTicketView(warp.TicketView{Ticket: t}))
+	return nil
+}
+
+func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	o := warp.ListOptions{
+		State:   warp.TicketState(q.Get("state")),
+		Verdict: warp.Verdict(q.Get("verdict")),
+		Host:    q.Get("host"),
+		Cursor:  q.Get("cursor"),
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return warp.Errorf(warp.ErrInvalid, "limit %q is invalid: want an integer from 1 to %d", v, warp.MaxListLimit)
+		}
+		o.Limit = n
+	}
+	page, err := s.svc.ListTickets(r.Context(), o)
+	if err != nil {
+		return err
+	}
+	out := TicketList{Tickets: make([]Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+	for i, v := range page.Tickets {
+		out.Tickets[i] = FromTicketView(v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getTicket(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.svc.Ticket(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) ticketEvents(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var after int64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return warp.Errorf(warp.ErrInvalid, "after %q is invalid: want the id of an event", v)
+		}
+		after = n
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > warp.MaxListLimit {
+			return warp.Errorf(warp.ErrInvalid, "limit %q is invalid: want an integer from 1 to %d", v, warp.MaxListLimit)
+		}
+		limit = n
+	}
+	evs, err := s.svc.Events(r.Context(), r.PathValue("id"), after, limit)
+	if err != nil {
+		return err
+	}
+	out := EventList{Events: make([]Event, len(evs))}
+	for i, e := range evs {
+		out.Events[i] = FromEvent(e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
+	var req ClaimRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	v, err := s.svc.Claim(r.Context(), r.PathValue("id"), warp.ClaimRequest{Agent: req.Agent, Host: req.Host})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) claimNext(w http.ResponseWriter, r *http.Request) error {
+	var req ClaimNextRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	v, err := s.svc.ClaimNext(r.Context(), warp.ClaimRequest{Agent: req.Agent, Host: req.Host, Labels: req.Labels})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
+	var req ReleaseRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	// Epoch 0 means "whatever lease is current": an operator's call, not a
+	// fenced agent write.
+	if req.Epoch == 0 && CallerRole(r.Context()) < RoleAdmin {
+		return fmt.Errorf("%w: releasing without an epoch needs the admin role; agents send the epoch of their claim", ErrForbidden)
+	}
+	v, err := s.svc.Release(r.Context(), r.PathValue("id"), req.Epoch, req.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
+	var req CompleteRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	if req.Epoch == 0 && CallerRole(r.Context()) < RoleAdmin {
+		return fmt.Errorf("%w: completing without an epoch needs the admin role; agents send the epoch of their claim", ErrForbidden)
+	}
+	v, err := s.svc.Complete(r.Context(), r.PathValue("id"), req.Epoch, req.PRURL)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	h, err := DecodeHeartbeat(r.Body)
+	out := HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok"}
+	var res warp.HeartbeatResult
+	if err == nil {
+		res, err = s.svc.Heartbeat(r.Context(), h)
+	}
+	if s.cfg.OnHeartbeat != nil {
+		if err != nil {
+			out.Code, _ = ErrorStatus(err)
+		} else {
+			out.Extended = res.Extended
+		}
+		s.cfg.OnHeartbeat(out)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, HeartbeatResponse{
+		Ticket: res.Ticket, Epoch: res.Epoch, ExpiresAt: res.ExpiresAt, Verdict: string(res.Verdict),
+		Mode: string(res.Mode), Extended: res.Extended, Note: res.Note,
+	})
+	return nil
+}
+
+func (s *Server) adoption(w http.ResponseWriter, r *http.Request) error {
+	window := warp.DefaultAdoptionWindow
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return warp.Errorf(warp.ErrInvalid, "window %q is invalid: want a positive Go duration like 24h", v)
+		}
+		window = d
+	}
+	a, err := s.svc.Adoption(r.Context(), window)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, FromAdoption(a))
+	return nil
+}
+
+func (s *Server) getMode(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.svc.Mode(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
+	return nil
+}
+
+func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
+	var req ModeBody
+	if err := decodeRequest(r, &req, false); err != nil {
+		return err
+	}
+	m, err := warp.ParseMode(req.Mode)
+	if err != nil {
+		return err
+	}
+	m, err = s.svc.SetMode(r.Context(), m, req.Force)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
+	return nil
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if err := s.svc.Store().Ping(r.Context()); err != nil {
+		if !errors.Is(err, warp.ErrUnavailable) {
+			err = fmt.Errorf("%w: ping: %w", warp.ErrUnavailable, err)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ready"})
+	return nil
+}

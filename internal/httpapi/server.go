@@ -1,0 +1,303 @@
+package httpapi
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Tokens are the accepted bearer tokens. With none, every call is
+	// allowed: the caller must then listen on loopback only (warp serve
+	// refuses anything else without --insecure).
+	Tokens []Token
+	// Logger receives 5xx answers; discarded when nil.
+	Logger *slog.Logger
+	// Observe, when set, is called once per request after the answer with
+	// the route pattern ("POST /v1/heartbeat", "unmatched" when no route
+	// matched), the status code and the time the handler took (metrics).
+	Observe func(route string, code int, dur time.Duration)
+	// OnHeartbeat, when set, is called once per heartbeat request with its
+	// outcome (metrics).
+	OnHeartbeat func(HeartbeatOutcome)
+}
+
+// HeartbeatOutcome describes how one heartbeat request ended.
+type HeartbeatOutcome struct {
+	// SchemaVersion of the body; 0 when it could not be decoded.
+	SchemaVersion int
+	// Exit is the exit report reason, empty for a plain heartbeat.
+	Exit string
+	// Code is "ok" or the error code of the answer (lease_ended, ...).
+	Code string
+	// Extended is false when the heartbeat did not extend the lease (a v1
+	// heartbeat in activity mode) or failed.
+	Extended bool
+}
+
+// Server is the warp HTTP API. It implements http.Handler.
+type Server struct {
+	svc     *warp.Service
+	cfg     ServerConfig
+	log     *slog.Logger
+	mux     *http.ServeMux
+	openAll bool // no tokens configured
+}
+
+// NewServer returns the API server for svc with every route of the HTTP
+// API registered except the dashboard, metrics and event stream, which
+// their packages Mount.
+func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
+	if svc == nil {
+		return nil, errors.New("httpapi: nil service")
+	}
+	for i, t := range cfg.Tokens {
+		if t.Secret == "" || (t.Role != RoleAgent && t.Role != RoleAdmin) {
+			return nil, fmt.Errorf("httpapi: token %d: want a non-empty secret with role agent or admin", i)
+		}
+	}
+	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.handle("POST /v1/tickets", s.createTicket, RoleAdmin)
+	s.handle("GET /v1/tickets", s.listTickets, RoleAdmin)
+	s.handle("GET /v1/tickets/{id}", s.getTicket, RoleAdmin)
+	s.handle("GET /v1/tickets/{id}/events", s.ticketEvents, RoleAdmin)
+	s.handle("POST /v1/tickets/{id}/claim", s.claim, RoleAgent)
+	s.handle("POST /v1/claims/next", s.claimNext, RoleAgent)
+	s.handle("POST /v1/tickets/{id}/release", s.release, RoleAgent) // without epoch: admin, checked inside
+	s.handle("POST /v1/tickets/{id}/complete", s.complete, RoleAgent)
+	s.handle("POST /heartbeat", s.heartbeat, RoleAgent)
+	s.handle("POST /v1/heartbeat", s.heartbeat, RoleAgent)
+	s.handle("GET /v1/adoption", s.adoption, RoleAdmin)
+	s.handle("GET /v1/mode", s.getMode, RoleAdmin)
+	s.handle("PUT /v1/mode", s.setMode, RoleAdmin)
+	s.handle("GET /healthz", s.healthz, RoleOpen)
+	s.handle("GET /readyz", s.readyz, RoleOpen)
+}
+
+// apiHandler is a route's handler: it writes a success answer itself or
+// returns the error to answer with.
+type apiHandler func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h apiHandler, role Role) {
+	s.Mount(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.WriteError(w, r, err)
+		}
+	}), role)
+}
+
+// Mount registers h for pattern (http.ServeMux syntax, "GET /metrics") behind
+// the server's middleware: the body limit, authorisation to at least role,
+// and the Observe hook under the pattern's name. Later packages mount the
+// dashboard, the metrics and the event stream with it. Like
+// http.ServeMux.Handle it panics on an invalid or conflicting pattern. It
+// is safe to call while serving.
+func (s *Server) Mount(pattern string, h http.Handler, role Role) {
+	s.mux.Handle(pattern, s.wrap(pattern, h, role))
+}
+
+func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if s.cfg.Observe != nil {
+				s.cfg.Observe(route, rec.status(), time.Since(start))
+			}
+		}()
+		caller, err := s.authorize(r, role)
+		if err != nil {
+			s.WriteError(rec, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), roleKey{}, caller))
+		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		h.ServeHTTP(rec, r)
+	})
+}
+
+// authorize returns the caller's role, or ErrUnauthorized / ErrForbidden.
+func (s *Server) authorize(r *http.Request, need Role) (Role, error) {
+	if s.openAll {
+		return RoleAdmin, nil
+	}
+	if need == RoleOpen {
+		return RoleOpen, nil
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, secret, ok := strings.Cut(auth, " ")
+	if auth == "" {
+		return RoleOpen, fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)", ErrUnauthorized)
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return RoleOpen, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrUnauthorized)
+	}
+	role, found := lookup(s.cfg.Tokens, strings.TrimSpace(secret))
+	if !found {
+		return RoleOpen, fmt.Errorf("%w: unknown token", ErrUnauthorized)
+	}
+	if role < need {
+		return role, fmt.Errorf("%w: this call needs the %s role, the token has %s", ErrForbidden, need, role)
+	}
+	return role, nil
+}
+
+// ServeHTTP routes r. Unknown paths and wrong methods answer in the JSON
+// error format like everything else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	// Let the mux decide (404, 405 with Allow, or a path-cleaning
+	// redirect) into a buffer, then answer its decision in our format.
+	buf := &bufferedWriter{header: http.Header{}}
+	s.mux.ServeHTTP(buf, r)
+	code := buf.code
+	switch code {
+	case http.StatusNotFound:
+		s.WriteError(w, r, warp.Errorf(warp.ErrNotFound, "no route %s %s: see the HTTP API in DESIGN.md section 3", r.Method, r.URL.Path))
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", buf.header.Get("Allow"))
+		s.WriteError(w, r, fmt.Errorf("%w: %s does not take %s (allowed: %s)", ErrMethodNotAllowed, r.URL.Path, r.Method, buf.header.Get("Allow")))
+	default:
+		for k, v := range buf.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(code)
+		_, _ = w.Write(buf.body)
+	}
+	if s.cfg.Observe != nil {
+		s.cfg.Observe("unmatched", code, time.Since(start))
+	}
+}
+
+// WriteError answers err in the wire format, with the code and status of
+// ErrorStatus. Database connection failures count as warp.ErrUnavailable
+// (503). 5xx answers are logged, with the internal detail kept out of the
+// answer; 4xx are not. Mounted handlers use it too.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if isUnavailable(err) && !errors.Is(err, warp.ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", warp.ErrUnavailable, err)
+	}
+	code, status := ErrorStatus(err)
+	msg := warp.ErrorMessage(err)
+	switch {
+	case status == http.StatusServiceUnavailable:
+		msg = "the database is unavailable; retry later"
+	case status >= 500:
+		msg = "internal error; the server log has the detail"
+	}
+	if status >= 500 && r.Context().Err() == nil {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="warp"`)
+	}
+	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+}
+
+// isUnavailable reports whether err is a failure to reach the database
+// rather than an answer from it.
+func isUnavailable(err error) bool {
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"encode answer"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusRecorder remembers the status a handler wrote. It unwraps to the
+// underlying writer so http.ResponseController (flushing for the event
+// stream) still works.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets handlers that type-assert http.Flusher stream through the recorder.
+func (r *statusRecorder) Flush() {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// bufferedWriter captures the mux's own 404/405/redirect answers.
+type bufferedWriter struct {
+	header http.Header
+	code   int
+	body   []byte
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.code == 0 {
+		b.code = http.StatusOK
+	}
+	b.body = append(b.body, p...)
+	return len(p), nil
+}
