@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TrySweepLock reports whether this replica may run the expiry sweep now
+// (internal/expiry calls it before each sweep). The lock is a session
+// advisory lock (pg_try_advisory_lock) on a connection of its own, and the
+// replica that wins it keeps it between sweeps: one replica sweeps per
+// interval, always the same one, until it closes the DB or its lock
+// connection dies (the process is killed, the network drops, the database
+// restarts). PostgreSQL then frees the lock and the next call on another
+// replica wins it, so a dead sweeper is replaced within one sweep interval.
+//
+// ok is false, with a nil error, when another replica holds the lock. release
+// ends this sweep; leadership stays until Close. An error means the lock
+// could not be checked (a wrapped ErrUnavailable when the database is down):
+// the caller skips this sweep.
+func (db *DB) TrySweepLock(ctx context.Context) (release func(), ok bool, err error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, false, errors.New("sweep lock: postgres store is closed")
+	}
+	if db.leader != nil {
+		if err := db.leader.Ping(ctx); err == nil {
+			return func() {}, true, nil
+		}
+		db.log.Warn("postgres: lost the connection that held the sweep lock; trying to win it again")
+		db.dropLockConnLocked()
+	}
+	if db.lockConn == nil {
+		conn, err := pgx.ConnectConfig(ctx, db.connCfg)
+		if err != nil {
+			return nil, false, fmt.Errorf("sweep lock: %w", translate(err))
+		}
+		db.lockConn = conn
+	}
+	var got bool
+	if err := db.lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", db.sweepKey).Scan(&got); err != nil {
+		db.dropLockConnLocked()
+		return nil, false, fmt.Errorf("sweep lock: %w", translate(err))
+	}
+	if !got {
+		return nil, false, nil
+	}
+	db.leader = db.lockConn
+	db.log.Info("postgres: this replica holds the sweep lock and runs the expiry sweep", "schema", db.schema)
+	return func() {}, true, nil
+}
+
+// dropLockConnLocked closes the lock connection; PostgreSQL releases the
+// session lock with it. db.mu must be held.
+func (db *DB) dropLockConnLocked() {
+	if db.lockConn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = db.lockConn.Close(ctx)
+		cancel()
+	}
+	db.lockConn, db.leader = nil, nil
+}

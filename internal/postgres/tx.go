@@ -1,0 +1,516 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// tx is one transaction. write is true inside Update: row reads then lock.
+type tx struct {
+	tx    pgx.Tx
+	write bool
+}
+
+var _ warp.Tx = (*tx)(nil)
+
+// forUpdate returns the locking clause of a row read: FOR UPDATE inside
+// Update, nothing inside View (a read-only transaction cannot lock).
+func (t *tx) forUpdate(clause string) string {
+	if t.write {
+		return " " + clause
+	}
+	return ""
+}
+
+// limitArg turns a non-positive limit into "no limit" (LIMIT NULL).
+func limitArg(n int) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
+}
+
+// ts converts a domain time to a column value: NULL for the zero time.
+// PostgreSQL keeps microseconds.
+func ts(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+// stored returns t as the database gives it back: microseconds, UTC.
+func stored(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Truncate(time.Microsecond).UTC()
+}
+
+// normLabels returns labels deduplicated and sorted, never nil.
+func normLabels(in []string) []string {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, l := range in {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fromTS converts a column value back: the zero time for NULL, else UTC.
+func fromTS(v pgtype.Timestamptz) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return v.Time.UTC()
+}
+
+const ticketCols = "t.seq, t.id, t.title, t.labels, t.state, t.epoch, t.created_at, t.updated_at"
+
+type ticketRow struct {
+	seq                  int64
+	id, title, state     string
+	labels               []string
+	epoch                int64
+	createdAt, updatedAt pgtype.Timestamptz
+}
+
+func (r *ticketRow) dest() []any {
+	return []any{&r.seq, &r.id, &r.title, &r.labels, &r.state, &r.epoch, &r.createdAt, &r.updatedAt}
+}
+
+func (r *ticketRow) ticket() warp.Ticket {
+	labels := normLabels(r.labels)
+	return warp.Ticket{
+		ID: r.id, Seq: r.seq, Title: r.title, Labels: labels, State: warp.TicketState(r.state),
+		Epoch: r.epoch, CreatedAt: fromTS(r.createdAt), UpdatedAt: fromTS(r.updatedAt),
+	}
+}
+
+const leaseCols = "l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at, l.last_activity_at, " +
+	"l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at, l.exit, l.exited_at, " +
+	"l.ended_at, l.end_reason, l.fallback_extended, l.pr_url, l.hook_seen, l.hook_events, l.recorded_verdict"
+
+// leaseRow scans leaseCols; every field tolerates NULL so a LEFT JOIN that
+// found no lease scans too (Epoch.Valid is then false).
+type leaseRow struct {
+	ticket, agent, host, state, inFlight, exit, endReason, prURL pgtype.Text
+	hookSeen, recordedVerdict                                    pgtype.Text
+	epoch, hookEvents                                            pgtype.Int8
+	schemaVersion                                                pgtype.Int4
+	claimedAt, lastHeartbeatAt, lastActivityAt, firstV2At        pgtype.Timestamptz
+	refreshedAt, expiresAt, exitedAt, endedAt                    pgtype.Timestamptz
+	fallbackExtended                                             pgtype.Bool
+}
+
+func (r *leaseRow) dest() []any {
+	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimedAt, &r.lastHeartbeatAt, &r.lastActivityAt,
+		&r.schemaVersion, &r.inFlight, &r.firstV2At, &r.refreshedAt, &r.expiresAt, &r.exit, &r.exitedAt,
+		&r.endedAt, &r.endReason, &r.fallbackExtended, &r.prURL, &r.hookSeen, &r.hookEvents, &r.recordedVerdict}
+}
+
+func (r *leaseRow) lease() warp.Lease {
+	return warp.Lease{
+		Ticket: r.ticket.String, Epoch: r.epoch.Int64, Agent: r.agent.String, Host: r.host.String,
+		State:     warp.LeaseState(r.state.String),
+		ClaimedAt: fromTS(r.claimedAt), LastHeartbeatAt: fromTS(r.lastHeartbeatAt), LastActivityAt: fromTS(r.lastActivityAt),
+		SchemaVersion: int(r.schemaVersion.Int32), InFlight: r.inFlight.String, FirstV2At: fromTS(r.firstV2At),
+		RefreshedAt: fromTS(r.refreshedAt), ExpiresAt: fromTS(r.expiresAt),
+		Exit: r.exit.String, ExitedAt: fromTS(r.exitedAt),
+		EndedAt: fromTS(r.endedAt), EndReason: r.endReason.String, FallbackExtended: r.fallbackExtended.Bool,
+		PRURL: r.prURL.String, HookSeen: warp.HookSeen(r.hookSeen.String), HookEvents: r.hookEvents.Int64,
+		RecordedVerdict: warp.Verdict(r.recordedVerdict.String),
+	}
+}
+
+func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, error) {
+	labels := normLabels(tk.Labels)
+	err := t.tx.QueryRow(ctx, `INSERT INTO tickets (id, title, labels, state, epoch, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
+		tk.ID, tk.Title, labels, string(tk.State), tk.Epoch, ts(tk.CreatedAt), ts(tk.UpdatedAt)).Scan(&tk.Seq)
+	if err != nil {
+		return warp.Ticket{}, translate(err)
+	}
+	tk.Labels = labels
+	tk.CreatedAt, tk.UpdatedAt = stored(tk.CreatedAt), stored(tk.UpdatedAt)
+	return tk, nil
+}
+
+func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
+	var r ticketRow
+	err := t.tx.QueryRow(ctx, "SELECT "+ticketCols+" FROM tickets t WHERE t.id = $1"+t.forUpdate("FOR UPDATE"), id).Scan(r.dest()...)
+	if err != nil {
+		return warp.Ticket{}, translate(err)
+	}
+	return r.ticket(), nil
+}
+
+func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
+	tag, err := t.tx.Exec(ctx, "UPDATE tickets SET state = $2, epoch = $3, updated_at = $4 WHERE id = $1",
+		tk.ID, string(tk.State), tk.Epoch, ts(tk.UpdatedAt))
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("ticket %s: %w", tk.ID, warp.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, error) {
+	q := "SELECT " + ticketCols + " FROM tickets t WHERE t.state = 'open'"
+	args := []any{}
+	if len(labels) > 0 {
+		q += " AND t.labels @> $1"
+		args = append(args, labels)
+	}
+	q += " ORDER BY t.seq LIMIT 1" + t.forUpdate("FOR UPDATE SKIP LOCKED")
+	var r ticketRow
+	if err := t.tx.QueryRow(ctx, q, args...).Scan(r.dest()...); err != nil {
+		return warp.Ticket{}, translate(err)
+	}
+	return r.ticket(), nil
+}
+
+// where collects SQL conditions with numbered arguments.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// bounds adds the verdict bounds on the lease alias l.
+func (w *where) bounds(b warp.VerdictBounds) {
+	if b.Exited != nil {
+		if *b.Exited {
+			w.conds = append(w.conds, "l.exit <> ''")
+		} else {
+			w.conds = append(w.conds, "l.exit = ''")
+		}
+	}
+	if !b.HeartbeatBefore.IsZero() {
+		w.add("l.last_heartbeat_at < ?", ts(b.HeartbeatBefore))
+	}
+	if !b.HeartbeatFrom.IsZero() {
+		w.add("l.last_heartbeat_at >= ?", ts(b.HeartbeatFrom))
+	}
+	if !b.ProgressBefore.IsZero() {
+		w.add("l.progress_at < ?", ts(b.ProgressBefore))
+	}
+	if !b.ProgressFrom.IsZero() {
+		w.add("l.progress_at >= ?", ts(b.ProgressFrom))
+	}
+}
+
+func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
+	var w where
+	w.add("t.seq > ?", f.AfterSeq)
+	if f.State != "" {
+		w.add("t.state = ?", string(f.State))
+	}
+	if f.Host != "" || f.Verdict != nil {
+		w.conds = append(w.conds, "l.state = 'held'")
+	}
+	if f.Host != "" {
+		w.add("l.host = ?", f.Host)
+	}
+	if f.Verdict != nil {
+		w.bounds(*f.Verdict)
+	}
+	w.args = append(w.args, limitArg(f.Limit))
+	q := "SELECT " + ticketCols + ", " + leaseCols +
+		" FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch" +
+		w.sql() + " ORDER BY t.seq LIMIT $" + strconv.Itoa(len(w.args))
+	rows, err := t.tx.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []warp.TicketLease{}
+	for rows.Next() {
+		var tr ticketRow
+		var lr leaseRow
+		if err := rows.Scan(append(tr.dest(), lr.dest()...)...); err != nil {
+			return nil, translate(err)
+		}
+		tl := warp.TicketLease{Ticket: tr.ticket()}
+		if lr.epoch.Valid {
+			l := lr.lease()
+			tl.Lease = &l
+		}
+		out = append(out, tl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, error) {
+	rows, err := t.tx.Query(ctx, "SELECT state, count(*) FROM tickets GROUP BY state")
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[warp.TicketState]int64{}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, translate(err)
+		}
+		out[warp.TicketState(s)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
+	var r leaseRow
+	err := t.tx.QueryRow(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.ticket = $1 AND l.epoch = $2"+t.forUpdate("FOR UPDATE"),
+		ticket, epoch).Scan(r.dest()...)
+	if err != nil {
+		return warp.Lease{}, translate(err)
+	}
+	return r.lease(), nil
+}
+
+func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at, last_heartbeat_at,
+		last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at, expires_at, exit, exited_at,
+		ended_at, end_reason, fallback_extended, pr_url, hook_seen, hook_events, recorded_verdict)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
+		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
+		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
+	return translate(err)
+}
+
+func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE leases SET agent = $3, host = $4, state = $5, claimed_at = $6,
+		last_heartbeat_at = $7, last_activity_at = $8, progress_at = $9, schema_version = $10, in_flight = $11,
+		first_v2_at = $12, refreshed_at = $13, expires_at = $14, exit = $15, exited_at = $16, ended_at = $17,
+		end_reason = $18, fallback_extended = $19, pr_url = $20, hook_seen = $21, hook_events = $22,
+		recorded_verdict = $23
+		WHERE ticket = $1 AND epoch = $2`,
+		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
+		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
+		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("lease %s/%d: %w", l.Ticket, l.Epoch, warp.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) scanLeases(ctx context.Context, q string, args ...any) ([]warp.Lease, error) {
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []warp.Lease{}
+	for rows.Next() {
+		var r leaseRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, r.lease())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// DueLeases locks each due lease together with its ticket (FOR UPDATE OF
+// l, t SKIP LOCKED): the sweep then updates both without waiting, so it
+// cannot deadlock with a heartbeat that locked the ticket first, and two
+// replicas sweeping at once never lapse one lease twice.
+func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
+	var w where
+	w.conds = append(w.conds, "l.state = 'held'")
+	w.add("l.expires_at <= ?", ts(now))
+	if !refreshedFrom.IsZero() {
+		w.add("l.refreshed_at >= ?", ts(refreshedFrom))
+	}
+	w.args = append(w.args, limitArg(limit))
+	q := "SELECT " + leaseCols + " FROM leases l JOIN tickets t ON t.id = l.ticket" + w.sql() +
+		" ORDER BY l.expires_at LIMIT $" + strconv.Itoa(len(w.args)) + t.forUpdate("FOR UPDATE OF l, t SKIP LOCKED")
+	return t.scanLeases(ctx, q, w.args...)
+}
+
+func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
+	return t.scanLeases(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.state = 'held' AND l.ticket > $1 ORDER BY l.ticket LIMIT $2"+
+		t.forUpdate("FOR UPDATE"), after, limitArg(limit))
+}
+
+func (t *tx) CountHeld(ctx context.Context, b warp.VerdictBounds) (int64, error) {
+	var w where
+	w.conds = append(w.conds, "l.state = 'held'")
+	w.bounds(b)
+	var n int64
+	if err := t.tx.QueryRow(ctx, "SELECT count(*) FROM leases l"+w.sql(), w.args...).Scan(&n); err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
+}
+
+func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
+	data := e.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("encode event data: %w", err)
+	}
+	var id int64
+	err = t.tx.QueryRow(ctx, "INSERT INTO events (ticket, epoch, kind, at, data) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+		e.Ticket, e.Epoch, string(e.Kind), ts(e.At), string(b)).Scan(&id)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return id, nil
+}
+
+func (t *tx) scanEvents(ctx context.Context, q string, args ...any) ([]warp.Event, error) {
+	rows, err := t.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []warp.Event{}
+	for rows.Next() {
+		var e warp.Event
+		var kind string
+		var at pgtype.Timestamptz
+		var data []byte
+		if err := rows.Scan(&e.ID, &e.Ticket, &e.Epoch, &kind, &at, &data); err != nil {
+			return nil, translate(err)
+		}
+		e.Kind, e.At = warp.EventKind(kind), fromTS(at)
+		if err := json.Unmarshal(data, &e.Data); err != nil {
+			return nil, fmt.Errorf("decode data of event %d: %w", e.ID, err)
+		}
+		if e.Data == nil {
+			e.Data = map[string]any{}
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+func (t *tx) Events(ctx context.Context, ticket string, afterID int64, limit int) ([]warp.Event, error) {
+	return t.scanEvents(ctx, "SELECT id, ticket, epoch, kind, at, data::text FROM events WHERE ticket = $1 AND id > $2 ORDER BY id LIMIT $3",
+		ticket, afterID, limitArg(limit))
+}
+
+func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int) ([]warp.Event, error) {
+	if len(kinds) == 0 {
+		return t.scanEvents(ctx, "SELECT id, ticket, epoch, kind, at, data::text FROM events ORDER BY id DESC LIMIT $1", limitArg(limit))
+	}
+	ks := make([]string, len(kinds))
+	for i, k := range kinds {
+		ks[i] = string(k)
+	}
+	return t.scanEvents(ctx, "SELECT id, ticket, epoch, kind, at, data::text FROM events WHERE kind = ANY($1) ORDER BY id DESC LIMIT $2", ks, limitArg(limit))
+}
+
+// RecordHeartbeat counts the heartbeat in its one-second bucket and moves
+// the host's last-seen forward, in one round trip.
+func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ($1, $2, $3, 1)
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + 1`,
+		host, schemaVersion, ts(at.Truncate(time.Second)))
+	b.Queue(`INSERT INTO hosts (host, last_schema_version, last_seen) VALUES ($1, $2, $3)
+		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
+		WHERE hosts.last_seen <= EXCLUDED.last_seen`,
+		host, schemaVersion, ts(at))
+	return translate(t.tx.SendBatch(ctx, b).Close())
+}
+
+func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
+	rows, err := t.tx.Query(ctx, `SELECT h.host, h.last_schema_version, h.last_seen,
+			COALESCE(sum(c.count) FILTER (WHERE c.schema_version = 1), 0)::bigint,
+			COALESCE(sum(c.count) FILTER (WHERE c.schema_version = 2), 0)::bigint
+		FROM hosts h LEFT JOIN heartbeat_counts c ON c.host = h.host AND c.bucket >= $2
+		WHERE h.last_seen >= $1
+		GROUP BY h.host, h.last_schema_version, h.last_seen
+		ORDER BY h.host`, ts(since), ts(since.Truncate(time.Second)))
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []warp.HostAdoption{}
+	for rows.Next() {
+		var a warp.HostAdoption
+		var seen pgtype.Timestamptz
+		if err := rows.Scan(&a.Host, &a.LastSchemaVersion, &seen, &a.V1Count, &a.V2Count); err != nil {
+			return nil, translate(err)
+		}
+		a.LastSeen = fromTS(seen)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue("DELETE FROM heartbeat_counts WHERE bucket < $1", ts(before.Truncate(time.Second)))
+	b.Queue("DELETE FROM hosts WHERE last_seen < $1", ts(before))
+	return translate(t.tx.SendBatch(ctx, b).Close())
+}
+
+func (t *tx) Meta(ctx context.Context, key string) (string, error) {
+	var v string
+	if err := t.tx.QueryRow(ctx, "SELECT value FROM meta WHERE key = $1", key).Scan(&v); err != nil {
+		return "", translate(err)
+	}
+	return v, nil
+}
+
+func (t *tx) SetMeta(ctx context.Context, key, value string) error {
+	_, err := t.tx.Exec(ctx, "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+		key, value)
+	return translate(err)
+}
