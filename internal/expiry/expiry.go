@@ -98,9 +98,34 @@ func (j *Job) loop(ctx context.Context) {
 	}
 }
 
+// SweepLocker is implemented by stores that several warp replicas share
+// (internal/postgres). The job sweeps on a tick only when TrySweepLock
+// returns ok, so one replica sweeps per interval; ok false with a nil error
+// means another replica holds the lock. release ends the sweep.
+type SweepLocker interface {
+	TrySweepLock(ctx context.Context) (release func(), ok bool, err error)
+}
+
 // sweep runs one sweep and reports it; errors are logged, never returned,
 // so a database outage only costs the ticks it lasts.
 func (j *Job) sweep(ctx context.Context) {
+	if l, ok := j.svc.Store().(SweepLocker); ok {
+		release, held, err := l.TrySweepLock(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			j.cfg.Logger.Error("lease sweep skipped: cannot check the sweep lock; retrying next tick", "err", err, "retry_in", j.cfg.Interval)
+			if j.cfg.OnError != nil {
+				j.cfg.OnError(err)
+			}
+			return
+		}
+		if !held {
+			return // another replica sweeps
+		}
+		defer release()
+	}
 	res, err := j.RunOnce(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
