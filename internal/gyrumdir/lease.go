@@ -1,0 +1,132 @@
+package gyrumdir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// maxSmallFile bounds every JSON and pid file gyrum reads back.
+const maxSmallFile = 64 << 10
+
+// Lease is the content of lease.json: which lease this worktree holds and
+// where its warp server is.
+type Lease struct {
+	Ticket    string    `json:"ticket"`
+	Epoch     int64     `json:"epoch"`
+	WarpURL   string    `json:"warp_url"`
+	Agent     string    `json:"agent"`
+	Host      string    `json:"host"`
+	ClaimedAt time.Time `json:"claimed_at"`
+}
+
+// Validate reports an ErrCorrupt error for a lease that cannot be used.
+func (l Lease) Validate() error {
+	switch {
+	case !warp.ValidTicketID(l.Ticket):
+		return fmt.Errorf("%w: ticket %q is not a valid ticket id", ErrCorrupt, l.Ticket)
+	case l.Epoch <= 0:
+		return fmt.Errorf("%w: epoch %d is not positive", ErrCorrupt, l.Epoch)
+	}
+	u, err := url.Parse(l.WarpURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: warp_url %q is not an http(s) URL", ErrCorrupt, l.WarpURL)
+	}
+	return nil
+}
+
+// WriteLease validates l and writes lease.json atomically.
+func (d Dir) WriteLease(l Lease) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("write lease: %w", err)
+	}
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode lease: %w", err)
+	}
+	return WriteFileAtomic(d.file(LeaseFile), append(data, '\n'))
+}
+
+// ReadLease reads lease.json. A missing file wraps fs.ErrNotExist; content
+// that is not a valid lease wraps ErrCorrupt.
+func (d Dir) ReadLease() (Lease, error) {
+	p := d.file(LeaseFile)
+	data, err := readSmall(p, maxSmallFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Lease{}, fmt.Errorf("no lease in %s: %w", d.Worktree, err)
+		}
+		return Lease{}, err
+	}
+	var l Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		return Lease{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, p, err)
+	}
+	if err := l.Validate(); err != nil {
+		return Lease{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return l, nil
+}
+
+// HasLease reports whether lease.json exists (whatever its content).
+func (d Dir) HasLease() bool {
+	_, err := os.Lstat(d.file(LeaseFile))
+	return err == nil
+}
+
+// RemoveLease removes lease.json; a missing file is not an error.
+func (d Dir) RemoveLease() error {
+	if err := os.Remove(d.file(LeaseFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove lease: %w", err)
+	}
+	return nil
+}
+
+// WritePID writes "PID STARTTIME" of id to the pid file name (LoopPIDFile
+// or ParentPIDFile) atomically.
+func (d Dir) WritePID(name string, id proc.Identity) error {
+	if id.PID <= 0 {
+		return fmt.Errorf("write %s: pid %d is not positive", name, id.PID)
+	}
+	return WriteFileAtomic(d.file(name), []byte(id.String()+"\n"))
+}
+
+// ReadPID reads the pid file name. Missing wraps fs.ErrNotExist, content
+// that is not "PID STARTTIME" wraps ErrCorrupt (and proc.ErrCorruptIdentity).
+func (d Dir) ReadPID(name string) (proc.Identity, error) {
+	p := d.file(name)
+	data, err := readSmall(p, 256)
+	if err != nil {
+		return proc.Identity{}, err
+	}
+	id, err := proc.ParseIdentity(string(data))
+	if err != nil {
+		return proc.Identity{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, p, err)
+	}
+	return id, nil
+}
+
+// RemovePIDIf removes the pid file name only while it still names id, so a
+// loop that exits late never deletes the pid file of its successor. It
+// reports whether it removed the file. A missing file is not an error.
+func (d Dir) RemovePIDIf(name string, id proc.Identity) (bool, error) {
+	cur, err := d.ReadPID(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err == nil && cur != id {
+		return false, nil
+	}
+	// A corrupt file is not anyone's: remove it too.
+	if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("remove %s: %w", name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,57 @@
+package gyrumdir
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// LoopState is heartbeat.state: what the loop did last, for `gyrum status`
+// and `gyrum heartbeat status`. The loop rewrites it (atomically) after
+// every tick; it is informative only — nothing decides on it.
+type LoopState struct {
+	PID           int       `json:"pid"`
+	StartTime     uint64    `json:"start_time"`
+	SchemaVersion int       `json:"schema_version"` // what the loop sends now: 2, or 1 after a fallback or when run as v1
+	StartedAt     time.Time `json:"started_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// LastPOSTAt is when the loop last sent a heartbeat (whatever the answer).
+	LastPOSTAt time.Time `json:"last_post_at,omitzero"`
+	// LastOutcome of the latest tick: "ok", "skipped-stale", "no-activity",
+	// "error", or the exit ("exit: parent-exited", "exit: lease-ended", ...).
+	LastOutcome  string    `json:"last_outcome"`
+	LastStatus   int       `json:"last_status,omitempty"` // HTTP status of the latest POST, 0 for a network error
+	LastError    string    `json:"last_error,omitempty"`
+	ActivityAgeS float64   `json:"activity_age_s"`
+	InFlight     string    `json:"in_flight,omitempty"`
+	ExpiresAt    time.Time `json:"expires_at,omitzero"` // from the latest 200
+	Verdict      string    `json:"verdict,omitempty"`   // from the latest 200
+	Posts        int64     `json:"posts"`
+	Skips        int64     `json:"skips"`
+	Failures     int64     `json:"failures"`
+	NextTickAt   time.Time `json:"next_tick_at,omitzero"`
+}
+
+// WriteState writes heartbeat.state atomically.
+func (d Dir) WriteState(s LoopState) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	return WriteFileAtomic(d.file(StateFile), append(data, '\n'))
+}
+
+// ReadState reads heartbeat.state. Missing wraps fs.ErrNotExist, unusable
+// content wraps ErrCorrupt.
+func (d Dir) ReadState() (LoopState, error) {
+	p := d.file(StateFile)
+	data, err := readSmall(p, maxSmallFile)
+	if err != nil {
+		return LoopState{}, err
+	}
+	var s LoopState
+	if err := json.Unmarshal(data, &s); err != nil {
+		return LoopState{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, p, err)
+	}
+	return s, nil
+}
