@@ -219,13 +219,14 @@ func TestClaudeSettingsRefused(t *testing.T) {
 	cases := []struct {
 		name string
 		pos  string // the line:column the error must name
+		says string // and what it says
 	}{
-		{"comments", ":2:3:"},
-		{"trailing-comma", ":5:5:"},
-		{"truncated", ":4:27:"},
-		{"hooks-not-object", ":3:12:"},
-		{"event-not-array", ":3:20:"},
-		{"top-level-array", ":1:1:"},
+		{"comments", ":2:3:", "comments are not allowed"},
+		{"trailing-comma", ":5:5:", "trailing comma"},
+		{"truncated", ":4:27:", "unexpected end of file"},
+		{"hooks-not-object", ":3:12:", `"hooks" is an array, want an object`},
+		{"event-not-array", ":3:20:", `"PostToolUse" in "hooks" is an object, want an array`},
+		{"top-level-array", ":1:1:", "is an array, want an object"},
 	}
 	for _, tc := range cases {
 		for _, uninstall := range []bool{false, true} {
@@ -262,6 +263,9 @@ func TestClaudeSettingsRefused(t *testing.T) {
 					}
 					if !strings.Contains(err.Error(), path+tc.pos) {
 						t.Errorf("err = %q, want it to name %s%s", err, path, tc.pos)
+					}
+					if !strings.Contains(err.Error(), tc.says) {
+						t.Errorf("err = %q, want it to say %q", err, tc.says)
 					}
 				}
 				after, _ := os.ReadFile(path)

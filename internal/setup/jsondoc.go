@@ -153,6 +153,7 @@ func parseDocument(path string, data []byte) (*node, error) {
 				off = len(bytes.TrimRight(data, " \t\r\n"))
 				msg = "unexpected end of file (truncated?)"
 			}
+			msg += syntaxHint(data, off)
 			line, col := position(data, off)
 			return nil, &ParseError{Path: path, Line: line, Column: col, Msg: msg}
 		}
@@ -167,6 +168,23 @@ func parseDocument(path string, data []byte) (*node, error) {
 		return nil, &ParseError{Path: path, Line: line, Column: col, Msg: err.Error()}
 	}
 	return n, nil
+}
+
+// syntaxHint names the two mistakes people make in hand-edited settings.
+func syntaxHint(data []byte, off int) string {
+	if off < 0 || off >= len(data) {
+		return ""
+	}
+	switch data[off] {
+	case '/', '#':
+		return ": comments are not allowed in JSON"
+	case '}', ']':
+		prev := bytes.TrimRight(data[:off], " \t\r\n")
+		if len(prev) > 0 && prev[len(prev)-1] == ',' {
+			return ": trailing comma before it"
+		}
+	}
+	return ""
 }
 
 // valueStart skips the whitespace, ':' and ',' that precede a value, so the

@@ -117,7 +117,7 @@ func CronLine(bin string, env map[string]string) string {
 
 // isCronLine reports whether a crontab line is the one setup adds.
 func isCronLine(line string) bool {
-	return strings.HasSuffix(strings.TrimRight(line, " \t\r"), CronTag)
+	return strings.HasSuffix(strings.TrimRight(line, " \t\r\n"), CronTag)
 }
 
 // mergeCrontab returns table with exactly one watchdog line, want: an old
