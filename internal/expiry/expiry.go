@@ -142,9 +142,13 @@ func (j *Job) sweep(ctx context.Context) {
 	}
 }
 
-// RunOnce runs one sweep synchronously and logs every lease it lapsed.
+// RunOnce runs one sweep synchronously, then the verdict pass, and logs
+// every lease it lapsed.
 func (j *Job) RunOnce(ctx context.Context) (warp.SweepResult, error) {
 	res, err := j.svc.Sweep(ctx)
+	if err == nil {
+		res = j.recordVerdicts(ctx, res)
+	}
 	if len(res.Lapsed) == 0 {
 		return res, err
 	}

@@ -19,6 +19,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventCreated, Ticket: t.ID})
 	writeJSON(w, http.StatusCreated, FromTicketView(warp.TicketView{Ticket: t}))
 	return nil
 }
@@ -98,6 +99,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -111,6 +113,7 @@ func (s *Server) claimNext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -129,6 +132,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventReleased, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -145,13 +149,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventCompleted, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	h, err := DecodeHeartbeat(r.Body)
-	out := HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok"}
+	out := HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
 	var res warp.HeartbeatResult
 	if err == nil {
 		res, err = s.svc.Heartbeat(r.Context(), h)
@@ -160,7 +165,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			out.Code, _ = ErrorStatus(err)
 		} else {
-			out.Extended = res.Extended
+			out.Extended, out.Epoch = res.Extended, res.Epoch
 		}
 		s.cfg.OnHeartbeat(out)
 	}
@@ -213,6 +218,7 @@ func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.changed(Change{Kind: warp.EventModeChanged, Mode: string(m)})
 	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
 	return nil
 }

@@ -31,6 +31,10 @@ type ServerConfig struct {
 	// OnHeartbeat, when set, is called once per heartbeat request with its
 	// outcome (metrics).
 	OnHeartbeat func(HeartbeatOutcome)
+	// OnChange, when set, is called after every successful write other
+	// than a heartbeat (the dashboard's event stream). Keep it short: it
+	// runs on the request's goroutine.
+	OnChange func(Change)
 }
 
 // HeartbeatOutcome describes how one heartbeat request ended.
@@ -44,6 +48,10 @@ type HeartbeatOutcome struct {
 	// Extended is false when the heartbeat did not extend the lease (a v1
 	// heartbeat in activity mode) or failed.
 	Extended bool
+	// Ticket is the heartbeat's ticket (empty when the body was not
+	// decoded); Epoch the lease it applied to, 0 when it failed.
+	Ticket string
+	Epoch  int64
 }
 
 // Server is the warp HTTP API. It implements http.Handler.
@@ -144,6 +152,9 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, error) {
 		return RoleOpen, nil
 	}
 	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		auth = cookieAuthorization(r)
+	}
 	scheme, secret, ok := strings.Cut(auth, " ")
 	if auth == "" {
 		return RoleOpen, fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)", ErrUnauthorized)
@@ -164,6 +175,9 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, error) {
 // ServeHTTP routes r. Unknown paths and wrong methods answer in the JSON
 // error format like everything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.exchangeToken(w, r) {
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return

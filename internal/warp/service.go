@@ -797,6 +797,9 @@ func (s *Service) adoptionTx(ctx context.Context, tx Tx, window time.Duration, n
 type SweepResult struct {
 	Lapsed   []Lease // the leases this sweep ended
 	Duration time.Duration
+	// VerdictChanges are the changes of the verdict pass (RecordVerdicts)
+	// that the expiry job runs after each sweep; Sweep itself leaves it empty.
+	VerdictChanges []VerdictChange
 }
 
 // Sweep lapses every held lease whose expiry has passed, in batches, and

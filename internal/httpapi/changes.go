@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Change describes one successful write other than a heartbeat, for
+// ServerConfig.OnChange (the dashboard's event stream).
+type Change struct {
+	// Kind is the event kind the write recorded: created, claimed,
+	// released, completed or mode-changed.
+	Kind   warp.EventKind
+	Ticket string // empty for mode changes
+	Epoch  int64
+	Reason string // a release's reason
+	Mode   string // the mode after a mode change
+}
+
+func (s *Server) changed(c Change) {
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange(c)
+	}
+}
+
+// TokenCookie is the cookie a browser holds its token in. Browsers cannot
+// send a bearer header when following a link, so the dashboard pages take
+// the token once as ?token= (see exchangeToken) and the cookie afterwards.
+// The cookie is HttpOnly and SameSite=Strict, and it authorises only GET
+// and HEAD requests: it can read pages, never write.
+const TokenCookie = "warp_token"
+
+// cookieAuthorization returns the Authorization value that the token
+// cookie stands for, "" when the request carries none or is not a read.
+func cookieAuthorization(r *http.Request) string {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return ""
+	}
+	c, err := r.Cookie(TokenCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	secret, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || len(secret) == 0 {
+		return ""
+	}
+	return "Bearer " + string(secret)
+}
+
+// exchangeToken handles a browser's first visit with ?token=: on a GET of
+// a page (not the JSON API) with a known token it sets the token cookie
+// and redirects to the same URL without the token, so the secret leaves
+// the address bar and the history. An unknown token gets 401 and no
+// cookie. It reports whether it answered the request.
+func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
+	if s.openAll || (r.Method != http.MethodGet && r.Method != http.MethodHead) ||
+		strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/heartbeat" {
+		return false
+	}
+	q := r.URL.Query()
+	token := q.Get("token")
+	if !q.Has("token") {
+		return false
+	}
+	if _, ok := lookup(s.cfg.Tokens, token); !ok || token == "" {
+		s.WriteError(w, r, warp.Errorf(ErrUnauthorized, "unknown token in ?token="))
+		return true
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: TokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	q.Del("token")
+	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	return true
+}

@@ -1,0 +1,139 @@
+package warp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// verdictBatch is how many claimed tickets one transaction of the verdict
+// pass reads: small enough that SQLite's single writer is not held for long.
+const verdictBatch = 500
+
+// VerdictChange is one verdict transition the verdict pass recorded.
+type VerdictChange struct {
+	Ticket string
+	Epoch  int64
+	From   Verdict // the verdict recorded before; active for a lease never recorded
+	To     Verdict
+	// At is when the pass recorded the change; Since is when the lease's
+	// columns say it happened (threshold crossed, heartbeat or exit report).
+	At, Since time.Time
+	Agent     string
+	Host      string
+	EventID   int64
+}
+
+// recordedVerdict is the verdict last recorded for l. A lease starts
+// active (a claim counts as heartbeat and activity), so a lease never
+// recorded is active and needs no write until it changes.
+func recordedVerdict(l Lease) Verdict {
+	if l.RecordedVerdict == VerdictNone {
+		return VerdictActive
+	}
+	return l.RecordedVerdict
+}
+
+// verdictSince returns when l's derived verdict v began, from its columns.
+func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
+	switch v {
+	case VerdictExited:
+		return l.ExitedAt
+	case VerdictSilent:
+		return l.LastHeartbeatAt.Add(p.SilentAfter)
+	case VerdictStalled:
+		return ProgressAt(l).Add(p.StallAfter)
+	default: // back to active: the heartbeat that brought fresh activity
+		return l.LastHeartbeatAt
+	}
+}
+
+// RecordVerdicts is the sweep-time verdict pass: for every held lease whose
+// derived verdict differs from the one last recorded, it appends an
+// EventVerdictChanged event {from, to, since, agent, host} and stores the
+// new RecordedVerdict, so a ticket's timeline shows when its agent went
+// stalled or silent and when it came back. It returns the changes in the
+// order recorded.
+//
+// Cost: the pass reads, per verdict, the claimed tickets within that
+// verdict's column bounds (Tx.Tickets with VerdictBounds, paged by Seq) and
+// writes only the leases that changed; each change re-reads its ticket and
+// lease locked, so a heartbeat committed in between is never overwritten.
+func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
+	now := s.now()
+	var out []VerdictChange
+	for _, v := range []Verdict{VerdictExited, VerdictSilent, VerdictStalled, VerdictActive} {
+		b := s.cfg.Policy.Bounds(v, now)
+		f := TicketFilter{State: TicketClaimed, Verdict: &b, Limit: verdictBatch}
+		for {
+			var n int
+			err := s.store.Update(ctx, func(tx Tx) error {
+				rows, err := tx.Tickets(ctx, f)
+				if err != nil {
+					return fmt.Errorf("list %s leases: %w", v, err)
+				}
+				n = len(rows)
+				var batch []VerdictChange
+				for _, r := range rows {
+					f.AfterSeq = r.Ticket.Seq
+					if r.Lease == nil || !r.Lease.Held() || recordedVerdict(*r.Lease) == v {
+						continue
+					}
+					c, ok, err := s.recordVerdictTx(ctx, tx, r.Ticket.ID, now)
+					if err != nil {
+						return err
+					}
+					if ok {
+						batch = append(batch, c)
+					}
+				}
+				out = append(out, batch...)
+				return nil
+			})
+			if err != nil {
+				return out, err
+			}
+			if n < verdictBatch {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// recordVerdictTx re-reads ticket id and its lease locked and records the
+// lease's verdict at now when it differs from the recorded one.
+func (s *Service) recordVerdictTx(ctx context.Context, tx Tx, id string, now time.Time) (VerdictChange, bool, error) {
+	t, err := tx.Ticket(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return VerdictChange{}, false, nil
+	}
+	if err != nil {
+		return VerdictChange{}, false, fmt.Errorf("read ticket %s: %w", id, err)
+	}
+	if t.State != TicketClaimed || t.Epoch == 0 {
+		return VerdictChange{}, false, nil
+	}
+	l, err := tx.Lease(ctx, id, t.Epoch)
+	if err != nil {
+		return VerdictChange{}, false, fmt.Errorf("read lease %s/%d: %w", id, t.Epoch, err)
+	}
+	to, from := s.cfg.Policy.Verdict(l, now), recordedVerdict(l)
+	if to == VerdictNone || to == from {
+		return VerdictChange{}, false, nil
+	}
+	c := VerdictChange{Ticket: id, Epoch: l.Epoch, From: from, To: to, At: now,
+		Since: s.cfg.Policy.verdictSince(l, to), Agent: l.Agent, Host: l.Host}
+	c.EventID, err = tx.AppendEvent(ctx, Event{Ticket: id, Epoch: l.Epoch, Kind: EventVerdictChanged, At: now,
+		Data: map[string]any{"from": string(from), "to": string(to), "since": formatTime(c.Since),
+			"agent": l.Agent, "host": l.Host}})
+	if err != nil {
+		return VerdictChange{}, false, fmt.Errorf("append verdict event %s/%d: %w", id, l.Epoch, err)
+	}
+	l.RecordedVerdict = to
+	if err := tx.UpdateLease(ctx, l); err != nil {
+		return VerdictChange{}, false, fmt.Errorf("record verdict %s/%d: %w", id, l.Epoch, err)
+	}
+	return c, true, nil
+}
