@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // adminURL returns WARP_TEST_POSTGRES or skips the test.
@@ -90,3 +92,30 @@ func openDB(tb testing.TB, opts postgres.Options) *postgres.DB {
 	tb.Cleanup(func() { db.Close() })
 	return db
 }
+
+// clock is a fake clock safe for concurrent use.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// t0 is where test clocks start: a whole second.
+var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+
+func newClock() *clock { return &clock{now: t0} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// testPolicy is the documented defaults.
+func testPolicy() warp.Policy { return warp.DefaultPolicy() }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -114,11 +113,7 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		var we *warp.Error
-		if errors.As(err, &we) {
-			return "", err
-		}
-		return "", fmt.Errorf("migrate postgres schema: %w", translate(err))
+		return "", err // Open translates
 	}
 	return current, nil
 }

@@ -25,9 +25,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -75,6 +77,8 @@ type DB struct {
 	sweepKey int64
 	retries  int
 	log      *slog.Logger
+
+	deadlocks, serialization, reconnects atomic.Int64
 
 	mu       sync.Mutex
 	lockConn *pgx.Conn // the connection the sweep lock is tried on
@@ -136,7 +140,15 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	schema, err := db.migrate(ctx, opts.Schema)
 	if err != nil {
 		db.pool.Close()
-		return nil, err
+		var we *warp.Error
+		switch {
+		case errors.As(err, &we):
+			return nil, err
+		case isUnavailable(err):
+			msg := fmt.Sprintf("cannot reach PostgreSQL at %s:%d (database %q): %v", cc.Host, cc.Port, cc.Database, err)
+			return nil, fmt.Errorf("%w: %w", &warp.Error{Kind: warp.ErrUnavailable, Message: msg}, err)
+		}
+		return nil, fmt.Errorf("migrate postgres schema: %w", translate(err))
 	}
 	db.schema = schema
 	db.sweepKey = lockKey("warp.sweep", schema)
@@ -182,6 +194,7 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, write bool, fn func(w
 		if !retry || attempt >= db.retries || ctx.Err() != nil {
 			return err
 		}
+		db.count(err)
 		// Jittered backoff, a few milliseconds growing per attempt.
 		d := time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond
 		t := time.NewTimer(d)
@@ -219,6 +232,30 @@ func (db *DB) runOnce(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 		return false, fmt.Errorf("commit: %w", translate(err))
 	}
 	return false, nil
+}
+
+// Stats counts the transactions Update and View re-ran, by cause.
+type Stats struct {
+	Deadlocks             int64 // 40P01: PostgreSQL broke a lock cycle
+	SerializationFailures int64 // 40001
+	Reconnects            int64 // the connection broke before commit
+}
+
+// Stats returns the retry counters since Open.
+func (db *DB) Stats() Stats {
+	return Stats{Deadlocks: db.deadlocks.Load(), SerializationFailures: db.serialization.Load(), Reconnects: db.reconnects.Load()}
+}
+
+func (db *DB) count(err error) {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == codeDeadlockDetected:
+		db.deadlocks.Add(1)
+	case errors.As(err, &pe) && pe.Code == codeSerializationFailure:
+		db.serialization.Add(1)
+	default:
+		db.reconnects.Add(1)
+	}
 }
 
 // Ping reports whether the database is reachable: a wrapped ErrUnavailable
