@@ -148,11 +148,14 @@ func TestUnavailableThenRecovers(t *testing.T) {
 
 	p.setDown(true)
 	checks := map[string]func() error{
-		"ping":      func() error { return db.Ping(ctx) },
-		"heartbeat": func() error { _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-1"}); return err },
-		"create":    func() error { _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-2"}); return err },
-		"view":      func() error { _, err := svc.Ticket(ctx, "T-1"); return err },
-		"sweep":     func() error { _, err := svc.Sweep(ctx); return err },
+		"ping": func() error { return db.Ping(ctx) },
+		"heartbeat": func() error {
+			_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-1"})
+			return err
+		},
+		"create": func() error { _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-2"}); return err },
+		"view":   func() error { _, err := svc.Ticket(ctx, "T-1"); return err },
+		"sweep":  func() error { _, err := svc.Sweep(ctx); return err },
 		"sweep lock": func() error {
 			_, _, err := db.TrySweepLock(ctx)
 			return err
