@@ -1,0 +1,167 @@
+package warpcli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+)
+
+// Age formats a duration the way the tables show it: whole seconds under
+// an hour ("3m12s", "45s"), minutes under a day ("5h7m"), hours beyond
+// ("3d4h"). Negative durations get a leading "-".
+func Age(d time.Duration) string {
+	if d < 0 {
+		return "-" + Age(-d)
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	case d < time.Hour:
+		d = d.Truncate(time.Second)
+		return fmt.Sprintf("%dm%02ds", int64(d/time.Minute), int64(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		d = d.Truncate(time.Minute)
+		return fmt.Sprintf("%dh%02dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute))
+	}
+	d = d.Truncate(time.Hour)
+	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
+}
+
+// ago formats t relative to now: "3m12s ago", "in 4m", "-" for zero.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if d := now.Sub(t); d >= 0 {
+		return Age(d) + " ago"
+	}
+	return "in " + Age(t.Sub(now))
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+func row(w io.Writer, cells ...string) {
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// ticketTable prints tickets one a line.
+func ticketTable(w io.Writer, now time.Time, tickets []httpapi.Ticket) error {
+	tw := newTable(w)
+	row(tw, "ID", "STATE", "VERDICT", "EPOCH", "AGENT", "HOST", "SCHEMA", "ACTIVITY", "HEARTBEAT", "EXPIRES", "TITLE")
+	for _, t := range tickets {
+		agent, host, schema, act, hb, exp := "-", "-", "-", "-", "-", "-"
+		if l := t.Lease; l != nil && t.State == "claimed" {
+			agent, host = dash(l.Agent), dash(l.Host)
+			schema = schemaName(l.SchemaVersion)
+			act, hb, exp = ago(now, l.LastActivityAt), ago(now, l.LastHeartbeatAt), ago(now, l.ExpiresAt)
+		}
+		row(tw, t.ID, t.State, dash(t.Verdict), fmt.Sprint(t.Epoch), agent, host, schema, act, hb, exp, truncate(t.Title, 60))
+	}
+	return tw.Flush()
+}
+
+func schemaName(v int) string {
+	if v == 0 {
+		return "claim"
+	}
+	return fmt.Sprintf("v%d", v)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// ticketDetail prints one ticket, its lease and its events.
+func ticketDetail(w io.Writer, now time.Time, t httpapi.Ticket, events []httpapi.Event) error {
+	tw := newTable(w)
+	row(tw, "ticket", t.ID)
+	row(tw, "title", dash(t.Title))
+	row(tw, "labels", dash(strings.Join(t.Labels, ", ")))
+	row(tw, "state", t.State)
+	row(tw, "epoch", fmt.Sprint(t.Epoch))
+	row(tw, "created", stamp(t.CreatedAt)+" ("+ago(now, t.CreatedAt)+")")
+	if l := t.Lease; l != nil {
+		row(tw, "lease", fmt.Sprintf("epoch %d, %s, agent %s on host %s", l.Epoch, l.State, dash(l.Agent), dash(l.Host)))
+		if t.Verdict != "" {
+			row(tw, "  verdict", t.Verdict)
+		}
+		row(tw, "  claimed", stamp(l.ClaimedAt)+" ("+ago(now, l.ClaimedAt)+")")
+		row(tw, "  last heartbeat", stamp(l.LastHeartbeatAt)+" ("+ago(now, l.LastHeartbeatAt)+"), schema "+schemaName(l.SchemaVersion))
+		row(tw, "  last activity", stamp(l.LastActivityAt)+" ("+ago(now, l.LastActivityAt)+")")
+		if l.InFlight != "" {
+			row(tw, "  in flight", l.InFlight)
+		}
+		if l.State == "held" {
+			row(tw, "  expires", stamp(l.ExpiresAt)+" ("+ago(now, l.ExpiresAt)+")")
+		}
+		if l.Exit != "" {
+			row(tw, "  exit report", l.Exit)
+		}
+		if l.EndedAt != nil {
+			end := stamp(*l.EndedAt) + " (" + ago(now, *l.EndedAt) + ")"
+			if l.EndReason != "" {
+				end += ", " + l.EndReason
+			}
+			if l.FallbackExtended {
+				end += ", the v1 fallback had extended it"
+			}
+			row(tw, "  ended", end)
+		}
+		if l.PRURL != "" {
+			row(tw, "  pr", l.PRURL)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nevents (%d)\n", len(events))
+	tw = newTable(w)
+	row(tw, "ID", "AT", "AGE", "KIND", "EPOCH", "DETAILS")
+	for _, e := range events {
+		row(tw, fmt.Sprint(e.ID), stamp(e.At), Age(now.Sub(e.At)), e.Kind, fmt.Sprint(e.Epoch), details(e.Data))
+	}
+	return tw.Flush()
+}
+
+// details prints an event's data as sorted key=value pairs.
+func details(data map[string]any) string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := fmt.Sprint(data[k])
+		if v == "" {
+			continue
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return dash(strings.Join(parts, " "))
+}

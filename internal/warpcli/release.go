@@ -1,0 +1,191 @@
+package warpcli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func (c *CLI) releaseCommand() *cobra.Command {
+	var o clientOptions
+	var reason string
+	var epoch int64
+	cmd := &cobra.Command{
+		Use:   "release ID",
+		Short: "Release a ticket's lease and reopen the ticket",
+		Long: `Release the current lease of a ticket (an operator action: needs an admin
+token) and reopen the ticket for the next claim. With --epoch the release only
+happens if that lease is still the current one (409 otherwise), so a ticket
+another agent re-claimed meanwhile is left alone.`,
+		Example: `  warp release T-42 --reason "agent wedged on a prompt"
+  warp release T-42 --epoch 3`,
+		Args: cobra.ExactArgs(1),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if !warp.ValidTicketID(args[0]) {
+				return usageErrorf("ticket id %q is invalid", args[0])
+			}
+			if epoch < 0 {
+				return usageErrorf("--epoch must not be negative")
+			}
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			t, err := cl.Release(cmd.Context(), args[0], httpapi.ReleaseRequest{Epoch: epoch, Reason: reason})
+			if err != nil {
+				return fail(cl, err)
+			}
+			if o.json {
+				return c.printJSON(t)
+			}
+			msg := "released " + t.ID
+			if l := t.Lease; l != nil {
+				msg += fmt.Sprintf(" (epoch %d, agent %s on host %s); it is %s again", l.Epoch, dash(l.Agent), dash(l.Host), t.State)
+			}
+			fmt.Fprintln(c.Stdout, msg)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&reason, "reason", "operator", "why, recorded in the ticket's history")
+	cmd.Flags().Int64Var(&epoch, "epoch", 0, "release only this lease (0: the current one)")
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
+
+// StaleClaim is one line of `warp stale-unlock --json`.
+type StaleClaim struct {
+	Ticket string `json:"ticket"`
+	Epoch  int64  `json:"epoch"`
+	Agent  string `json:"agent"`
+	Host   string `json:"host"`
+	// EffectiveAt is the time expiry counts from under the server's mode;
+	// Basis says which column it came from.
+	EffectiveAt time.Time `json:"effective_at"`
+	Basis       string    `json:"basis"`
+	IdleS       float64   `json:"idle_s"`
+	// Action is "released", "would-release" (dry run) or "skipped".
+	Action string `json:"action"`
+	Error  string `json:"error,omitempty"`
+}
+
+// StaleUnlockReport is what `warp stale-unlock --json` prints.
+type StaleUnlockReport struct {
+	Mode      string       `json:"mode"`
+	OlderThan string       `json:"older_than"`
+	DryRun    bool         `json:"dry_run"`
+	Claimed   int          `json:"claimed"`
+	Stale     []StaleClaim `json:"stale"`
+}
+
+func (c *CLI) staleUnlockCommand() *cobra.Command {
+	var o clientOptions
+	var olderThan time.Duration
+	var dry bool
+	cmd := &cobra.Command{
+		Use:   "stale-unlock",
+		Short: "Release claims whose agents stopped making progress",
+		Long: `The stale-claim sweeper: list the claimed tickets, compute each lease's
+effective activity with the server's own rule under the server's current mode
+(transition: last_activity_at for v2 leases, the later of activity and
+heartbeat for v1 leases; activity: last_activity_at; legacy: last heartbeat)
+and release those idle for longer than --older-than, printing each one.
+
+Each release carries the epoch that was inspected, so a ticket re-claimed in
+the meantime is skipped rather than released. Needs an admin token.`,
+		Example: `  warp stale-unlock --dry-run
+  warp stale-unlock --older-than 45m
+  warp stale-unlock --json | jq '.stale[].ticket'`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if olderThan <= 0 {
+				return usageErrorf("--older-than must be positive, got %s", olderThan)
+			}
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			modeName, err := cl.Mode(ctx)
+			if err != nil {
+				return fail(cl, err)
+			}
+			mode, err := warp.ParseMode(modeName)
+			if err != nil {
+				return fmt.Errorf("server answered mode %q: %w", modeName, err)
+			}
+			tickets, err := cl.AllTickets(ctx, httpapi.ListOptions{State: string(warp.TicketClaimed)})
+			if err != nil {
+				return fail(cl, err)
+			}
+			now := c.now()
+			rep := StaleUnlockReport{Mode: modeName, OlderThan: olderThan.String(), DryRun: dry, Claimed: len(tickets), Stale: []StaleClaim{}}
+			for _, t := range tickets {
+				if t.Lease == nil || t.Lease.State != string(warp.LeaseHeld) {
+					continue
+				}
+				l := httpapi.ToLease(t.ID, *t.Lease)
+				at, fromHeartbeat := warp.Effective(mode, l)
+				idle := now.Sub(at)
+				if idle <= olderThan {
+					continue
+				}
+				sc := StaleClaim{Ticket: t.ID, Epoch: l.Epoch, Agent: l.Agent, Host: l.Host, EffectiveAt: at,
+					Basis: "last_activity_at", IdleS: idle.Seconds(), Action: "would-release"}
+				if fromHeartbeat {
+					sc.Basis = "last_heartbeat_at"
+				}
+				if !dry {
+					_, err := cl.Release(ctx, t.ID, httpapi.ReleaseRequest{Epoch: l.Epoch,
+						Reason: "stale-unlock: no progress for " + Age(idle)})
+					switch {
+					case err == nil:
+						sc.Action = "released"
+					case errors.Is(err, warp.ErrStaleEpoch) || errors.Is(err, warp.ErrLeaseEnded) || errors.Is(err, warp.ErrNotFound):
+						// The lease moved on between the listing and the release.
+						sc.Action, sc.Error = "skipped", message(err)
+					default:
+						return fail(cl, err)
+					}
+				}
+				rep.Stale = append(rep.Stale, sc)
+			}
+			if o.json {
+				return c.printJSON(rep)
+			}
+			return c.printStale(rep, olderThan)
+		}),
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 30*time.Minute, "release claims idle for longer than this")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "print what would be released, release nothing")
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
+
+func (c *CLI) printStale(rep StaleUnlockReport, olderThan time.Duration) error {
+	released := 0
+	for _, s := range rep.Stale {
+		idle := Age(time.Duration(s.IdleS * float64(time.Second)))
+		switch s.Action {
+		case "released":
+			released++
+			fmt.Fprintf(c.Stdout, "released %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, dash(s.Agent), dash(s.Host), idle, s.Basis)
+		case "would-release":
+			fmt.Fprintf(c.Stdout, "would release %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, dash(s.Agent), dash(s.Host), idle, s.Basis)
+		default:
+			fmt.Fprintf(c.Stdout, "skipped %s epoch %d: %s\n", s.Ticket, s.Epoch, s.Error)
+		}
+	}
+	summary := fmt.Sprintf("%d of %d claimed ticket(s) idle for longer than %s (mode %s)", len(rep.Stale), rep.Claimed, Age(olderThan), rep.Mode)
+	if rep.DryRun {
+		summary += "; dry run, nothing released"
+	} else {
+		summary += fmt.Sprintf("; released %d", released)
+	}
+	fmt.Fprintln(c.Stdout, summary)
+	return nil
+}

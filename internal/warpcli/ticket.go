@@ -1,0 +1,185 @@
+package warpcli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func (c *CLI) ticketCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ticket",
+		Short: "Create, list and show tickets",
+		Example: `  warp ticket create --title "fix the flaky test" --label backend
+  warp ticket list --state claimed --verdict stalled
+  warp ticket show T-1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(c.ticketCreateCommand(), c.ticketListCommand(), c.ticketShowCommand())
+	return cmd
+}
+
+func (c *CLI) ticketCreateCommand() *cobra.Command {
+	var o clientOptions
+	var title string
+	var labels []string
+	cmd := &cobra.Command{
+		Use:   "create [ID]",
+		Short: "Create an open ticket",
+		Long: `Create an open ticket. Without ID the server generates one. Labels let
+'gyrum start-work --next --label L' pick tickets (claim-next takes the oldest
+open ticket carrying every requested label).`,
+		Example: `  warp ticket create T-42 --title "migrate the billing cron" --label backend --label db
+  warp ticket create --title "triage flaky e2e" --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			req := httpapi.CreateTicketRequest{Title: title, Labels: labels}
+			if len(args) == 1 {
+				if !warp.ValidTicketID(args[0]) {
+					return usageErrorf("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", args[0])
+				}
+				req.ID = args[0]
+			}
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			t, err := cl.CreateTicket(cmd.Context(), req)
+			if err != nil {
+				return fail(cl, err)
+			}
+			if o.json {
+				return c.printJSON(t)
+			}
+			msg := "created " + t.ID
+			if len(t.Labels) > 0 {
+				msg += " (labels " + strings.Join(t.Labels, ", ") + ")"
+			}
+			fmt.Fprintln(c.Stdout, msg)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&title, "title", "", "what the ticket is about")
+	cmd.Flags().StringSliceVar(&labels, "label", nil, "label (repeat, or comma-separate)")
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
+
+func (c *CLI) ticketListCommand() *cobra.Command {
+	var o clientOptions
+	var lo httpapi.ListOptions
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tickets with their leases and verdicts",
+		Long: `List tickets in creation order with their current lease: agent, host, the
+schema of the latest heartbeat, ages of the last activity and heartbeat, and
+when the lease expires. One page (--limit, default 100) unless --all.
+
+Verdicts: active (recent activity), stalled (heartbeats arrive, activity is
+old), silent (no heartbeats), exited (the loop reported the agent gone).`,
+		Example: `  warp ticket list
+  warp ticket list --state claimed --verdict stalled
+  warp ticket list --host build-3 --all --json`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if lo.State != "" && !warp.TicketState(lo.State).Valid() {
+				return usageErrorf("--state %q: want open, claimed or completed", lo.State)
+			}
+			if lo.Verdict != "" {
+				if _, err := warp.ParseVerdict(lo.Verdict); err != nil {
+					return usageErrorf("--verdict: %s", warp.ErrorMessage(err))
+				}
+			}
+			if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
+				return usageErrorf("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
+			}
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			var list httpapi.TicketList
+			if all {
+				list.Tickets, err = cl.AllTickets(cmd.Context(), lo)
+			} else {
+				list, err = cl.ListTickets(cmd.Context(), lo)
+			}
+			if err != nil {
+				return fail(cl, err)
+			}
+			if list.Tickets == nil {
+				list.Tickets = []httpapi.Ticket{}
+			}
+			if o.json {
+				return c.printJSON(list)
+			}
+			if err := ticketTable(c.Stdout, c.now(), list.Tickets); err != nil {
+				return err
+			}
+			if list.NextCursor != "" {
+				fmt.Fprintf(c.Stderr, "more tickets: pass --all, or --cursor %s for the next page\n", list.NextCursor)
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed")
+	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, silent, exited")
+	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
+	f.IntVar(&lo.Limit, "limit", 0, "tickets per page (server default 100)")
+	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
+	f.BoolVar(&all, "all", false, "follow every page")
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
+
+// TicketDetail is what `warp ticket show --json` prints.
+type TicketDetail struct {
+	Ticket httpapi.Ticket  `json:"ticket"`
+	Events []httpapi.Event `json:"events"`
+}
+
+func (c *CLI) ticketShowCommand() *cobra.Command {
+	var o clientOptions
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one ticket, its lease and its history",
+		Long: `Show one ticket with its latest lease (held or ended: when and why it ended,
+whether the v1 fallback had extended it) and every event of its history.
+--json prints {"ticket": ..., "events": [...]}.`,
+		Example: `  warp ticket show T-42
+  warp ticket show T-42 --json | jq '.events[] | select(.kind=="lapsed")'`,
+		Args: cobra.ExactArgs(1),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if !warp.ValidTicketID(args[0]) {
+				return usageErrorf("ticket id %q is invalid", args[0])
+			}
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			t, err := cl.Ticket(cmd.Context(), args[0])
+			if err != nil {
+				return fail(cl, err)
+			}
+			evs, err := cl.Events(cmd.Context(), args[0])
+			if err != nil {
+				return fail(cl, err)
+			}
+			if evs == nil {
+				evs = []httpapi.Event{}
+			}
+			if o.json {
+				return c.printJSON(TicketDetail{Ticket: t, Events: evs})
+			}
+			return ticketDetail(c.Stdout, c.now(), t, evs)
+		}),
+	}
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
