@@ -26,9 +26,9 @@ func TestBadInputCatalogue(t *testing.T) {
 	const form = "application/x-www-form-urlencoded"
 	cases := []struct {
 		name, method, path, token, body string
-		status                           int
-		code                             string
-		msg                              string // part of the message, when it matters
+		status                          int
+		code                            string
+		msg                             string // part of the message, when it matters
 	}{
 		// Malformed JSON.
 		{"truncated object", "POST", "/v1/heartbeat", agentToken, `{"ticket":"T-1"`, 400, "invalid", "ends inside"},
