@@ -118,6 +118,7 @@ WARP_TOKEN is the bearer token (or --url / --token).`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(c.serveCommand(), c.ticketCommand(), c.releaseCommand(), c.staleUnlockCommand(),
 		c.adoptionCommand(), c.modeCommand())
+	root.AddCommand(c.simulateCommand())
 	return root
 }
 

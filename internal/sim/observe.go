@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Observation is what the run saw of one agent, in wall-clock time. The
+// report is computed from observations alone (Summarize), so its rules are
+// tested without processes.
+type Observation struct {
+	Plan         AgentPlan
+	StartErr     string
+	StartedAt    time.Time
+	FailedAt     time.Time // zero: no failure happened (healthy, or it could not be injected)
+	DeletedAt    time.Time
+	LapsedAt     time.Time // first lapse of the agent's lease; zero when none
+	LapseReason  string
+	LeaseState   warp.LeaseState // at the end of the scenario
+	Verdict      warp.Verdict    // at the end
+	Heartbeats   []Received
+	LoopsAtEnd   int
+	LoopsAfterWD int // after the final watchdog sweep; -1 without --watchdog
+	WatchedAlive bool
+	HookCalls    int
+	HookFailures int
+	HookProblem  string
+}
+
+// observe measures the outcome at the end of the scenario: leases and
+// events from the server, heartbeats from the counter, loops from the
+// registry and the process table; then, with --watchdog, runs the final
+// watchdog sweep and counts loops again.
+func (r *run) observe(ctx context.Context) ([]Observation, error) {
+	end := time.Now()
+	loops := r.liveLoops()
+	srv := r.server()
+	hbs := r.count.byTicket()
+	obs := make([]Observation, len(r.agents))
+	for i, a := range r.agents {
+		o := Observation{
+			Plan: a.plan, StartedAt: a.startedAt, FailedAt: a.failedAt, DeletedAt: a.deletedAt,
+			Heartbeats: hbs[a.plan.Ticket], LoopsAtEnd: len(loops[a.plan.Name]), LoopsAfterWD: -1,
+			WatchedAlive: a.watchedAlive(), HookCalls: a.hookCalls, HookFailures: a.hookFailures, HookProblem: a.hookProblem,
+		}
+		if a.startErr != nil {
+			o.StartErr = a.startErr.Error()
+		}
+		view, err := srv.svc.Ticket(ctx, a.plan.Ticket)
+		if err != nil {
+			return nil, fmt.Errorf("read ticket %s: %w", a.plan.Ticket, err)
+		}
+		if view.Lease != nil {
+			o.LeaseState = view.Lease.State
+			o.Verdict = srv.svc.Policy().Verdict(*view.Lease, end)
+		}
+		events, err := srv.svc.Events(ctx, a.plan.Ticket, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read events of %s: %w", a.plan.Ticket, err)
+		}
+		for _, e := range events {
+			if e.Kind == warp.EventLapsed && o.LapsedAt.IsZero() {
+				o.LapsedAt = e.At
+				o.LapseReason, _ = e.Data["reason"].(string)
+			}
+		}
+		obs[i] = o
+	}
+	if r.cfg.Watchdog {
+		r.finalWatchdog(ctx)
+		after := r.liveLoops()
+		for i, a := range r.agents {
+			obs[i].LoopsAfterWD = len(after[a.plan.Name])
+		}
+	}
+	return obs, nil
+}
+
+// summaryInput returns everything Summarize needs besides the observations.
+func (r *run) summaryInput(end time.Time) RunInfo {
+	info := RunInfo{
+		Scenario: r.plan.Scenario, Client: r.cfg.Client, Mode: r.cfg.Mode, Watchdog: r.cfg.Watchdog,
+		TimeScale: r.scale, Timing: r.cfg.Timing, Start: r.t0, End: end, PlannedEnd: r.plan.End,
+	}
+	r.mu.Lock()
+	for _, rs := range r.restarts {
+		info.Restarts = append(info.Restarts, Restart{StoppedAt: rs.StoppedAt, StartedAt: rs.StartedAt})
+	}
+	r.mu.Unlock()
+	for _, w := range r.wdRuns {
+		info.WatchdogRuns++
+		if w.Err != "" {
+			info.WatchdogErrors = append(info.WatchdogErrors, w.Err)
+		}
+	}
+	return info
+}
+
+func (r *run) report(obs []Observation) *Report {
+	return Summarize(r.summaryInput(r.at(r.plan.End)), obs)
+}
