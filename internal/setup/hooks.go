@@ -341,3 +341,10 @@ func (f matcherFormat) commands(path string, data []byte) (map[string][]string, 
 	}
 	return out, nil
 }
+
+// ClaudeHookCommands returns, per Claude Code event setup wires, the
+// commands of the gyrum touch-activity hooks in data (the settings file at
+// path). A file that does not parse is a *ParseError; an empty one has none.
+func ClaudeHookCommands(path string, data []byte) (map[string][]string, error) {
+	return claudeFormat().commands(path, data)
+}

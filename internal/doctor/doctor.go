@@ -1,0 +1,428 @@
+// Package doctor checks that the agent side is wired on this host and says
+// how to fix what is not: the touch-activity hook in the effective Claude
+// Code settings and the gyrum binary it runs, the watchdog schedule, the
+// warp server (reachable, speaking heartbeat v2), and the loop of every
+// local lease (alive, matching its pid file).
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/setup"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/watchdog"
+)
+
+// ProbeTicket is the ticket of the heartbeat doctor sends to learn whether
+// the server speaks v2. It is never created, so the server answers 404
+// not_found after validating the body (a v1-only server answers 400
+// unsupported_schema_version first) and records nothing.
+const ProbeTicket = "gyrum-doctor-probe"
+
+// Statuses of a Check.
+const (
+	StatusOK   = "ok"
+	StatusFail = "fail"
+	StatusSkip = "skip" // could not be checked because an earlier check failed
+)
+
+// Check is one verdict of doctor.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"` // one line: what to run or change
+}
+
+// Report is every check; OK is false when any failed.
+type Report struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Options configures Run.
+type Options struct {
+	// Home is the user's home directory; ClaudeConfigDir is
+	// $CLAUDE_CONFIG_DIR ("" → Home/.claude).
+	Home            string
+	ClaudeConfigDir string
+	// Cwd is the project whose .claude/settings.json and
+	// .claude/settings.local.json count too, and where a local lease is
+	// looked for.
+	Cwd string
+	// WarpURL and WarpToken are the server doctor probes (WARP_URL,
+	// WARP_TOKEN; "" → httpapi.DefaultURL).
+	WarpURL   string
+	WarpToken string
+	// Registry is the registry of running loops ($GYRUM_HOME/run).
+	Registry gyrumdir.Registry
+	// Systemd and Cron are where the watchdog schedule is looked for.
+	Systemd setup.Systemd
+	Cron    setup.Cron
+	// Timeout bounds the server probe; 0 → 5 s.
+	Timeout time.Duration
+}
+
+// Run performs every check.
+func Run(ctx context.Context, o Options) Report {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	var checks []Check
+	hook, commands := checkHook(o)
+	checks = append(checks, hook)
+	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
+	checks = append(checks, checkWatchdog(ctx, o))
+	checks = append(checks, checkWarp(ctx, o))
+	checks = append(checks, checkLoops(o)...)
+	rep := Report{OK: true, Checks: checks}
+	for _, c := range checks {
+		if c.Status == StatusFail {
+			rep.OK = false
+		}
+	}
+	return rep
+}
+
+// settingsFiles returns the Claude Code settings files that apply in cwd,
+// lowest precedence first.
+func settingsFiles(o Options) []string {
+	dir := o.ClaudeConfigDir
+	if dir == "" {
+		dir = filepath.Join(o.Home, ".claude")
+	}
+	files := []string{filepath.Join(dir, "settings.json")}
+	if o.Cwd != "" {
+		files = append(files,
+			filepath.Join(o.Cwd, ".claude", "settings.json"),
+			filepath.Join(o.Cwd, ".claude", "settings.local.json"))
+	}
+	return files
+}
+
+// checkHook looks for our hook, per event, in the merged settings (Claude
+// Code runs the hooks of every file). It returns the hook commands found.
+func checkHook(o Options) (Check, []string) {
+	c := Check{Name: "hook"}
+	found := map[string]bool{}
+	seen := map[string]bool{}
+	var commands, read []string
+	for _, path := range settingsFiles(o) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read %s: %v", path, err), "make the file readable by this user"
+			return c, commands
+		}
+		byEvent, err := setup.ClaudeHookCommands(path, data)
+		if err != nil {
+			c.Status, c.Detail, c.Fix = StatusFail, err.Error(), "fix the file (Claude Code cannot read it either), then run gyrum setup"
+			return c, commands
+		}
+		read = append(read, path)
+		for ev, cmds := range byEvent {
+			found[ev] = true
+			for _, cmd := range cmds {
+				if !seen[cmd] {
+					seen[cmd] = true
+					commands = append(commands, cmd)
+				}
+			}
+		}
+	}
+	var missing []string
+	for _, ev := range setup.ClaudeHookEvents() {
+		if !found[ev] {
+			missing = append(missing, ev)
+		}
+	}
+	where := "no settings file exists (" + strings.Join(settingsFiles(o), ", ") + ")"
+	if len(read) > 0 {
+		where = "in " + strings.Join(read, ", ")
+	}
+	if len(missing) > 0 {
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("gyrum touch-activity is not wired for %s %s", strings.Join(missing, ", "), where)
+		c.Fix = "run gyrum setup (or gyrum setup --project DIR for this project only)"
+		return c, commands
+	}
+	c.Status = StatusOK
+	c.Detail = fmt.Sprintf("gyrum touch-activity wired for %s %s", strings.Join(setup.ClaudeHookEvents(), ", "), where)
+	return c, commands
+}
+
+// checkHookBinary checks that every hook command's program exists and is
+// executable.
+func checkHookBinary(commands []string, hookOK bool) Check {
+	c := Check{Name: "hook-binary"}
+	if len(commands) == 0 {
+		c.Status, c.Detail = StatusSkip, "no hook command to check"
+		if hookOK {
+			c.Status = StatusFail
+		}
+		return c
+	}
+	var bad, good []string
+	for _, cmd := range commands {
+		bin, _ := setup.HookBinary(cmd)
+		path, err := resolveProgram(bin)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", cmd, err))
+			continue
+		}
+		good = append(good, path)
+	}
+	if len(bad) > 0 {
+		c.Status = StatusFail
+		c.Detail = "the hook cannot run: " + strings.Join(bad, "; ")
+		c.Fix = "run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path"
+		return c
+	}
+	c.Status = StatusOK
+	c.Detail = "the hook runs " + strings.Join(good, ", ")
+	return c
+}
+
+// resolveProgram finds bin as the shell running the hook would: an
+// absolute path as is, a bare name on PATH. It must be an executable file.
+func resolveProgram(bin string) (string, error) {
+	path := bin
+	if !strings.Contains(bin, "/") {
+		p, err := exec.LookPath(bin)
+		if err != nil {
+			return "", fmt.Errorf("%s is not on PATH", bin)
+		}
+		path = p
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist", path)
+		}
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not executable", path)
+	}
+	return path, nil
+}
+
+// checkWatchdog looks for the systemd timer (enabled) or the crontab line.
+func checkWatchdog(ctx context.Context, o Options) Check {
+	c := Check{Name: "watchdog"}
+	var notes []string
+	if o.Systemd.Available(ctx) {
+		on, err := o.Systemd.TimerEnabled(ctx)
+		if err == nil && on {
+			c.Status, c.Detail = StatusOK, setup.TimerName+" is enabled (systemd user timer)"
+			return c
+		}
+		notes = append(notes, setup.TimerName+" is not enabled")
+	} else {
+		notes = append(notes, "no systemd user manager")
+	}
+	if o.Cron.Available() {
+		line, ok, err := o.Cron.Installed(ctx)
+		switch {
+		case err != nil:
+			notes = append(notes, err.Error())
+		case ok:
+			c.Status, c.Detail = StatusOK, "crontab line: "+line
+			return c
+		default:
+			notes = append(notes, "no "+setup.CronTag+" line in the crontab")
+		}
+	} else {
+		notes = append(notes, "no crontab program")
+	}
+	c.Status = StatusFail
+	c.Detail = "the watchdog is not scheduled: " + strings.Join(notes, "; ")
+	c.Fix = "run gyrum setup (it installs a systemd user timer, or a crontab line where there is no systemd user manager)"
+	return c
+}
+
+// checkWarp sends the v2 probe heartbeat.
+func checkWarp(ctx context.Context, o Options) Check {
+	c := Check{Name: "warp"}
+	url := o.WarpURL
+	if url == "" {
+		url = httpapi.DefaultURL
+	}
+	client := httpapi.NewClient(url, o.WarpToken).WithHTTPClient(&http.Client{Timeout: o.Timeout})
+	v2 := 2
+	age := 0.0
+	host, _ := os.Hostname()
+	_, err := client.Heartbeat(ctx, httpapi.HeartbeatRequest{SchemaVersion: &v2, Ticket: ProbeTicket, Epoch: 1, Host: host, Agent: "gyrum-doctor", ActivityAgeS: &age})
+	var ae *httpapi.APIError
+	switch {
+	case err == nil, errors.Is(err, warp.ErrNotFound), errors.Is(err, warp.ErrStaleEpoch), errors.Is(err, warp.ErrLeaseEnded):
+		// Any answer past validation means the v2 body was understood.
+		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats", client.BaseURL())
+	case errors.Is(err, warp.ErrUnsupportedSchema):
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", client.BaseURL(), warp.ErrorMessage(err))
+		c.Fix = "upgrade warp on that server (loops fall back to v1 meanwhile, which activity mode does not count)"
+	case errors.As(err, &ae) && (ae.Code == httpapi.CodeUnauthorized || ae.Code == httpapi.CodeForbidden):
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s refused the token: %s", client.BaseURL(), ae.Message)
+		c.Fix = "set WARP_TOKEN to an agent token of that server"
+	case errors.As(err, &ae):
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s answered the v2 probe with %d %s: %s", client.BaseURL(), ae.Status, ae.Code, ae.Message)
+		c.Fix = "check that WARP_URL points at a warp server"
+	default:
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("cannot reach warp at %s: %v", client.BaseURL(), err)
+		c.Fix = "start warp (warp serve) or set WARP_URL to where it runs"
+	}
+	return c
+}
+
+// checkLoops checks the loop of every registered lease, and of the lease
+// of Cwd's worktree when it has one: the loop is alive, is a gyrum
+// heartbeat run of that worktree, and heartbeat.pid names it.
+func checkLoops(o Options) []Check {
+	entries, bad, err := o.Registry.List()
+	if err != nil {
+		return []Check{{Name: "loops", Status: StatusFail, Detail: err.Error(), Fix: "make " + o.Registry.Dir() + " readable by this user"}}
+	}
+	var checks []Check
+	for _, b := range bad {
+		checks = append(checks, Check{Name: "loop", Status: StatusFail, Detail: b.Err.Error(), Fix: "run gyrum watchdog sweep (it removes corrupt entries)"})
+	}
+	covered := map[string]bool{}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Dir < entries[j].Dir })
+	for _, e := range entries {
+		covered[filepath.Clean(e.Dir)] = true
+		checks = append(checks, checkLoop(e))
+	}
+	if o.Cwd != "" {
+		if d, err := gyrumdir.Find(o.Cwd); err == nil && d.HasLease() && !covered[filepath.Clean(d.Worktree)] {
+			checks = append(checks, checkUnregistered(d))
+		}
+	}
+	if len(checks) == 0 {
+		checks = append(checks, Check{Name: "loops", Status: StatusOK, Detail: "no heartbeat loop registered on this host (" + o.Registry.Dir() + ")"})
+	}
+	return checks
+}
+
+func checkLoop(e gyrumdir.Entry) Check {
+	c := Check{Name: "loop " + e.Ticket}
+	who := fmt.Sprintf("loop of %s in %s (pid %d)", e.Ticket, e.Dir, e.PID)
+	id := e.Identity()
+	if !id.Alive() {
+		c.Status = StatusFail
+		c.Detail = who + " is not running (its registry entry is stale)"
+		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: gyrum heartbeat run --dir " + e.Dir
+		return c
+	}
+	argv, _ := proc.Cmdline(e.PID)
+	dir, ok := watchdog.LoopDir(argv)
+	// A relative --dir cannot be compared from here: the entry is trusted.
+	if ok && filepath.IsAbs(dir) && filepath.Clean(dir) != filepath.Clean(e.Dir) {
+		ok = false
+	}
+	if !ok {
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s: pid %d now runs %q, not the loop", who, e.PID, strings.Join(argv, " "))
+		c.Fix = "run gyrum watchdog sweep to drop the stale entry"
+		return c
+	}
+	d := gyrumdir.Dir{Worktree: e.Dir, Path: filepath.Join(e.Dir, gyrumdir.DirName)}
+	if !d.HasLease() {
+		c.Status = StatusFail
+		c.Detail = who + " is running but its worktree or lease.json is gone (an orphan)"
+		c.Fix = "run gyrum watchdog sweep (it stops orphan loops)"
+		return c
+	}
+	pidFile, err := d.ReadPID(gyrumdir.LoopPIDFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = StatusFail, who+" is running but "+d.File(gyrumdir.LoopPIDFile)+" is missing"
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+		return c
+	case err != nil:
+		c.Status, c.Detail = StatusFail, who+": "+err.Error()
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+		return c
+	case pidFile != id:
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s is running but heartbeat.pid names %s (another loop, or a stale file)", who, pidFile)
+		c.Fix = "stop the extra loop: gyrum heartbeat kill --dir " + e.Dir + ", then gyrum watchdog sweep"
+		return c
+	}
+	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
+	return c
+}
+
+// checkUnregistered checks the lease of the current worktree, whose loop
+// the registry does not know.
+func checkUnregistered(d gyrumdir.Dir) Check {
+	c := Check{Name: "loop (this worktree)"}
+	ticket := "?"
+	if l, err := d.ReadLease(); err == nil {
+		ticket = l.Ticket
+	}
+	id, err := d.ReadPID(gyrumdir.LoopPIDFile)
+	if err == nil && id.Alive() {
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry", ticket, d.Worktree, id.PID)
+		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + d.Worktree + " && gyrum heartbeat run --dir " + d.Worktree
+		return c
+	}
+	c.Status = StatusFail
+	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it", d.Worktree, ticket)
+	c.Fix = "restart the loop: gyrum heartbeat run --dir " + d.Worktree + " (or gyrum release --dir " + d.Worktree + ")"
+	return c
+}
+
+// WriteText writes one line per check, each failure followed by its fix,
+// and a last line with the verdict.
+func WriteText(w io.Writer, rep Report) error {
+	var b strings.Builder
+	fails := 0
+	for _, c := range rep.Checks {
+		fmt.Fprintf(&b, "%-4s  %-12s %s\n", c.Status, c.Name, c.Detail)
+		if c.Status == StatusFail {
+			fails++
+			if c.Fix != "" {
+				fmt.Fprintf(&b, "      fix: %s\n", c.Fix)
+			}
+		}
+	}
+	if rep.OK {
+		b.WriteString("doctor: everything is in order\n")
+	} else {
+		fmt.Fprintf(&b, "doctor: %d problem(s) found\n", fails)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes rep as indented JSON.
+func WriteJSON(w io.Writer, rep Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}

@@ -1,0 +1,468 @@
+package doctor_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/doctor"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/setup"
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// fakeLoopEnv makes the test binary act as a heartbeat loop, started as
+// <dir>/gyrum heartbeat run --dir D (a symlink to the test binary).
+const fakeLoopEnv = "GYRUM_DOCTOR_FAKE_LOOP"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeLoopEnv) != "" {
+		fmt.Println("ready")
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// warpServer is a real warp API on 127.0.0.1:0 over a real SQLite file.
+func warpServer(t *testing.T, tokens []httpapi.Token) string {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := warp.NewService(db, warp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// closedPort returns a URL on 127.0.0.1 where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// scratchUser creates a throwaway user whose crontab the tests own.
+func scratchUser(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for useradd and crontab -u")
+	}
+	for _, p := range []string{"crontab", "useradd"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s not installed (Debian package cron; .ci/run installs it)", p)
+		}
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	name := "gyrumd" + hex.EncodeToString(b)
+	if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+		t.Skipf("useradd: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command("crontab", "-u", name, "-r").Run()
+		exec.Command("userdel", name).Run()
+	})
+	return name
+}
+
+// host is a throwaway developer host: home, project, registry, a gyrum
+// binary (the test binary behind a symlink named gyrum).
+type host struct {
+	t        *testing.T
+	home     string
+	project  string
+	bin      string
+	registry gyrumdir.Registry
+	opts     doctor.Options
+}
+
+func newHost(t *testing.T, warpURL string) *host {
+	t.Helper()
+	root := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin", "gyrum")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	h := &host{t: t, home: filepath.Join(root, "home"), project: filepath.Join(root, "project"), bin: bin}
+	os.MkdirAll(h.home, 0o755)
+	os.MkdirAll(h.project, 0o755)
+	h.registry = gyrumdir.NewRegistry(filepath.Join(root, "gyrum-home"))
+	h.opts = doctor.Options{
+		Home:     h.home,
+		Cwd:      h.project,
+		WarpURL:  warpURL,
+		Registry: h.registry,
+		// A systemctl that does not exist: doctor must not look at the
+		// real user manager of whoever runs the tests.
+		Systemd: setup.Systemd{Systemctl: filepath.Join(root, "no-systemctl")},
+		Cron:    setup.Cron{Crontab: filepath.Join(root, "no-crontab")},
+		Timeout: 5 * time.Second,
+	}
+	return h
+}
+
+// wire runs the real setup for the user settings, and the crontab of user
+// when it is not "".
+func (h *host) wire(user string) {
+	h.t.Helper()
+	o := setup.Options{Binary: h.bin, Home: h.home, Watchdog: setup.WatchdogNone, Systemd: h.opts.Systemd}
+	if user != "" {
+		o.Watchdog = setup.WatchdogCron
+		o.Cron = setup.Cron{User: user}
+		h.opts.Cron = o.Cron
+	}
+	if _, err := setup.Run(context.Background(), o); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// lease makes a worktree with a lease; with loop set it starts a loop for
+// it, registers it and writes its heartbeat.pid.
+func (h *host) lease(name, ticket string, loop bool) (string, proc.Identity) {
+	h.t.Helper()
+	wt := filepath.Join(filepath.Dir(h.project), name)
+	os.MkdirAll(wt, 0o755)
+	d, err := gyrumdir.Create(wt)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := d.WriteLease(gyrumdir.Lease{Ticket: ticket, Epoch: 1, WarpURL: "http://127.0.0.1:7077", Agent: "O", Host: "h", ClaimedAt: time.Now()}); err != nil {
+		h.t.Fatal(err)
+	}
+	if !loop {
+		return wt, proc.Identity{}
+	}
+	id := h.start([]string{fakeLoopEnv + "=1"}, true, h.bin, "heartbeat", "run", "--dir", wt)
+	if err := h.registry.Add(gyrumdir.Entry{PID: id.PID, StartTime: id.StartTime, Dir: wt, Ticket: ticket}); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := d.WritePID(gyrumdir.LoopPIDFile, id); err != nil {
+		h.t.Fatal(err)
+	}
+	return wt, id
+}
+
+// start runs a real process, killed and reaped at cleanup.
+func (h *host) start(env []string, ready bool, argv ...string) proc.Identity {
+	h.t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out *bufio.Reader
+	if ready {
+		pipe, _ := cmd.StdoutPipe()
+		out = bufio.NewReader(pipe)
+	}
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	h.t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	if ready {
+		if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+			h.t.Fatalf("%v not ready: %q %v", argv, line, err)
+		}
+	}
+	id, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
+func (h *host) run() doctor.Report {
+	h.t.Helper()
+	return doctor.Run(context.Background(), h.opts)
+}
+
+func check(t *testing.T, rep doctor.Report, name string) doctor.Check {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q in %+v", name, rep.Checks)
+	return doctor.Check{}
+}
+
+func wantStatus(t *testing.T, rep doctor.Report, name, status, detail string) doctor.Check {
+	t.Helper()
+	c := check(t, rep, name)
+	if c.Status != status || !strings.Contains(c.Detail, detail) {
+		t.Errorf("check %s = %s %q, want %s containing %q", name, c.Status, c.Detail, status, detail)
+	}
+	if status == doctor.StatusFail && c.Fix == "" {
+		t.Errorf("check %s fails without a fix", name)
+	}
+	return c
+}
+
+func text(rep doctor.Report) string {
+	var b bytes.Buffer
+	doctor.WriteText(&b, rep)
+	return b.String()
+}
+
+func TestHealthyHost(t *testing.T) {
+	user := scratchUser(t)
+	h := newHost(t, warpServer(t, nil))
+	h.wire(user)
+	wt, id := h.lease("wt-1", "T-1", true)
+	rep := h.run()
+	if !rep.OK {
+		t.Fatalf("healthy host reported problems:\n%s", text(rep))
+	}
+	wantStatus(t, rep, "hook", doctor.StatusOK, "PreToolUse, PostToolUse, PostToolUseFailure")
+	wantStatus(t, rep, "hook-binary", doctor.StatusOK, h.bin)
+	wantStatus(t, rep, "watchdog", doctor.StatusOK, "# gyrum-watchdog")
+	wantStatus(t, rep, "warp", doctor.StatusOK, "accepts schema_version 2")
+	wantStatus(t, rep, "loop T-1", doctor.StatusOK, fmt.Sprintf("in %s (pid %d) is alive", wt, id.PID))
+	if out := text(rep); !strings.HasSuffix(out, "doctor: everything is in order\n") {
+		t.Errorf("text:\n%s", out)
+	}
+	var js bytes.Buffer
+	doctor.WriteJSON(&js, rep)
+	var back doctor.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !back.OK || len(back.Checks) != len(rep.Checks) {
+		t.Errorf("JSON round trip: %v %+v", err, back)
+	}
+}
+
+func TestHookMissing(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	rep := h.run()
+	if rep.OK {
+		t.Fatalf("no hook, but OK:\n%s", text(rep))
+	}
+	c := wantStatus(t, rep, "hook", doctor.StatusFail, "not wired for PreToolUse, PostToolUse, PostToolUseFailure")
+	if !strings.Contains(c.Fix, "gyrum setup") {
+		t.Errorf("fix = %q", c.Fix)
+	}
+	wantStatus(t, rep, "hook-binary", doctor.StatusSkip, "no hook command")
+	if out := text(rep); !strings.Contains(out, "fix: run gyrum setup") || !strings.Contains(out, "problem(s) found") {
+		t.Errorf("text:\n%s", out)
+	}
+
+	// Only one event wired, by hand: the others are named.
+	os.MkdirAll(filepath.Join(h.home, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(h.home, ".claude", "settings.json"), []byte(`{"hooks":{"PostToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+h.bin+` touch-activity"}]}]}}`), 0o644)
+	rep = h.run()
+	wantStatus(t, rep, "hook", doctor.StatusFail, "not wired for PreToolUse, PostToolUseFailure")
+}
+
+// The effective settings merge user, project and project-local files.
+func TestHookInProjectLocalSettingsCounts(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	if _, err := setup.Run(context.Background(), setup.Options{Binary: h.bin, Home: h.home, Project: h.project, Watchdog: setup.WatchdogNone}); err != nil {
+		t.Fatal(err)
+	}
+	// Move the project settings to settings.local.json.
+	p := filepath.Join(h.project, ".claude")
+	if err := os.Rename(filepath.Join(p, "settings.json"), filepath.Join(p, "settings.local.json")); err != nil {
+		t.Fatal(err)
+	}
+	rep := h.run()
+	wantStatus(t, rep, "hook", doctor.StatusOK, filepath.Join(p, "settings.local.json"))
+	wantStatus(t, rep, "hook-binary", doctor.StatusOK, h.bin)
+}
+
+func TestHookBinaryMissing(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	gone := filepath.Join(t.TempDir(), "old", "gyrum")
+	if _, err := setup.Run(context.Background(), setup.Options{Binary: gone, Home: h.home, Watchdog: setup.WatchdogNone}); err != nil {
+		t.Fatal(err)
+	}
+	rep := h.run()
+	wantStatus(t, rep, "hook", doctor.StatusOK, "wired")
+	wantStatus(t, rep, "hook-binary", doctor.StatusFail, gone+" does not exist")
+	if rep.OK {
+		t.Errorf("missing binary, but OK")
+	}
+
+	// A file that is not executable fails too.
+	os.MkdirAll(filepath.Dir(gone), 0o755)
+	os.WriteFile(gone, []byte("#!/bin/sh\n"), 0o644)
+	rep = h.run()
+	wantStatus(t, rep, "hook-binary", doctor.StatusFail, "is not executable")
+}
+
+func TestMalformedSettings(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	p := filepath.Join(h.project, ".claude", "settings.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("{\n  \"model\": \"opus\",\n}\n"), 0o644)
+	rep := h.run()
+	wantStatus(t, rep, "hook", doctor.StatusFail, p+":3:1")
+}
+
+func TestServerDown(t *testing.T) {
+	url := closedPort(t)
+	h := newHost(t, url)
+	h.wire("")
+	rep := h.run()
+	c := wantStatus(t, rep, "warp", doctor.StatusFail, "cannot reach warp at "+url)
+	if !strings.Contains(c.Fix, "warp serve") {
+		t.Errorf("fix = %q", c.Fix)
+	}
+	if rep.OK {
+		t.Errorf("server down, but OK")
+	}
+}
+
+func TestServerRefusesToken(t *testing.T) {
+	h := newHost(t, warpServer(t, []httpapi.Token{{Role: httpapi.RoleAgent, Secret: "s3cret"}}))
+	h.opts.WarpToken = "wrong"
+	rep := h.run()
+	c := wantStatus(t, rep, "warp", doctor.StatusFail, "refused the token")
+	if !strings.Contains(c.Fix, "WARP_TOKEN") {
+		t.Errorf("fix = %q", c.Fix)
+	}
+	h.opts.WarpToken = "s3cret"
+	wantStatus(t, h.run(), "warp", doctor.StatusOK, "accepts schema_version 2")
+}
+
+// A warp from before ADR-138 answers v2 with unsupported_schema_version.
+// No such server exists in this repository, so a real HTTP server on
+// 127.0.0.1:0 answers the way that one does.
+func TestServerWithoutV2(t *testing.T) {
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		if r.URL.Path != "/v1/heartbeat" || body["schema_version"] == nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(httpapi.ErrorBody{Error: httpapi.ErrorDetail{Code: httpapi.CodeUnsupportedSchema, Message: "schema_version 2 is not supported"}})
+	}))
+	t.Cleanup(old.Close)
+	h := newHost(t, old.URL)
+	rep := h.run()
+	wantStatus(t, rep, "warp", doctor.StatusFail, "does not speak heartbeat v2")
+}
+
+func TestLoopDead(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	h.wire("")
+	wt, _ := h.lease("wt-dead", "T-dead", false)
+	// A real process that ran and died: its identity is in the registry
+	// and the pid file.
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	h.registry.Add(gyrumdir.Entry{PID: id.PID, StartTime: id.StartTime, Dir: wt, Ticket: "T-dead"})
+	d, _ := gyrumdir.Open(wt)
+	d.WritePID(gyrumdir.LoopPIDFile, id)
+
+	rep := h.run()
+	c := wantStatus(t, rep, "loop T-dead", doctor.StatusFail, "is not running")
+	if !strings.Contains(c.Fix, "gyrum watchdog sweep") {
+		t.Errorf("fix = %q", c.Fix)
+	}
+	if rep.OK {
+		t.Errorf("dead loop, but OK")
+	}
+}
+
+func TestLoopNotMatchingPidFile(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wt, id := h.lease("wt-x", "T-x", true)
+	d, _ := gyrumdir.Open(wt)
+	d.WritePID(gyrumdir.LoopPIDFile, proc.Identity{PID: id.PID, StartTime: id.StartTime + 7})
+	rep := h.run()
+	wantStatus(t, rep, "loop T-x", doctor.StatusFail, "heartbeat.pid names")
+
+	os.Remove(d.File(gyrumdir.LoopPIDFile))
+	wantStatus(t, h.run(), "loop T-x", doctor.StatusFail, "is missing")
+
+	// Its lease gone: an orphan.
+	os.Remove(d.File(gyrumdir.LeaseFile))
+	wantStatus(t, h.run(), "loop T-x", doctor.StatusFail, "orphan")
+}
+
+// A registry entry whose pid now runs something else.
+func TestLoopEntryPointsElsewhere(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wt, _ := h.lease("wt-s", "T-s", false)
+	id := h.start(nil, false, "sleep", "1000")
+	h.registry.Add(gyrumdir.Entry{PID: id.PID, StartTime: id.StartTime, Dir: wt, Ticket: "T-s"})
+	wantStatus(t, h.run(), "loop T-s", doctor.StatusFail, "not the loop")
+}
+
+// The lease of the current worktree counts even when no loop registered.
+func TestLeaseOfCwdWithoutLoop(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wt, _ := h.lease("wt-here", "T-here", false)
+	h.opts.Cwd = filepath.Join(wt)
+	wantStatus(t, h.run(), "loop (this worktree)", doctor.StatusFail, "no heartbeat loop runs for it")
+}
+
+func TestWatchdogNotScheduled(t *testing.T) {
+	user := scratchUser(t)
+	h := newHost(t, warpServer(t, nil))
+	h.opts.Cron = setup.Cron{User: user}
+	exec.Command("crontab", "-u", user, "-r").Run()
+	c := wantStatus(t, h.run(), "watchdog", doctor.StatusFail, "no # gyrum-watchdog line")
+	if !strings.Contains(c.Fix, "gyrum setup") {
+		t.Errorf("fix = %q", c.Fix)
+	}
+	h.wire(user)
+	wantStatus(t, h.run(), "watchdog", doctor.StatusOK, "crontab line")
+}
+
+func TestNoLoopsIsFine(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wantStatus(t, h.run(), "loops", doctor.StatusOK, "no heartbeat loop registered")
+}
