@@ -33,6 +33,10 @@ func mustOpenPath(tb testing.TB, path string) *sqlite.DB {
 	return db
 }
 
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) warp.Store { return MustOpen(t) })
+}
+
 func TestReopenKeepsData(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "warp.db")

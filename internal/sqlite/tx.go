@@ -88,21 +88,23 @@ func scanTicket(s rowScanner) (warp.Ticket, error) {
 // leaseCols lists the lease columns in the order leaseRow scans them.
 const leaseCols = `l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at,
 	l.last_activity_at, l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at,
-	l.exit, l.exited_at, l.ended_at, l.end_reason, l.fallback_extended, l.pr_url`
+	l.exit, l.exited_at, l.ended_at, l.end_reason, l.fallback_extended, l.pr_url,
+	l.hook_seen, l.hook_events, l.recorded_verdict`
 
 // leaseRow holds nullable lease columns, so a LEFT JOIN that found no
 // lease scans too.
 type leaseRow struct {
-	ticket, agent, host, state, inFlight, exit, endReason, prURL sql.Null[string]
+	ticket, agent, host, state, inFlight, exit, endReason, prURL, hookSeen, recordedVerdict sql.Null[string]
 
 	epoch, claimed, heartbeat, activity, schema, firstV2, refreshed, expires,
-	exited, ended, fallback sql.Null[int64]
+	exited, ended, fallback, hookEvents sql.Null[int64]
 }
 
 func (r *leaseRow) dest() []any {
 	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimed, &r.heartbeat,
 		&r.activity, &r.schema, &r.inFlight, &r.firstV2, &r.refreshed, &r.expires,
-		&r.exit, &r.exited, &r.ended, &r.endReason, &r.fallback, &r.prURL}
+		&r.exit, &r.exited, &r.ended, &r.endReason, &r.fallback, &r.prURL,
+		&r.hookSeen, &r.hookEvents, &r.recordedVerdict}
 }
 
 func (r *leaseRow) lease() *warp.Lease {
@@ -116,6 +118,7 @@ func (r *leaseRow) lease() *warp.Lease {
 		FirstV2At: fromNanos(r.firstV2.V), RefreshedAt: fromNanos(r.refreshed.V), ExpiresAt: fromNanos(r.expires.V),
 		Exit: r.exit.V, ExitedAt: fromNanos(r.exited.V), EndedAt: fromNanos(r.ended.V), EndReason: r.endReason.V,
 		FallbackExtended: r.fallback.V != 0, PRURL: r.prURL.V,
+		HookSeen: warp.HookSeen(r.hookSeen.V), HookEvents: r.hookEvents.V, RecordedVerdict: warp.Verdict(r.recordedVerdict.V),
 	}
 }
 
@@ -304,12 +307,14 @@ func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease,
 func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
 		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
-		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
+		hook_seen, hook_events, recorded_verdict)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
-		l.EndReason, boolInt(l.FallbackExtended), l.PRURL)
+		l.EndReason, boolInt(l.FallbackExtended), l.PRURL,
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
 	if err != nil {
 		return translate(fmt.Sprintf("insert lease %s/%d", l.Ticket, l.Epoch), err)
 	}
@@ -321,12 +326,12 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
 		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
 		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
-		fallback_extended = ?, pr_url = ?
+		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?
 		WHERE ticket = ? AND epoch = ?`,
 		l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
-		l.EndReason, boolInt(l.FallbackExtended), l.PRURL,
+		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
 		l.Ticket, l.Epoch)
 	if err != nil {
 		return translate(op, err)

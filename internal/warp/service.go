@@ -824,23 +824,29 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	for {
 		var n int
+		var batch []Lease
 		err := s.store.Update(ctx, func(tx Tx) error {
+			batch = batch[:0] // a store may run fn again
 			due, err := tx.DueLeases(ctx, now, graceFrom, sweepBatch)
 			if err != nil {
 				return fmt.Errorf("due leases: %w", err)
 			}
 			n = len(due)
 			for _, l := range due {
-				if err := s.lapseTx(ctx, tx, mode, l, now); err != nil {
+				ended, err := s.lapseTx(ctx, tx, mode, l, now)
+				if err != nil {
 					return err
 				}
+				batch = append(batch, ended)
 			}
-			res.Lapsed = append(res.Lapsed, due...)
 			return nil
 		})
 		if err != nil {
 			return res, err
 		}
+		// Only committed lapses are reported, as they now stand (lapsed,
+		// with reason and fallback).
+		res.Lapsed = append(res.Lapsed, batch...)
 		if n < sweepBatch {
 			break
 		}
@@ -880,25 +886,27 @@ func (s *Service) graceFrom(ctx context.Context, tx Tx, now time.Time) (time.Tim
 	return f, nil
 }
 
-func (s *Service) lapseTx(ctx context.Context, tx Tx, mode Mode, l Lease, now time.Time) error {
+// lapseTx ends l as lapsed at now, reopens its ticket, records the event
+// and returns the ended lease.
+func (s *Service) lapseTx(ctx context.Context, tx Tx, mode Mode, l Lease, now time.Time) (Lease, error) {
 	reason, fb := LapseReason(mode, l)
 	l.State, l.EndedAt, l.EndReason, l.FallbackExtended = LeaseLapsed, now, reason, fb
 	if err := tx.UpdateLease(ctx, l); err != nil {
-		return fmt.Errorf("lapse lease %s/%d: %w", l.Ticket, l.Epoch, err)
+		return l, fmt.Errorf("lapse lease %s/%d: %w", l.Ticket, l.Epoch, err)
 	}
 	t, err := tx.Ticket(ctx, l.Ticket)
 	if err != nil {
-		return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
+		return l, fmt.Errorf("read ticket %s: %w", l.Ticket, err)
 	}
 	if t.Epoch == l.Epoch && t.State == TicketClaimed {
 		t.State, t.UpdatedAt = TicketOpen, now
 		if err := tx.UpdateTicket(ctx, t); err != nil {
-			return fmt.Errorf("reopen ticket %s: %w", t.ID, err)
+			return l, fmt.Errorf("reopen ticket %s: %w", t.ID, err)
 		}
 	}
 	_, err = tx.AppendEvent(ctx, Event{Ticket: l.Ticket, Epoch: l.Epoch, Kind: EventLapsed, At: now, Data: map[string]any{
 		"reason": reason, "fallback_extended": fb, "agent": l.Agent, "host": l.Host,
 		"last_activity_at": formatTime(l.LastActivityAt), "last_heartbeat_at": formatTime(l.LastHeartbeatAt),
 	}})
-	return err
+	return l, err
 }

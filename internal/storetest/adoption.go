@@ -1,0 +1,162 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
+	t.Run("PerHost", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "old")
+		e.createClaim("T-2", "new")
+		e.createClaim("T-3", "mixed")
+		e.createClaim("T-4", "lease-host")
+		e.createClaim("T-5", "")
+		hb := func(ticket, host string, v int) {
+			t.Helper()
+			h := warp.Heartbeat{SchemaVersion: v, Ticket: ticket, Host: host}
+			if v == 2 {
+				h.Epoch = 1
+			}
+			if _, err := e.svc.Heartbeat(e.ctx, h); err != nil {
+				t.Fatalf("heartbeat %s v%d: %v", ticket, v, err)
+			}
+		}
+		for range 3 {
+			hb("T-1", "old", 1)
+			e.clock.Advance(700 * time.Millisecond)
+		}
+		hb("T-2", "new", 2)
+		hb("T-2", "new", 2)
+		hb("T-3", "mixed", 1)
+		e.clock.Advance(time.Second)
+		hb("T-3", "mixed", 2)
+		hb("T-4", "", 2) // no host in the body: the lease's host counts
+		hb("T-5", "", 1) // neither: "unknown"
+		last := e.clock.Now()
+		e.clock.Advance(time.Minute)
+
+		a, err := e.svc.Adoption(e.ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []warp.HostAdoption{
+			{Host: "lease-host", LastSchemaVersion: 2, V2Count: 1},
+			{Host: "mixed", LastSchemaVersion: 2, V1Count: 1, V2Count: 1},
+			{Host: "new", LastSchemaVersion: 2, V2Count: 2},
+			{Host: "old", LastSchemaVersion: 1, V1Count: 3},
+			{Host: "unknown", LastSchemaVersion: 1, V1Count: 1},
+		}
+		if len(a.Hosts) != len(want) {
+			t.Fatalf("hosts: got %+v, want %+v", a.Hosts, want)
+		}
+		for i, w := range want {
+			g := a.Hosts[i]
+			if g.Host != w.Host || g.LastSchemaVersion != w.LastSchemaVersion || g.V1Count != w.V1Count || g.V2Count != w.V2Count {
+				t.Errorf("host %d: got %+v, want %+v", i, g, w)
+			}
+		}
+		wantTime(t, "last seen of mixed", a.Hosts[1].LastSeen, last)
+		wantTime(t, "last seen of old", a.Hosts[3].LastSeen, T0().Add(1400*time.Millisecond))
+		if a.HostCount != 5 || a.V2Hosts != 2 || a.ReadyForActivityMode || a.Window != time.Hour {
+			t.Errorf("summary: got hosts %d v2_hosts %d ready %v window %s, want 5, 2, false, 1h", a.HostCount, a.V2Hosts, a.ReadyForActivityMode, a.Window)
+		}
+		_, err = e.svc.Adoption(e.ctx, 0)
+		wantErr(t, "adoption with a zero window", err, warp.ErrInvalid)
+	})
+
+	t.Run("Window", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "old")
+		e.createClaim("T-2", "new")
+		e.v1("T-1", "old") // at T0
+		e.clock.Set(T0().Add(12 * time.Hour))
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "new"}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(T0().Add(24 * time.Hour))
+		a, err := e.svc.Adoption(e.ctx, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.HostCount != 2 || a.ReadyForActivityMode {
+			t.Errorf("at T0+24h: got %d hosts, ready %v, want 2, not ready (the v1 heartbeat at T0 is inside)", a.HostCount, a.ReadyForActivityMode)
+		}
+		e.clock.Set(T0().Add(24*time.Hour + 2*time.Second))
+		a, err = e.svc.Adoption(e.ctx, 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.HostCount != 1 || a.V2Hosts != 1 || !a.ReadyForActivityMode || a.Hosts[0].Host != "new" {
+			t.Errorf("at T0+24h+2s: got %+v, want only host new, v2, ready", a)
+		}
+		a, err = e.svc.Adoption(e.ctx, 48*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.HostCount != 2 {
+			t.Errorf("with a 48h window: got %d hosts, want 2", a.HostCount)
+		}
+		e.clock.Set(T0().Add(40 * time.Hour))
+		a, err = e.svc.Adoption(e.ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.HostCount != 0 || !a.ReadyForActivityMode || a.V2Hosts != 0 {
+			t.Errorf("a window with no heartbeat: got %+v, want no host, ready", a)
+		}
+	})
+
+	t.Run("CountsAndPrune", func(t *testing.T) {
+		// Direct: many heartbeats in one second add up; prune drops old
+		// buckets only.
+		e := newEnv(t, open)
+		base := T0()
+		e.update(func(tx warp.Tx) error {
+			for i := range 10 {
+				if err := tx.RecordHeartbeat(e.ctx, "h", 2, base.Add(time.Duration(i)*50*time.Millisecond)); err != nil {
+					return err
+				}
+			}
+			for i := range 4 {
+				if err := tx.RecordHeartbeat(e.ctx, "h", 1, base.Add(time.Hour+time.Duration(i)*time.Second)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		var hosts []warp.HostAdoption
+		e.read(func(tx warp.Tx) error {
+			var err error
+			hosts, err = tx.Adoption(e.ctx, base)
+			return err
+		})
+		if len(hosts) != 1 || hosts[0].V2Count != 10 || hosts[0].V1Count != 4 || hosts[0].LastSchemaVersion != 1 {
+			t.Fatalf("adoption: got %+v, want host h with 10 v2, 4 v1, last v1", hosts)
+		}
+		wantTime(t, "last seen", hosts[0].LastSeen, base.Add(time.Hour+3*time.Second))
+		e.update(func(tx warp.Tx) error { return tx.PruneHeartbeats(e.ctx, base.Add(30*time.Minute)) })
+		e.read(func(tx warp.Tx) error {
+			var err error
+			hosts, err = tx.Adoption(e.ctx, base)
+			return err
+		})
+		if len(hosts) != 1 || hosts[0].V2Count != 0 || hosts[0].V1Count != 4 {
+			t.Errorf("adoption after prune: got %+v, want only the 4 v1 counts left", hosts)
+		}
+		e.update(func(tx warp.Tx) error { return tx.PruneHeartbeats(e.ctx, base.Add(2*time.Hour)) })
+		e.read(func(tx warp.Tx) error {
+			var err error
+			hosts, err = tx.Adoption(e.ctx, base)
+			return err
+		})
+		for _, h := range hosts {
+			if h.V1Count != 0 || h.V2Count != 0 {
+				t.Errorf("adoption after pruning everything: got %+v, want no counts", h)
+			}
+		}
+	})
+}

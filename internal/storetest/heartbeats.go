@@ -1,0 +1,235 @@
+package storetest
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
+	t.Run("V2", func(t *testing.T) {
+		e := newEnv(t, open)
+		claimed := e.createClaim("T-1", "h1")
+		now := e.clock.Advance(5 * time.Minute)
+		res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h1", Agent: "O",
+			ActivityAge: 42.5, InFlight: "Bash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := now.Add(-42500 * time.Millisecond)
+		if res.Ticket != "T-1" || res.Epoch != 1 || !res.Extended || res.Mode != warp.ModeTransition || res.Verdict != warp.VerdictActive {
+			t.Errorf("answer: got %+v, want T-1/1 extended in transition, active", res)
+		}
+		wantTime(t, "answer expires_at", res.ExpiresAt, act.Add(30*time.Minute))
+		l := e.lease("T-1")
+		wantTime(t, "last_heartbeat_at", l.LastHeartbeatAt, now)
+		wantTime(t, "last_activity_at = server now - age", l.LastActivityAt, act)
+		wantTime(t, "expires_at", l.ExpiresAt, act.Add(30*time.Minute))
+		wantTime(t, "refreshed_at", l.RefreshedAt, now)
+		wantTime(t, "first_v2_at", l.FirstV2At, now)
+		wantTime(t, "claimed_at unchanged", l.ClaimedAt, claimed.ClaimedAt)
+		if l.SchemaVersion != 2 || l.InFlight != "Bash" || l.State != warp.LeaseHeld {
+			t.Errorf("lease: got schema %d in_flight %q state %s, want 2, Bash, held", l.SchemaVersion, l.InFlight, l.State)
+		}
+		ev := e.lastEvent("T-1", warp.EventFirstV2Heartbeat)
+		wantTime(t, "first-v2-heartbeat event time", ev.At, now)
+
+		// Activity never moves backwards: an older report keeps the newer time.
+		now2 := e.clock.Advance(time.Minute)
+		e.v2("T-1", 1, 600)
+		l = e.lease("T-1")
+		wantTime(t, "last_activity_at after an older report", l.LastActivityAt, act)
+		wantTime(t, "last_heartbeat_at after an older report", l.LastHeartbeatAt, now2)
+		wantTime(t, "first_v2_at stays the first", l.FirstV2At, now)
+		// A fresher one moves it.
+		e.v2("T-1", 1, 0)
+		wantTime(t, "last_activity_at after age 0", e.lease("T-1").LastActivityAt, now2)
+		n := 0
+		for _, k := range e.kinds("T-1") {
+			if k == warp.EventFirstV2Heartbeat {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("first-v2-heartbeat events: got %d, want 1", n)
+		}
+	})
+
+	t.Run("HookHealth", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		if l := e.lease("T-1"); l.HookSeen != warp.HookUnknown || l.HookEvents != 0 {
+			t.Errorf("at claim: got hook seen %q events %d, want unknown, 0", l.HookSeen, l.HookEvents)
+		}
+		yes, no := true, false
+		for _, step := range []struct {
+			seen   *bool
+			events int64
+			want   warp.HookSeen
+			total  int64
+		}{
+			{&no, 0, warp.HookNo, 0},
+			{&yes, 3, warp.HookYes, 3},
+			{nil, 2, warp.HookYes, 5}, // an older loop says nothing: the last report stands
+		} {
+			e.clock.Advance(time.Minute)
+			if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, HookSeen: step.seen, HookEvents: step.events}); err != nil {
+				t.Fatal(err)
+			}
+			if l := e.lease("T-1"); l.HookSeen != step.want || l.HookEvents != step.total {
+				t.Errorf("after a report of %v/%d: got hook seen %q events %d, want %q, %d", step.seen, step.events, l.HookSeen, l.HookEvents, step.want, step.total)
+			}
+		}
+		_, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, HookEvents: -1})
+		wantErr(t, "negative hook events", err, warp.ErrInvalid)
+	})
+
+	t.Run("V1", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(time.Minute)
+		e.v2("T-1", 1, 0)
+		act := e.clock.Now()
+		now := e.clock.Advance(3 * time.Minute)
+		res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Epoch != 1 || !res.Extended {
+			t.Errorf("answer: got %+v, want epoch 1 (the current lease), extended", res)
+		}
+		l := e.lease("T-1")
+		wantTime(t, "last_heartbeat_at", l.LastHeartbeatAt, now)
+		wantTime(t, "last_activity_at unchanged by v1", l.LastActivityAt, act)
+		if l.SchemaVersion != 1 || l.InFlight != "" {
+			t.Errorf("lease: got schema %d in_flight %q, want 1 and none", l.SchemaVersion, l.InFlight)
+		}
+		e.create("T-2")
+		_, err = e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-2"})
+		wantErr(t, "v1 heartbeat on a never claimed ticket", err, warp.ErrLeaseEnded)
+		_, err = e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-missing"})
+		wantErr(t, "v1 heartbeat on an unknown ticket", err, warp.ErrNotFound)
+		_, err = e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-missing", Epoch: 1})
+		wantErr(t, "v2 heartbeat on an unknown ticket", err, warp.ErrNotFound)
+	})
+
+	t.Run("BadInputChangesNothing", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(time.Minute)
+		before := e.lease("T-1")
+		for _, tc := range []struct {
+			name string
+			h    warp.Heartbeat
+			want error
+		}{
+			{"schema 3", warp.Heartbeat{SchemaVersion: 3, Ticket: "T-1", Epoch: 1}, warp.ErrUnsupportedSchema},
+			{"schema 0", warp.Heartbeat{SchemaVersion: 0, Ticket: "T-1"}, warp.ErrUnsupportedSchema},
+			{"negative age", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ActivityAge: -1}, warp.ErrInvalid},
+			{"NaN age", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ActivityAge: math.NaN()}, warp.ErrInvalid},
+			{"infinite age", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ActivityAge: math.Inf(1)}, warp.ErrInvalid},
+			{"huge age", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ActivityAge: 1e12}, warp.ErrInvalid},
+			{"v2 without epoch", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1"}, warp.ErrInvalid},
+			{"unknown exit", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Exit: "bored"}, warp.ErrInvalid},
+			{"bad ticket id", warp.Heartbeat{SchemaVersion: 2, Ticket: "../T-1", Epoch: 1}, warp.ErrInvalid},
+			{"stale epoch", warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 7}, warp.ErrStaleEpoch},
+		} {
+			_, err := e.svc.Heartbeat(e.ctx, tc.h)
+			wantErr(t, tc.name, err, tc.want)
+		}
+		if after := e.lease("T-1"); after != before {
+			t.Errorf("lease after rejected heartbeats: got %+v, want %+v", after, before)
+		}
+		a, err := e.svc.Adoption(e.ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Hosts) != 0 {
+			t.Errorf("adoption after rejected heartbeats: got %+v, want no host counted", a.Hosts)
+		}
+	})
+
+	t.Run("ExitReport", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		now := e.clock.Advance(2 * time.Minute)
+		res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h1", ActivityAge: 60, Exit: warp.ExitParentExited})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != warp.VerdictExited {
+			t.Errorf("answer verdict: got %q, want exited", res.Verdict)
+		}
+		l := e.lease("T-1")
+		if l.Exit != warp.ExitParentExited || l.State != warp.LeaseHeld {
+			t.Errorf("lease: got exit %q state %s, want parent-exited, still held", l.Exit, l.State)
+		}
+		wantTime(t, "exited_at", l.ExitedAt, now)
+		wantTime(t, "expires_at (lapses on the normal schedule)", l.ExpiresAt, now.Add(-time.Minute).Add(30*time.Minute))
+		if v := e.view("T-1").Verdict; v != warp.VerdictExited {
+			t.Errorf("verdict: got %q, want exited", v)
+		}
+		ev := e.lastEvent("T-1", warp.EventExitReport)
+		if ev.Epoch != 1 || ev.Data["exit"] != warp.ExitParentExited {
+			t.Errorf("exit-report event: got %+v", ev)
+		}
+		// Recorded once: a second report changes neither the exit nor the history.
+		e.clock.Advance(time.Minute)
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Exit: warp.ExitWorktreeGone}); err != nil {
+			t.Fatal(err)
+		}
+		l = e.lease("T-1")
+		if l.Exit != warp.ExitParentExited {
+			t.Errorf("exit after a second report: got %q, want the first, parent-exited", l.Exit)
+		}
+		wantTime(t, "exited_at after a second report", l.ExitedAt, now)
+		n := 0
+		for _, k := range e.kinds("T-1") {
+			if k == warp.EventExitReport {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("exit-report events: got %d, want 1", n)
+		}
+		// It lapses on schedule, as agent-exited.
+		e.clock.Set(l.ExpiresAt)
+		if got := e.sweptTickets(); !slices.Equal(got, []string{"T-1"}) {
+			t.Fatalf("sweep at expiry: got %v, want [T-1]", got)
+		}
+		if ev := e.lastEvent("T-1", warp.EventLapsed); ev.Data["reason"] != warp.LapseAgentExited {
+			t.Errorf("lapsed reason: got %v, want agent-exited", ev.Data["reason"])
+		}
+	})
+
+	t.Run("ReleaseOnExit", func(t *testing.T) {
+		e := newEnv(t, open, func(c *warp.Config) { c.ReleaseOnExit = true })
+		e.createClaim("T-1", "h1")
+		now := e.clock.Advance(time.Minute)
+		res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Exit: warp.ExitWorktreeGone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != warp.VerdictExited {
+			t.Errorf("answer verdict: got %q, want exited", res.Verdict)
+		}
+		wantTime(t, "answer expires_at (ended now)", res.ExpiresAt, now)
+		v := e.view("T-1")
+		if v.Ticket.State != warp.TicketOpen || v.Lease.State != warp.LeaseReleased || v.Lease.EndReason != warp.ReleaseExitReport || v.Lease.Exit != warp.ExitWorktreeGone {
+			t.Errorf("after exit report: got %+v %+v, want ticket open, lease released (exit-report), exit worktree-gone", v.Ticket, v.Lease)
+		}
+		wantTime(t, "ended_at", v.Lease.EndedAt, now)
+		k := e.kinds("T-1")
+		if len(k) < 2 || k[len(k)-2] != warp.EventExitReport || k[len(k)-1] != warp.EventReleased {
+			t.Errorf("events: got %v, want ... exit-report, released", k)
+		}
+		_, err = e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1})
+		wantErr(t, "heartbeat after release on exit", err, warp.ErrLeaseEnded)
+		if l := e.claim("T-1", "h2"); l.Epoch != 2 {
+			t.Errorf("re-claim: got epoch %d, want 2", l.Epoch)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func allVerdicts() []warp.Verdict {
+	return []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
+}
+
+// checkVerdicts checks, at the clock's time, that every claimed ticket's
+// derived verdict (Service.Ticket) is want[id], that each ListTickets
+// verdict filter returns exactly the tickets with that verdict, and that
+// CountHeld of the verdict's bounds agrees.
+func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
+	e.t.Helper()
+	for id, v := range want {
+		if got := e.view(id).Verdict; got != v {
+			e.t.Errorf("%s: verdict of %s: got %q, want %q", what, id, got, v)
+		}
+	}
+	for _, v := range allVerdicts() {
+		page, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Verdict: v, Limit: warp.MaxListLimit})
+		if err != nil {
+			e.t.Fatalf("%s: list verdict %s: %v", what, v, err)
+		}
+		var got, exp []string
+		for _, tv := range page.Tickets {
+			got = append(got, tv.Ticket.ID)
+			if tv.Verdict != v {
+				e.t.Errorf("%s: list verdict=%s returned %s whose derived verdict is %q", what, v, tv.Ticket.ID, tv.Verdict)
+			}
+		}
+		for id, wv := range want {
+			if wv == v {
+				exp = append(exp, id)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(exp)
+		if !slices.Equal(got, exp) {
+			e.t.Errorf("%s: list verdict=%s: got %v, want %v", what, v, got, exp)
+		}
+		b := e.svc.Policy().Bounds(v, e.clock.Now())
+		var n int64
+		e.read(func(tx warp.Tx) error {
+			var err error
+			n, err = tx.CountHeld(e.ctx, b)
+			return err
+		})
+		if n != int64(len(exp)) {
+			e.t.Errorf("%s: count held with verdict %s: got %d, want %d", what, v, n, len(exp))
+		}
+	}
+}
+
+func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
+	// Policy: stalled past 15m without activity, silent past 9m without a
+	// heartbeat. Thresholds are exclusive: an age equal to one is still the
+	// better verdict, one nanosecond more is not.
+	t.Run("StallBoundary", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(20 * time.Minute)
+		// Fresh heartbeat reporting activity exactly 15m old.
+		e.v2("T-1", 1, secs(15*time.Minute))
+		e.checkVerdicts("activity age == stall threshold", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		e.clock.Advance(time.Nanosecond)
+		e.checkVerdicts("activity age == stall threshold + 1ns", map[string]warp.Verdict{"T-1": warp.VerdictStalled})
+	})
+
+	t.Run("SilentBoundary", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(time.Minute)
+		e.v2("T-1", 1, 0)
+		e.clock.Advance(9 * time.Minute)
+		e.checkVerdicts("heartbeat age == silent threshold", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		e.clock.Advance(time.Nanosecond)
+		e.checkVerdicts("heartbeat age == silent threshold + 1ns", map[string]warp.Verdict{"T-1": warp.VerdictSilent})
+	})
+
+	t.Run("SilentBeatsStalled", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(16 * time.Minute)
+		e.checkVerdicts("no heartbeat and no activity for 16m", map[string]warp.Verdict{"T-1": warp.VerdictSilent})
+	})
+
+	t.Run("ExitedBeatsAll", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ActivityAge: 0, Exit: warp.ExitParentExited}); err != nil {
+			t.Fatal(err)
+		}
+		e.checkVerdicts("exit reported", map[string]warp.Verdict{"T-1": warp.VerdictExited})
+		e.clock.Advance(20 * time.Minute)
+		e.checkVerdicts("exit reported, long silent", map[string]warp.Verdict{"T-1": warp.VerdictExited})
+	})
+
+	t.Run("V1ProgressIsTheHeartbeat", func(t *testing.T) {
+		// A v1 host cannot report activity: its heartbeat counts as progress.
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(20 * time.Minute)
+		e.v1("T-1", "h1")
+		e.checkVerdicts("v1 heartbeat just now, activity 20m old", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		// Once its latest heartbeat is v2, activity alone counts.
+		e.v2("T-1", 1, secs(16*time.Minute))
+		e.checkVerdicts("v2 heartbeat with activity 16m old", map[string]warp.Verdict{"T-1": warp.VerdictStalled})
+	})
+
+	t.Run("RecordVerdicts", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("stalls", "h1")
+		e.createClaim("stays", "h1")
+		e.clock.Advance(16 * time.Minute)
+		e.v2("stalls", 1, secs(16*time.Minute))
+		e.v2("stays", 1, 0)
+		changes, err := e.svc.RecordVerdicts(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changes) != 1 || changes[0].Ticket != "stalls" || changes[0].From != warp.VerdictActive || changes[0].To != warp.VerdictStalled {
+			t.Fatalf("verdict pass: got %+v, want stalls: active → stalled", changes)
+		}
+		if l := e.lease("stalls"); l.RecordedVerdict != warp.VerdictStalled {
+			t.Errorf("recorded verdict: got %q, want stalled", l.RecordedVerdict)
+		}
+		if ev := e.lastEvent("stalls", warp.EventVerdictChanged); ev.ID != changes[0].EventID || ev.Data["to"] != "stalled" {
+			t.Errorf("verdict event: got %+v, want id %d to stalled", ev, changes[0].EventID)
+		}
+		if changes, err := e.svc.RecordVerdicts(e.ctx); err != nil || len(changes) != 0 {
+			t.Errorf("second pass: got %+v, %v, want no change", changes, err)
+		}
+		e.v2("stalls", 1, 0)
+		changes, err = e.svc.RecordVerdicts(e.ctx)
+		if err != nil || len(changes) != 1 || changes[0].To != warp.VerdictActive {
+			t.Errorf("after fresh activity: got %+v, %v, want stalls back to active", changes, err)
+		}
+	})
+
+	t.Run("Partition", func(t *testing.T) {
+		// Many leases at assorted ages: each claimed ticket is in exactly
+		// the list of its derived verdict, at every step of the clock.
+		e := newEnv(t, open)
+		want := map[string]warp.Verdict{}
+		for i := range 24 {
+			id := fmt.Sprintf("T-%02d", i)
+			e.createClaim(id, "h1")
+			want[id] = ""
+		}
+		e.create("open-ticket")
+		for i := range 24 {
+			id := fmt.Sprintf("T-%02d", i)
+			e.clock.Advance(time.Minute)
+			switch i % 4 {
+			case 0:
+				e.v2(id, 1, float64(i)*60)
+			case 1:
+				e.v1(id, "h1")
+			case 2:
+				if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Exit: warp.ExitWorktreeGone}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		seen := map[warp.Verdict]bool{}
+		for step := range 8 {
+			e.clock.Advance(150 * time.Second)
+			for id := range want {
+				want[id] = e.svc.Policy().Verdict(e.lease(id), e.clock.Now())
+				seen[want[id]] = true
+			}
+			e.checkVerdicts(fmt.Sprintf("step %d", step), want)
+		}
+		for _, v := range allVerdicts() {
+			if !seen[v] {
+				t.Errorf("no lease was %s at any step: the test data does not cover every verdict", v)
+			}
+		}
+	})
+}
