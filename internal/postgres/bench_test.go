@@ -20,16 +20,16 @@ func loadLeases(tb testing.TB, db *postgres.DB, n, due int, at time.Time) {
 	ctx := context.Background()
 	stmts := []string{
 		`INSERT INTO tickets (id, title, state, epoch, created_at, updated_at)
-		SELECT 'B-' || i, 'bench', 'claimed', 1, $2::timestamptz, $2::timestamptz FROM generate_series(1, $1) i WHERE $3 >= 0`,
+		SELECT 'B-' || i, 'bench', 'claimed', 1, $2::bigint, $2::bigint FROM generate_series(1, $1) i WHERE $3 >= 0`,
 		`INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at, last_heartbeat_at, last_activity_at,
 			progress_at, refreshed_at, expires_at)
-		SELECT 'B-' || i, 1, 'agent', 'host-' || (i % 50), 'held', $2::timestamptz, $2, $2, $2, $2,
-			CASE WHEN i <= $3 THEN $2::timestamptz - interval '1 second' ELSE $2::timestamptz + interval '1 hour' END
+		SELECT 'B-' || i, 1, 'agent', 'host-' || (i % 50), 'held', $2::bigint, $2, $2, $2, $2,
+			CASE WHEN i <= $3 THEN $2::bigint - 1000000000 ELSE $2::bigint + 3600000000000 END
 		FROM generate_series(1, $1) i`,
 	}
 	var err error
 	for _, q := range stmts {
-		if _, err = db.Pool().Exec(ctx, q, n, at, due); err != nil {
+		if _, err = db.Pool().Exec(ctx, q, n, at.UnixNano(), due); err != nil {
 			break
 		}
 	}

@@ -33,6 +33,7 @@ func (db *DB) TrySweepLock(ctx context.Context) (release func(), ok bool, err er
 			return func() {}, true, nil
 		}
 		db.log.Warn("postgres: lost the connection that held the sweep lock; trying to win it again")
+		db.leader = nil // the session is gone, and its lock with it
 		db.dropLockConnLocked()
 	}
 	if db.lockConn == nil {
@@ -60,6 +61,11 @@ func (db *DB) TrySweepLock(ctx context.Context) (release func(), ok bool, err er
 func (db *DB) dropLockConnLocked() {
 	if db.lockConn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if db.leader != nil {
+			// Unlock before closing: the server ends a closed session
+			// asynchronously, an unlock frees the lock before Close returns.
+			_, _ = db.lockConn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		}
 		_ = db.lockConn.Close(ctx)
 		cancel()
 	}

@@ -41,22 +41,27 @@ func limitArg(n int) *int64 {
 	return &v
 }
 
-// ts converts a domain time to a column value: NULL for the zero time.
-// PostgreSQL keeps microseconds.
-func ts(t time.Time) pgtype.Timestamptz {
+// ts converts a domain time to a column value: unix nanoseconds, 0 for the
+// zero time (as in internal/sqlite).
+func ts(t time.Time) int64 {
 	if t.IsZero() {
-		return pgtype.Timestamptz{}
+		return 0
 	}
-	return pgtype.Timestamptz{Time: t, Valid: true}
+	return t.UnixNano()
 }
 
-// stored returns t as the database gives it back: microseconds, UTC.
-func stored(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
+// fromTS converts a column value back, in UTC; 0 and NULL (a LEFT JOIN
+// that found no row) are the zero time.
+func fromTS(v pgtype.Int8) time.Time {
+	if !v.Valid || v.Int64 == 0 {
+		return time.Time{}
 	}
-	return t.Truncate(time.Microsecond).UTC()
+	return time.Unix(0, v.Int64).UTC()
 }
+
+// stored returns t as the database gives it back: UTC, without a
+// monotonic reading.
+func stored(t time.Time) time.Time { return fromTS(pgtype.Int8{Int64: ts(t), Valid: true}) }
 
 // normLabels returns labels deduplicated and sorted, never nil.
 func normLabels(in []string) []string {
@@ -72,14 +77,6 @@ func normLabels(in []string) []string {
 	return out
 }
 
-// fromTS converts a column value back: the zero time for NULL, else UTC.
-func fromTS(v pgtype.Timestamptz) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return v.Time.UTC()
-}
-
 const ticketCols = "t.seq, t.id, t.title, t.labels, t.state, t.epoch, t.created_at, t.updated_at"
 
 type ticketRow struct {
@@ -87,7 +84,7 @@ type ticketRow struct {
 	id, title, state     string
 	labels               []string
 	epoch                int64
-	createdAt, updatedAt pgtype.Timestamptz
+	createdAt, updatedAt pgtype.Int8
 }
 
 func (r *ticketRow) dest() []any {
@@ -113,8 +110,8 @@ type leaseRow struct {
 	hookSeen, recordedVerdict                                    pgtype.Text
 	epoch, hookEvents                                            pgtype.Int8
 	schemaVersion                                                pgtype.Int4
-	claimedAt, lastHeartbeatAt, lastActivityAt, firstV2At        pgtype.Timestamptz
-	refreshedAt, expiresAt, exitedAt, endedAt                    pgtype.Timestamptz
+	claimedAt, lastHeartbeatAt, lastActivityAt, firstV2At        pgtype.Int8
+	refreshedAt, expiresAt, exitedAt, endedAt                    pgtype.Int8
 	fallbackExtended                                             pgtype.Bool
 }
 
@@ -416,7 +413,7 @@ func (t *tx) scanEvents(ctx context.Context, q string, args ...any) ([]warp.Even
 	for rows.Next() {
 		var e warp.Event
 		var kind string
-		var at pgtype.Timestamptz
+		var at pgtype.Int8
 		var data []byte
 		if err := rows.Scan(&e.ID, &e.Ticket, &e.Epoch, &kind, &at, &data); err != nil {
 			return nil, translate(err)
@@ -458,7 +455,7 @@ func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ($1, $2, $3, 1)
 		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + 1`,
-		host, schemaVersion, ts(at.Truncate(time.Second)))
+		host, schemaVersion, at.Unix())
 	b.Queue(`INSERT INTO hosts (host, last_schema_version, last_seen) VALUES ($1, $2, $3)
 		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
 		WHERE hosts.last_seen <= EXCLUDED.last_seen`,
@@ -473,7 +470,7 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 		FROM hosts h LEFT JOIN heartbeat_counts c ON c.host = h.host AND c.bucket >= $2
 		WHERE h.last_seen >= $1
 		GROUP BY h.host, h.last_schema_version, h.last_seen
-		ORDER BY h.host`, ts(since), ts(since.Truncate(time.Second)))
+		ORDER BY h.host`, ts(since), since.Unix())
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -481,7 +478,7 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 	out := []warp.HostAdoption{}
 	for rows.Next() {
 		var a warp.HostAdoption
-		var seen pgtype.Timestamptz
+		var seen pgtype.Int8
 		if err := rows.Scan(&a.Host, &a.LastSchemaVersion, &seen, &a.V1Count, &a.V2Count); err != nil {
 			return nil, translate(err)
 		}
@@ -496,7 +493,7 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 
 func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 	b := &pgx.Batch{}
-	b.Queue("DELETE FROM heartbeat_counts WHERE bucket < $1", ts(before.Truncate(time.Second)))
+	b.Queue("DELETE FROM heartbeat_counts WHERE bucket < $1", before.Unix())
 	b.Queue("DELETE FROM hosts WHERE last_seen < $1", ts(before))
 	return translate(t.tx.SendBatch(ctx, b).Close())
 }

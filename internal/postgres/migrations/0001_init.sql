@@ -1,7 +1,15 @@
 -- 0001: the first schema of warp on PostgreSQL.
--- The logical schema and the column names are those of internal/sqlite;
--- PostgreSQL keeps times as timestamptz (microseconds; NULL means "not set")
--- and labels as a text[] column instead of a side table.
+-- The logical schema and the column names are those of internal/sqlite.
+-- Times are bigint unix nanoseconds (UTC), as in SQLite: the store contract
+-- keeps nanoseconds (timestamptz has microseconds), so boundaries such as
+-- "expires_at == now is due, 1 ns later is not" hold the same on both
+-- stores. 0 means "not set". warp_time(ns) shows one as a timestamptz:
+--   SELECT ticket, warp_time(expires_at) FROM leases WHERE state = 'held';
+-- Labels are a text[] column instead of SQLite's side table.
+
+CREATE FUNCTION warp_time(ns bigint) RETURNS timestamptz
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT CASE WHEN ns = 0 THEN NULL ELSE timestamptz 'epoch' + (ns / 1000) * interval '1 microsecond' END $$;
 
 CREATE TABLE tickets (
     -- seq is the creation order: the cursor of listings and the order of
@@ -12,8 +20,8 @@ CREATE TABLE tickets (
     labels     text[]      NOT NULL DEFAULT '{}',
     state      text        NOT NULL CHECK (state IN ('open', 'claimed', 'completed')),
     epoch      bigint      NOT NULL DEFAULT 0,
-    created_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL
+    created_at bigint      NOT NULL,
+    updated_at bigint      NOT NULL
 );
 
 -- Listing by state and claim-next walk tickets of one state in seq order.
@@ -27,20 +35,20 @@ CREATE TABLE leases (
     agent             text        NOT NULL DEFAULT '',
     host              text        NOT NULL DEFAULT '',
     state             text        NOT NULL CHECK (state IN ('held', 'released', 'completed', 'lapsed')),
-    claimed_at        timestamptz NOT NULL,
-    last_heartbeat_at timestamptz NOT NULL,
-    last_activity_at  timestamptz NOT NULL,
+    claimed_at        bigint      NOT NULL,
+    last_heartbeat_at bigint      NOT NULL,
+    last_activity_at  bigint      NOT NULL,
     -- progress_at = warp.ProgressAt(lease), written with every row so the
     -- verdict filters are plain comparisons.
-    progress_at       timestamptz NOT NULL,
+    progress_at       bigint      NOT NULL,
     schema_version    integer     NOT NULL DEFAULT 0,
     in_flight         text        NOT NULL DEFAULT '',
-    first_v2_at       timestamptz,
-    refreshed_at      timestamptz NOT NULL,
-    expires_at        timestamptz NOT NULL,
+    first_v2_at       bigint      NOT NULL DEFAULT 0,
+    refreshed_at      bigint      NOT NULL,
+    expires_at        bigint      NOT NULL,
     exit              text        NOT NULL DEFAULT '',
-    exited_at         timestamptz,
-    ended_at          timestamptz,
+    exited_at         bigint      NOT NULL DEFAULT 0,
+    ended_at          bigint      NOT NULL DEFAULT 0,
     end_reason        text        NOT NULL DEFAULT '',
     fallback_extended boolean     NOT NULL DEFAULT false,
     pr_url            text        NOT NULL DEFAULT '',
@@ -62,7 +70,7 @@ CREATE TABLE events (
     ticket text        NOT NULL DEFAULT '', -- '' for global events (mode changes)
     epoch  bigint      NOT NULL DEFAULT 0,
     kind   text        NOT NULL,
-    at     timestamptz NOT NULL,
+    at     bigint      NOT NULL,
     data   jsonb       NOT NULL DEFAULT '{}'
 );
 
@@ -74,7 +82,7 @@ CREATE INDEX events_kind_id ON events (kind, id);
 CREATE TABLE heartbeat_counts (
     host           text        NOT NULL,
     schema_version integer     NOT NULL,
-    bucket         timestamptz NOT NULL,
+    bucket         bigint      NOT NULL, -- unix seconds
     count          bigint      NOT NULL,
     PRIMARY KEY (host, schema_version, bucket)
 );
@@ -85,7 +93,7 @@ CREATE INDEX heartbeat_counts_bucket ON heartbeat_counts (bucket);
 CREATE TABLE hosts (
     host                text        PRIMARY KEY,
     last_schema_version integer     NOT NULL,
-    last_seen           timestamptz NOT NULL
+    last_seen           bigint      NOT NULL
 );
 
 CREATE TABLE meta (
