@@ -68,15 +68,17 @@ func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 		f := TicketFilter{State: TicketClaimed, Verdict: &b, Limit: verdictBatch}
 		for {
 			var n int
+			var lastSeq int64
+			var batch []VerdictChange
 			err := s.store.Update(ctx, func(tx Tx) error {
+				batch, lastSeq = batch[:0], f.AfterSeq // a store may run fn again
 				rows, err := tx.Tickets(ctx, f)
 				if err != nil {
 					return fmt.Errorf("list %s leases: %w", v, err)
 				}
 				n = len(rows)
-				var batch []VerdictChange
 				for _, r := range rows {
-					f.AfterSeq = r.Ticket.Seq
+					lastSeq = r.Ticket.Seq
 					if r.Lease == nil || !r.Lease.Held() || recordedVerdict(*r.Lease) == v {
 						continue
 					}
@@ -88,12 +90,14 @@ func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 						batch = append(batch, c)
 					}
 				}
-				out = append(out, batch...)
 				return nil
 			})
 			if err != nil {
 				return out, err
 			}
+			// Only committed changes are reported.
+			out = append(out, batch...)
+			f.AfterSeq = lastSeq
 			if n < verdictBatch {
 				break
 			}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/metrics"
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -71,6 +73,8 @@ type Main struct {
 	Service *warp.Service
 	API     *httpapi.Server
 	Expiry  *expiry.Job
+	// Ops is the dashboard, the event stream and the metrics.
+	Ops *dashboard.Ops
 
 	log       *slog.Logger
 	ln        net.Listener
@@ -126,14 +130,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.Service.Init(ctx); err != nil {
 		return fmt.Errorf("initialise database: %w", err)
 	}
-	m.API, err = httpapi.NewServer(m.Service, httpapi.ServerConfig{Tokens: tokens, Logger: m.log})
+	m.Ops, err = dashboard.NewOps(m.Service, dashboard.Config{Logger: m.log}, metrics.Config{Logger: m.log})
 	if err != nil {
 		return err
 	}
-	// Later packages (dashboard, metrics, event stream) mount here, with
-	// m.API.Mount(pattern, handler, role), before the listener opens.
+	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log}
+	m.Ops.Hook(&apiCfg)
+	m.API, err = httpapi.NewServer(m.Service, apiCfg)
+	if err != nil {
+		return err
+	}
+	m.Ops.Mount(m.API)
+	if err := m.Ops.Start(ctx); err != nil {
+		return err
+	}
 
-	m.Expiry, err = expiry.New(m.Service, expiry.Config{Interval: cfg.SweepInterval, Logger: m.log})
+	m.Expiry, err = expiry.New(m.Service, expiry.Config{Interval: cfg.SweepInterval, Logger: m.log,
+		OnSweep: m.Ops.OnSweep, OnError: m.Ops.OnSweepError})
 	if err != nil {
 		return err
 	}
@@ -185,6 +198,7 @@ func (m *Main) Err() <-chan error { return m.errc }
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
 		var errs []error
+		m.Ops.Close() // end the event streams first, or Shutdown waits for them
 		if m.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 			if err := m.http.Shutdown(ctx); err != nil {

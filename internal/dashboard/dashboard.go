@@ -1,0 +1,585 @@
+// Package dashboard is warp's operator view: server-rendered pages
+// (html/template, assets embedded with go:embed, no CDN and no build step)
+// and the live event stream that updates them.
+//
+// Pages: GET / (claimed tickets with verdict badges, filters by verdict and
+// host, cursor pagination, recently ended tickets, the mode), GET
+// /tickets/{id} (a ticket, its lease and its event timeline) and GET /hosts
+// (v2 adoption per host, and whether activity mode may be switched on).
+// GET /v1/events/stream is a text/event-stream fed by the server's writes
+// through a Broker; a small embedded script patches the page from it
+// without a reload, and without JavaScript the pages refresh themselves
+// (<meta http-equiv="refresh"> inside <noscript>).
+//
+// Every value that came from an agent (titles, hosts, agent labels, PR
+// URLs, reasons) reaches the page only through html/template's contextual
+// escaping, or through textContent in the script; nothing is marked as
+// trusted HTML.
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Defaults of Config.
+const (
+	DefaultPageSize    = 50
+	MaxPageSize        = 500
+	DefaultRecentLimit = 20
+	DefaultRefresh     = 15 * time.Second
+	// StreamPath is where the event stream is mounted.
+	StreamPath = "/v1/events/stream"
+)
+
+// Config configures a Dashboard.
+type Config struct {
+	// PageSize is how many claimed tickets a page shows; DefaultPageSize when zero.
+	PageSize int
+	// RecentLimit is how many recently ended tickets the main page lists.
+	RecentLimit int
+	// Refresh is the period of the no-JavaScript page refresh.
+	Refresh time.Duration
+	// Coalesce, Ping and ClientBuffer tune the event stream (see BrokerConfig).
+	Coalesce     time.Duration
+	Ping         time.Duration
+	ClientBuffer int
+	// Logger receives page and stream errors; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Dashboard serves the pages and the event stream of one Service.
+type Dashboard struct {
+	svc    *warp.Service
+	cfg    Config
+	log    *slog.Logger
+	pages  map[string]*template.Template
+	broker *Broker
+	assets http.Handler
+}
+
+// New returns the dashboard of svc. Start it (the event stream's broker)
+// and Close it like any background work.
+func New(svc *warp.Service, cfg Config) (*Dashboard, error) {
+	if svc == nil {
+		return nil, errors.New("dashboard: nil service")
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.PageSize > MaxPageSize {
+		return nil, warp.Errorf(warp.ErrInvalid, "dashboard page size %d is over %d", cfg.PageSize, MaxPageSize)
+	}
+	if cfg.RecentLimit <= 0 {
+		cfg.RecentLimit = DefaultRecentLimit
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if d.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	d.broker, err = NewBroker(BrokerConfig{
+		Load: svc.Ticket, Now: svc.Now, Coalesce: cfg.Coalesce, Ping: cfg.Ping,
+		ClientBuffer: cfg.ClientBuffer, Logger: d.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(assetFS, "assets")
+	if err != nil {
+		return nil, err
+	}
+	d.assets = http.StripPrefix("/assets/", http.FileServerFS(sub))
+	return d, nil
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: parse layout: %w", err)
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"index.html", "ticket.html", "hosts.html", "error.html"} {
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: parse %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// Broker returns the event stream's broker, for writers to Notify.
+func (d *Dashboard) Broker() *Broker { return d.broker }
+
+// Start starts the event stream's broker.
+func (d *Dashboard) Start(ctx context.Context) error { return d.broker.Start(ctx) }
+
+// Close ends every event stream and stops the broker. Call it before a
+// graceful HTTP shutdown, which would otherwise wait for the streams.
+func (d *Dashboard) Close() error { return d.broker.Close() }
+
+// Mount registers the pages and the event stream on s. Pages and the
+// stream need the admin role when tokens are configured (a browser
+// presents its token once as ?token= and then holds it in a cookie, see
+// httpapi.TokenCookie); the static assets are open.
+func (d *Dashboard) Mount(s *httpapi.Server) {
+	s.Mount("GET /{$}", http.HandlerFunc(d.index), httpapi.RoleAdmin)
+	s.Mount("GET /tickets/{id}", http.HandlerFunc(d.ticket), httpapi.RoleAdmin)
+	s.Mount("GET /hosts", http.HandlerFunc(d.hosts), httpapi.RoleAdmin)
+	s.Mount("GET "+StreamPath, d.broker, httpapi.RoleAdmin)
+	s.Mount("GET /assets/", d.assets, httpapi.RoleOpen)
+}
+
+// Handler returns the pages, the stream and the assets on their own mux,
+// without authorisation: for tests and for embedding behind another
+// server's auth.
+func (d *Dashboard) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.index)
+	mux.HandleFunc("GET /tickets/{id}", d.ticket)
+	mux.HandleFunc("GET /hosts", d.hosts)
+	mux.Handle("GET "+StreamPath, d.broker)
+	mux.Handle("GET /assets/", d.assets)
+	return mux
+}
+
+// OnHeartbeat feeds an accepted heartbeat (or exit report) to the stream;
+// it fits httpapi.ServerConfig.OnHeartbeat.
+func (d *Dashboard) OnHeartbeat(o httpapi.HeartbeatOutcome) {
+	if o.Code != "ok" || o.Ticket == "" {
+		return
+	}
+	if o.Exit != "" {
+		d.broker.Notify(Notice{Kind: KindExit, Ticket: o.Ticket, Epoch: o.Epoch, Reason: o.Exit})
+		return
+	}
+	d.broker.Notify(Notice{Kind: KindHeartbeat, Ticket: o.Ticket, Epoch: o.Epoch})
+}
+
+// OnChange feeds a claim, release, completion, creation or mode change to
+// the stream; it fits httpapi.ServerConfig.OnChange.
+func (d *Dashboard) OnChange(c httpapi.Change) {
+	n := Notice{Kind: string(c.Kind), Ticket: c.Ticket, Epoch: c.Epoch, Reason: c.Reason}
+	if c.Kind == warp.EventModeChanged {
+		n.To = c.Mode
+	}
+	d.broker.Notify(n)
+}
+
+// OnSweep feeds a sweep's lapses and verdict changes to the stream; it
+// fits expiry.Config.OnSweep.
+func (d *Dashboard) OnSweep(res warp.SweepResult) {
+	for _, l := range res.Lapsed {
+		d.broker.Notify(Notice{Kind: KindLapsed, Ticket: l.Ticket, Epoch: l.Epoch, Reason: l.EndReason,
+			FallbackExtended: l.FallbackExtended})
+	}
+	for _, c := range res.VerdictChanges {
+		d.broker.Notify(Notice{Kind: KindVerdict, Ticket: c.Ticket, Epoch: c.Epoch, From: string(c.From), To: string(c.To)})
+	}
+}
+
+// page is what every page's layout needs.
+type page struct {
+	Title   string
+	Nav     string // "tickets" or "hosts"
+	Now     time.Time
+	NowMS   int64
+	Mode    warp.Mode
+	Refresh int // seconds, for the <noscript> refresh
+	Stream  string
+	Ticket  string // the ticket page's id, for the script
+}
+
+func (d *Dashboard) newPage(ctx context.Context, title, nav string) (page, error) {
+	now := d.svc.Now()
+	mode, err := d.svc.Mode(ctx)
+	if err != nil {
+		return page{}, fmt.Errorf("read mode: %w", err)
+	}
+	return page{Title: title, Nav: nav, Now: now, NowMS: now.UnixMilli(), Mode: mode,
+		Refresh: int(d.cfg.Refresh.Round(time.Second) / time.Second), Stream: StreamPath}, nil
+}
+
+// rowView is one claimed ticket of the main page.
+type rowView struct {
+	warp.TicketView
+	Agent, Host   string
+	Schema        int
+	InFlight      string
+	ActivityMS    int64
+	HeartbeatMS   int64
+	ExpiresMS     int64
+	ActivityAge   string
+	HeartbeatAge  string
+	ExpiresIn     string
+	ActivityIsHB  bool // v1 or claim only: the heartbeat stands in for activity
+	HostFilterURL string
+}
+
+func newRowView(v warp.TicketView, now time.Time) rowView {
+	r := rowView{TicketView: v}
+	if l := v.Lease; l != nil {
+		r.Agent, r.Host, r.Schema, r.InFlight = l.Agent, l.Host, l.SchemaVersion, l.InFlight
+		p := warp.ProgressAt(*l)
+		r.ActivityMS, r.HeartbeatMS, r.ExpiresMS = unixMS(p), unixMS(l.LastHeartbeatAt), unixMS(l.ExpiresAt)
+		r.ActivityAge, r.HeartbeatAge = FormatAge(now.Sub(p)), FormatAge(now.Sub(l.LastHeartbeatAt))
+		r.ExpiresIn = FormatUntil(l.ExpiresAt.Sub(now))
+		r.ActivityIsHB = l.SchemaVersion != 2
+		r.HostFilterURL = "/?" + url.Values{"host": {l.Host}}.Encode()
+	}
+	return r
+}
+
+// verdictCount is one chip of the main page's summary.
+type verdictCount struct {
+	Verdict  warp.Verdict
+	N        int64
+	URL      string
+	Selected bool
+}
+
+type indexData struct {
+	page
+	Verdict  warp.Verdict
+	Host     string
+	Counts   []verdictCount
+	Held     int64
+	Rows     []rowView
+	NextURL  string
+	FirstURL string
+	Paged    bool // not on the first page
+	Recent   []eventView
+	Filtered bool
+	PageSize int
+}
+
+var verdicts = []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
+
+func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	data := indexData{Host: q.Get("host"), PageSize: d.cfg.PageSize}
+	var err error
+	if data.page, err = d.newPage(ctx, "warp · claimed tickets", "tickets"); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if v := q.Get("verdict"); v != "" {
+		if data.Verdict, err = warp.ParseVerdict(v); err != nil {
+			d.fail(w, r, err)
+			return
+		}
+	}
+	if len(data.Host) > warp.MaxIdentLen {
+		d.fail(w, r, warp.Errorf(warp.ErrInvalid, "host filter is %d bytes, at most %d", len(data.Host), warp.MaxIdentLen))
+		return
+	}
+	limit := d.cfg.PageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			d.fail(w, r, warp.Errorf(warp.ErrInvalid, "limit %q is invalid: want an integer from 1 to %d", v, MaxPageSize))
+			return
+		}
+		limit = n
+	}
+	cursor := q.Get("cursor")
+	list, err := d.svc.ListTickets(ctx, warp.ListOptions{State: warp.TicketClaimed, Verdict: data.Verdict,
+		Host: data.Host, Cursor: cursor, Limit: limit})
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	now := data.Now
+	data.Rows = make([]rowView, len(list.Tickets))
+	for i, v := range list.Tickets {
+		data.Rows[i] = newRowView(v, now)
+	}
+	filter := url.Values{}
+	if data.Verdict != "" {
+		filter.Set("verdict", string(data.Verdict))
+	}
+	if data.Host != "" {
+		filter.Set("host", data.Host)
+	}
+	if limit != d.cfg.PageSize {
+		filter.Set("limit", strconv.Itoa(limit))
+	}
+	data.Filtered = data.Verdict != "" || data.Host != ""
+	data.FirstURL = "/?" + filter.Encode()
+	data.Paged = cursor != ""
+	if list.NextCursor != "" {
+		next := url.Values{}
+		for k, v := range filter {
+			next[k] = v
+		}
+		next.Set("cursor", list.NextCursor)
+		data.NextURL = "/?" + next.Encode()
+	}
+
+	var events []warp.Event
+	err = d.svc.Store().View(ctx, func(tx warp.Tx) error {
+		for _, v := range verdicts {
+			n, err := tx.CountHeld(ctx, d.svc.Policy().Bounds(v, now))
+			if err != nil {
+				return fmt.Errorf("count %s leases: %w", v, err)
+			}
+			u := url.Values{"verdict": {string(v)}}
+			if data.Host != "" {
+				u.Set("host", data.Host)
+			}
+			data.Counts = append(data.Counts, verdictCount{Verdict: v, N: n, URL: "/?" + u.Encode(), Selected: v == data.Verdict})
+			data.Held += n
+		}
+		var err error
+		events, err = tx.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted}, d.cfg.RecentLimit)
+		if err != nil {
+			return fmt.Errorf("recent events: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Recent = make([]eventView, len(events))
+	for i, e := range events {
+		data.Recent[i] = newEventView(e, now)
+	}
+	d.render(w, r, http.StatusOK, "index.html", data)
+}
+
+type ticketData struct {
+	page
+	View     warp.TicketView
+	Row      rowView
+	Lease    *warp.Lease
+	Events   []eventView
+	MoreURL  string
+	PRIsLink bool
+}
+
+// timelineLimit is how many events the ticket page shows at once.
+const timelineLimit = 500
+
+func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	var after int64
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			d.fail(w, r, warp.Errorf(warp.ErrInvalid, "after %q is invalid: want the id of an event", v))
+			return
+		}
+		after = n
+	}
+	data := ticketData{}
+	var err error
+	if data.page, err = d.newPage(ctx, "warp · "+id, "tickets"); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.page.Ticket = id
+	if data.View, err = d.svc.Ticket(ctx, id); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Row = newRowView(data.View, data.Now)
+	data.Lease = data.View.Lease
+	if data.Lease != nil {
+		data.PRIsLink = isHTTPURL(data.Lease.PRURL)
+	}
+	evs, err := d.svc.Events(ctx, id, after, timelineLimit)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Events = make([]eventView, len(evs))
+	for i, e := range evs {
+		data.Events[i] = newEventView(e, data.Now)
+	}
+	if len(evs) == timelineLimit {
+		data.MoreURL = "/tickets/" + url.PathEscape(id) + "?after=" + strconv.FormatInt(evs[len(evs)-1].ID, 10)
+	}
+	d.render(w, r, http.StatusOK, "ticket.html", data)
+}
+
+type hostView struct {
+	warp.HostAdoption
+	LastSeenAge string
+	V2Percent   int // share of v2 heartbeats in the window
+}
+
+type hostsData struct {
+	page
+	Adoption  warp.Adoption
+	Hosts     []hostView
+	Percent   int // hosts on v2 only
+	V1Hosts   []string
+	Window    string
+	CanSwitch bool // ready, and not already in activity mode
+}
+
+func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	window := warp.DefaultAdoptionWindow
+	if v := r.URL.Query().Get("window"); v != "" {
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			d.fail(w, r, warp.Errorf(warp.ErrInvalid, "window %q is invalid: want a positive Go duration like 24h", v))
+			return
+		}
+		window = dur
+	}
+	data := hostsData{Window: window.String()}
+	var err error
+	if data.page, err = d.newPage(ctx, "warp · hosts", "hosts"); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if data.Adoption, err = d.svc.Adoption(ctx, window); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	a := data.Adoption
+	if a.HostCount > 0 {
+		data.Percent = a.V2Hosts * 100 / a.HostCount
+	}
+	for _, h := range a.Hosts {
+		hv := hostView{HostAdoption: h, LastSeenAge: FormatAge(data.Now.Sub(h.LastSeen))}
+		if total := h.V1Count + h.V2Count; total > 0 {
+			hv.V2Percent = int(h.V2Count * 100 / total)
+		}
+		if h.V1Count > 0 {
+			data.V1Hosts = append(data.V1Hosts, h.Host)
+		}
+		data.Hosts = append(data.Hosts, hv)
+	}
+	data.CanSwitch = a.ReadyForActivityMode && data.Mode != warp.ModeActivity
+	d.render(w, r, http.StatusOK, "hosts.html", data)
+}
+
+type errorData struct {
+	page
+	Status  int
+	Code    string
+	Message string
+}
+
+// fail renders err as an HTML page with the status of the error table.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, status := httpapi.ErrorStatus(err)
+	msg := warp.ErrorMessage(err)
+	if status >= 500 {
+		if r.Context().Err() == nil {
+			d.log.Error("dashboard page failed", "path", r.URL.Path, "status", status, "err", err)
+		}
+		msg = "internal error; the server log has the detail"
+		if status == http.StatusServiceUnavailable {
+			msg = "the database is unavailable; retry later"
+		}
+	}
+	now := d.svc.Now()
+	data := errorData{page: page{Title: "warp · " + http.StatusText(status), Now: now, NowMS: now.UnixMilli(),
+		Refresh: int(d.cfg.Refresh / time.Second), Stream: StreamPath}, Status: status, Code: code, Message: msg}
+	d.render(w, r, status, "error.html", data)
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
+		d.log.Error("dashboard: render", "page", name, "err", err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// The pages load only their own script and style, and frame nothing.
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// FormatAge renders a duration as the pages do: "42s", "4m 12s",
+// "3h 05m", "2d 3h". The script's fmtDur renders the same way.
+func FormatAge(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd %dh", s/86400, s%86400/3600)
+}
+
+// FormatUntil renders the time to an expiry: "in 4m 12s", or "due 3s ago".
+func FormatUntil(d time.Duration) string {
+	if d < 0 {
+		return "due " + FormatAge(-d) + " ago"
+	}
+	return "in " + FormatAge(d)
+}
+
+var funcs = template.FuncMap{
+	"utc": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"ms": unixMS,
+	"schema": func(v int) string {
+		if v == 0 {
+			return "—"
+		}
+		return "v" + strconv.Itoa(v)
+	},
+	"orDash": func(s string) string {
+		if strings.TrimSpace(s) == "" {
+			return "—"
+		}
+		return s
+	},
+}

@@ -1,0 +1,106 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/metrics"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Ops is the operator's view of one server: the dashboard with its event
+// stream, the Prometheus metrics, and the hooks that feed both from the
+// HTTP API and the expiry job. warp serve builds one per process:
+//
+//	ops, _ := dashboard.NewOps(svc, dashboard.Config{Logger: log}, metrics.Config{Logger: log})
+//	cfg := httpapi.ServerConfig{Tokens: tokens}
+//	ops.Hook(&cfg)
+//	api, _ := httpapi.NewServer(svc, cfg)
+//	ops.Mount(api)
+//	job, _ := expiry.New(svc, expiry.Config{OnSweep: ops.OnSweep, OnError: ops.OnSweepError})
+//	ops.Start(ctx) ... ops.Close() before the HTTP shutdown
+type Ops struct {
+	Dashboard *Dashboard
+	Metrics   *metrics.Metrics
+	log       *slog.Logger
+}
+
+// NewOps returns the dashboard and the metrics of svc.
+func NewOps(svc *warp.Service, dcfg Config, mcfg metrics.Config) (*Ops, error) {
+	d, err := New(svc, dcfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := metrics.New(svc, mcfg)
+	if err != nil {
+		return nil, err
+	}
+	o := &Ops{Dashboard: d, Metrics: m, log: dcfg.Logger}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Hook sets the server hooks that feed the metrics and the event stream.
+// Hooks already set in cfg keep running, before these.
+func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
+	prevObserve, prevHeartbeat, prevChange := cfg.Observe, cfg.OnHeartbeat, cfg.OnChange
+	cfg.Observe = func(route string, code int, d time.Duration) {
+		if prevObserve != nil {
+			prevObserve(route, code, d)
+		}
+		o.Metrics.ObserveHTTP(route, code, d)
+	}
+	cfg.OnHeartbeat = func(h httpapi.HeartbeatOutcome) {
+		if prevHeartbeat != nil {
+			prevHeartbeat(h)
+		}
+		o.Metrics.ObserveHeartbeat(h.SchemaVersion, h.Code, h.Exit, h.Extended)
+		o.Dashboard.OnHeartbeat(h)
+	}
+	cfg.OnChange = func(c httpapi.Change) {
+		if prevChange != nil {
+			prevChange(c)
+		}
+		o.Dashboard.OnChange(c)
+	}
+}
+
+// Mount registers the dashboard, the event stream and GET /metrics on s.
+// Metrics need the admin role when tokens are configured, like the pages.
+func (o *Ops) Mount(s *httpapi.Server) {
+	o.Dashboard.Mount(s)
+	s.Mount("GET /metrics", o.Metrics.Handler(), httpapi.RoleAdmin)
+}
+
+// sweepHookTimeout bounds the database read OnSweep may need.
+const sweepHookTimeout = 5 * time.Second
+
+// OnSweep records a sweep (and its verdict pass) in the metrics and sends
+// its lapses and verdict changes to the event stream; it fits
+// expiry.Config.OnSweep.
+func (o *Ops) OnSweep(res warp.SweepResult) {
+	ctx, cancel := context.WithTimeout(context.Background(), sweepHookTimeout)
+	defer cancel()
+	o.Metrics.ObserveSweep(ctx, res)
+	o.Dashboard.OnSweep(res)
+}
+
+// OnSweepError counts a failed sweep; it fits expiry.Config.OnError.
+func (o *Ops) OnSweepError(err error) { o.Metrics.ObserveSweepError(err) }
+
+// Start starts the event stream's broker.
+func (o *Ops) Start(ctx context.Context) error { return o.Dashboard.Start(ctx) }
+
+// Close ends the event streams. Call it before shutting the HTTP server
+// down gracefully: open streams would otherwise hold the shutdown up.
+func (o *Ops) Close() error {
+	if o == nil {
+		return nil
+	}
+	return errors.Join(o.Dashboard.Close())
+}

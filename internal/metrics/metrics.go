@@ -1,0 +1,308 @@
+// Package metrics exposes warp's Prometheus metrics with the official
+// client. Every Metrics has its own prometheus.Registry (no package-level
+// registry), so two servers in one process — tests — never share series.
+//
+// Counters are fed by hooks the server calls (heartbeats, HTTP requests,
+// sweeps, verdict changes); the gauges of claimed leases by verdict and of
+// hosts by schema version are computed from the database at scrape time
+// (four indexed counts and the adoption query), so they are exact and
+// agree across replicas.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Config configures Metrics.
+type Config struct {
+	// AdoptionWindow is the window of the hosts-by-schema gauge;
+	// warp.DefaultAdoptionWindow when zero.
+	AdoptionWindow time.Duration
+	// ScrapeTimeout bounds the database reads of one scrape; 5 s when zero.
+	ScrapeTimeout time.Duration
+	// Logger receives scrape errors; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Metrics holds warp's series and the registry they are served from.
+type Metrics struct {
+	svc *warp.Service
+	cfg Config
+	log *slog.Logger
+	reg *prometheus.Registry
+
+	heartbeats    *prometheus.CounterVec
+	notExtended   *prometheus.CounterVec
+	exitReports   *prometheus.CounterVec
+	lapses        *prometheus.CounterVec
+	fallback      prometheus.Counter
+	sweepDuration prometheus.Histogram
+	sweepDue      prometheus.Gauge
+	sweeps        prometheus.Counter
+	sweepErrors   prometheus.Counter
+	verdicts      *prometheus.CounterVec
+	httpDuration  *prometheus.HistogramVec
+}
+
+// Metric names, for tests and dashboards.
+const (
+	NameHeartbeats             = "warp_heartbeats_total"
+	NameHeartbeatsNotExtended  = "warp_heartbeats_not_extended_total"
+	NameExitReports            = "warp_exit_reports_total"
+	NameLapses                 = "warp_lapses_total"
+	NameLapsesFallbackExtended = "warp_lapses_fallback_extended_total"
+	NameSweepDuration          = "warp_sweep_duration_seconds"
+	NameSweepDue               = "warp_sweep_due_leases"
+	NameSweeps                 = "warp_sweeps_total"
+	NameSweepErrors            = "warp_sweep_errors_total"
+	NameVerdictChanges         = "warp_verdict_changes_total"
+	NameClaimedLeases          = "warp_claimed_leases"
+	NameHosts                  = "warp_hosts"
+	NameMode                   = "warp_mode"
+	NameHTTPDuration           = "warp_http_request_duration_seconds"
+)
+
+// New returns the metrics of svc, registered on a fresh registry together
+// with the Go runtime and process collectors.
+func New(svc *warp.Service, cfg Config) (*Metrics, error) {
+	if svc == nil {
+		return nil, fmt.Errorf("metrics: nil service")
+	}
+	if cfg.AdoptionWindow == 0 {
+		cfg.AdoptionWindow = warp.DefaultAdoptionWindow
+	}
+	if cfg.AdoptionWindow < 0 {
+		return nil, warp.Errorf(warp.ErrInvalid, "adoption window must be positive, got %s", cfg.AdoptionWindow)
+	}
+	if cfg.ScrapeTimeout <= 0 {
+		cfg.ScrapeTimeout = 5 * time.Second
+	}
+	m := &Metrics{svc: svc, cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry()}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	m.heartbeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameHeartbeats,
+		Help: "Heartbeat requests by schema version (1, 2, other) and outcome (ok or the error code of the answer).",
+	}, []string{"schema_version", "outcome"})
+	m.notExtended = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameHeartbeatsNotExtended,
+		Help: "Accepted heartbeats that did not extend their lease (v1 heartbeats in activity mode).",
+	}, []string{"schema_version"})
+	m.exitReports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameExitReports,
+		Help: "Accepted v2 exit reports by reason.",
+	}, []string{"exit"})
+	m.lapses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameLapses,
+		Help: "Leases the sweep lapsed, by reason (no-activity, no-heartbeat, agent-exited).",
+	}, []string{"reason"})
+	m.fallback = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: NameLapsesFallbackExtended,
+		Help: "Lapsed leases that the v1 fallback had kept alive longer than activity alone would have.",
+	})
+	m.sweepDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    NameSweepDuration,
+		Help:    "Duration of lease-expiry sweeps, the verdict pass included.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	})
+	m.sweepDue = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: NameSweepDue,
+		Help: "Leases that were due (and lapsed) in the latest sweep.",
+	})
+	m.sweeps = prometheus.NewCounter(prometheus.CounterOpts{Name: NameSweeps, Help: "Completed sweeps."})
+	m.sweepErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: NameSweepErrors, Help: "Failed sweeps."})
+	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameVerdictChanges,
+		Help: "Verdict changes recorded by the sweep-time verdict pass.",
+	}, []string{"from", "to"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    NameHTTPDuration,
+		Help:    "HTTP request durations by route pattern and status code.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "code"})
+
+	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
+		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration,
+		newStoreCollector(m),
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m, nil
+}
+
+// Registry returns the registry the metrics live in.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition format. A
+// failing database read drops only the series it feeds (logged); the
+// counters are served anyway.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slogPrinter{m.log},
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg,
+	})
+}
+
+// SchemaLabel is the schema_version label of a heartbeat: "1", "2", or
+// "other" for anything undecodable or unsupported, so a client sending
+// random versions cannot create series without bound.
+func SchemaLabel(v int) string {
+	if v == 1 || v == 2 {
+		return strconv.Itoa(v)
+	}
+	return "other"
+}
+
+// ObserveHeartbeat counts one heartbeat request. outcome is "ok" or the
+// wire error code of the answer; exit is the exit-report reason when the
+// heartbeat was one; extended is false for an accepted heartbeat that did
+// not extend the lease.
+func (m *Metrics) ObserveHeartbeat(schemaVersion int, outcome, exit string, extended bool) {
+	sv := SchemaLabel(schemaVersion)
+	m.heartbeats.WithLabelValues(sv, outcome).Inc()
+	if outcome != "ok" {
+		return
+	}
+	if !extended {
+		m.notExtended.WithLabelValues(sv).Inc()
+	}
+	if warp.ValidExit(exit) {
+		m.exitReports.WithLabelValues(exit).Inc()
+	}
+}
+
+// ObserveHTTP records one request's duration under its route pattern and code.
+func (m *Metrics) ObserveHTTP(route string, code int, d time.Duration) {
+	m.httpDuration.WithLabelValues(route, strconv.Itoa(code)).Observe(d.Seconds())
+}
+
+// ObserveSweep records a completed sweep: its duration, its due count, the
+// lapses by reason and the verdict changes of its verdict pass. A lapsed
+// lease carries its reason in EndReason; when a caller hands leases as they
+// were before the lapse, the reason is derived under the current mode.
+func (m *Metrics) ObserveSweep(ctx context.Context, res warp.SweepResult) {
+	m.sweeps.Inc()
+	m.sweepDuration.Observe(res.Duration.Seconds())
+	m.sweepDue.Set(float64(len(res.Lapsed)))
+	var mode warp.Mode
+	for _, l := range res.Lapsed {
+		reason, fb := l.EndReason, l.FallbackExtended
+		if reason == "" {
+			if mode == "" {
+				var err error
+				if mode, err = m.svc.Mode(ctx); err != nil {
+					m.log.Warn("metrics: read mode for lapse reasons", "err", err)
+					mode = warp.DefaultMode
+				}
+			}
+			reason, fb = warp.LapseReason(mode, l)
+		}
+		m.lapses.WithLabelValues(reason).Inc()
+		if fb {
+			m.fallback.Inc()
+		}
+	}
+	m.ObserveVerdictChanges(res.VerdictChanges)
+}
+
+// ObserveSweepError counts a failed sweep.
+func (m *Metrics) ObserveSweepError(error) { m.sweepErrors.Inc() }
+
+// ObserveVerdictChanges counts verdict changes.
+func (m *Metrics) ObserveVerdictChanges(cs []warp.VerdictChange) {
+	for _, c := range cs {
+		m.verdicts.WithLabelValues(string(c.From), string(c.To)).Inc()
+	}
+}
+
+// storeCollector reads the gauges from the database at scrape time.
+type storeCollector struct {
+	m                                *Metrics
+	claimedDesc, hostsDesc, modeDesc *prometheus.Desc
+}
+
+func newStoreCollector(m *Metrics) *storeCollector {
+	return &storeCollector{m: m,
+		claimedDesc: prometheus.NewDesc(NameClaimedLeases,
+			"Held leases by derived verdict, counted at scrape time.", []string{"verdict"}, nil),
+		hostsDesc: prometheus.NewDesc(NameHosts,
+			"Hosts seen within the adoption window by the schema version of their latest heartbeat.", []string{"schema_version"}, nil),
+		modeDesc: prometheus.NewDesc(NameMode,
+			"The current expiry mode: 1 for the mode in force, 0 for the others.", []string{"mode"}, nil),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.claimedDesc
+	ch <- c.hostsDesc
+	ch <- c.modeDesc
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ScrapeTimeout)
+	defer cancel()
+	svc := m.svc
+	now := svc.Now()
+	verdicts := []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
+	counts := make([]int64, len(verdicts))
+	var mode warp.Mode
+	err := svc.Store().View(ctx, func(tx warp.Tx) error {
+		for i, v := range verdicts {
+			n, err := tx.CountHeld(ctx, svc.Policy().Bounds(v, now))
+			if err != nil {
+				return fmt.Errorf("count %s leases: %w", v, err)
+			}
+			counts[i] = n
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.Warn("metrics: scrape claimed leases", "err", err)
+		ch <- prometheus.NewInvalidMetric(c.claimedDesc, err)
+	} else {
+		for i, v := range verdicts {
+			ch <- prometheus.MustNewConstMetric(c.claimedDesc, prometheus.GaugeValue, float64(counts[i]), string(v))
+		}
+	}
+	a, err := svc.Adoption(ctx, m.cfg.AdoptionWindow)
+	if err != nil {
+		m.log.Warn("metrics: scrape adoption", "err", err)
+		ch <- prometheus.NewInvalidMetric(c.hostsDesc, err)
+	} else {
+		byVersion := map[string]int{"1": 0, "2": 0}
+		for _, h := range a.Hosts {
+			byVersion[SchemaLabel(h.LastSchemaVersion)]++
+		}
+		for v, n := range byVersion {
+			ch <- prometheus.MustNewConstMetric(c.hostsDesc, prometheus.GaugeValue, float64(n), v)
+		}
+	}
+	if mode, err = svc.Mode(ctx); err != nil {
+		m.log.Warn("metrics: scrape mode", "err", err)
+		ch <- prometheus.NewInvalidMetric(c.modeDesc, err)
+		return
+	}
+	for _, md := range []warp.Mode{warp.ModeLegacy, warp.ModeTransition, warp.ModeActivity} {
+		v := 0.0
+		if md == mode {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.modeDesc, prometheus.GaugeValue, v, string(md))
+	}
+}
+
+// slogPrinter adapts a *slog.Logger to promhttp's Println logger.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.log.Error("metrics: " + fmt.Sprint(v...)) }
