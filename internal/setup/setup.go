@@ -43,9 +43,13 @@ type Options struct {
 	// ClaudeConfigDir is the user-scope Claude Code directory
 	// ($CLAUDE_CONFIG_DIR); "" → Home/.claude.
 	ClaudeConfigDir string
-	// Agents lists the other agents to wire besides Claude Code: "codex",
-	// "gemini", "cursor".
+	// Agents lists the other agents to wire besides Claude Code: "codex"
+	// (Home/.codex/hooks.json, or CodexHome/hooks.json), "gemini"
+	// (Home/.gemini/settings.json), "cursor" (Home/.cursor/hooks.json); with
+	// Project, the same names under DIR.
 	Agents []string
+	// CodexHome is $CODEX_HOME; "" → Home/.codex.
+	CodexHome string
 	// Watchdog is auto (default), systemd, cron or none.
 	Watchdog string
 	// Uninstall removes what setup adds instead of adding it.
