@@ -1,0 +1,679 @@
+package heartbeat_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
+)
+
+// Scaled time: ticks of 100 ms, staleness 600 ms, in-flight cap 1.5 s.
+var scaled = heartbeat.Durations{Interval: 100 * time.Millisecond, Staleness: 600 * time.Millisecond, InFlightMax: 1500 * time.Millisecond}
+
+type running struct {
+	t      *testing.T
+	loop   *heartbeat.Loop
+	dir    gyrumdir.Dir
+	reg    gyrumdir.Registry
+	cancel context.CancelFunc
+	done   chan struct{}
+	exit   heartbeat.Exit
+	err    error
+
+	mu     sync.Mutex
+	sleeps []time.Duration
+}
+
+func (r *running) sleepCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sleeps)
+}
+
+func (r *running) sleepLog() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.sleeps...)
+}
+
+// wait waits for the loop to end and returns its exit.
+func (r *running) wait() heartbeat.Exit {
+	r.t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("loop did not exit within 10 s")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		r.t.Fatalf("Run: %v", r.err)
+	}
+	return r.exit
+}
+
+func (r *running) state() gyrumdir.LoopState {
+	s, _ := r.dir.ReadState()
+	return s
+}
+
+func startLoop(t *testing.T, d gyrumdir.Dir, mod func(*heartbeat.Config)) *running {
+	t.Helper()
+	r := prepareLoop(t, d, mod)
+	r.start()
+	return r
+}
+
+// prepareLoop builds the loop without starting it, so server hooks can
+// refer to it before its first POST.
+func prepareLoop(t *testing.T, d gyrumdir.Dir, mod func(*heartbeat.Config)) *running {
+	t.Helper()
+	r := &running{t: t, dir: d, reg: gyrumdir.NewRegistry(t.TempDir()), done: make(chan struct{})}
+	cfg := heartbeat.Config{Dir: d, Registry: r.reg, Durations: scaled, Logger: slog.New(slog.DiscardHandler)}
+	cfg.Sleep = func(ctx context.Context, dur time.Duration) error {
+		r.mu.Lock()
+		r.sleeps = append(r.sleeps, dur)
+		r.mu.Unlock()
+		tm := time.NewTimer(dur)
+		defer tm.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tm.C:
+			return nil
+		}
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	loop, err := heartbeat.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.loop = loop
+	return r
+}
+
+func (r *running) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		defer close(r.done)
+		exit, err := r.loop.Run(ctx)
+		r.mu.Lock()
+		r.exit, r.err = exit, err
+		r.mu.Unlock()
+	}()
+	r.t.Cleanup(func() { cancel(); <-r.done })
+}
+
+// exited returns the exit so far ("" while running).
+func (r *running) exited() heartbeat.Exit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exit
+}
+
+// mark is a value set by a server hook and read by the test.
+type mark struct {
+	mu     sync.Mutex
+	n, aux int
+	set    bool
+}
+
+func (m *mark) put(n, aux int) {
+	m.mu.Lock()
+	m.n, m.aux, m.set = n, aux, true
+	m.mu.Unlock()
+}
+
+func (m *mark) get() (n, aux int, set bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n, m.aux, m.set
+}
+
+// assertUnregistered checks that the loop removed its pid file and
+// registry entry.
+func assertUnregistered(t *testing.T, r *running) {
+	t.Helper()
+	if _, err := r.dir.ReadPID(gyrumdir.LoopPIDFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("heartbeat.pid after exit: %v", err)
+	}
+	es, bad, err := r.reg.List()
+	if err != nil || len(es) != 0 || len(bad) != 0 {
+		t.Errorf("registry after exit: %v %v %v", es, bad, err)
+	}
+}
+
+func TestRegistersWhileRunning(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-reg", ws.claim("T-reg", "A"), parent)
+	r := startLoop(t, d, nil)
+	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	self, _ := proc.Self()
+	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err != nil || id != self {
+		t.Fatalf("heartbeat.pid: %v, %v, want %v", id, err, self)
+	}
+	es, _, _ := r.reg.List()
+	if len(es) != 1 || es[0].Identity() != self || es[0].Dir != d.Worktree || es[0].Ticket != "T-reg" {
+		t.Fatalf("registry: %+v", es)
+	}
+	b := ws.Beats()[0]
+	if b.Body.SchemaVersion == nil || *b.Body.SchemaVersion != 2 || b.Body.Epoch != 1 || b.Body.ActivityAgeS == nil || b.Status != 200 {
+		t.Fatalf("first heartbeat: %+v", b)
+	}
+	// SIGTERM (the context) ends the loop and cleans up.
+	r.cancel()
+	if exit := r.wait(); exit != heartbeat.ExitSignal {
+		t.Fatalf("exit %q, want signal", exit)
+	}
+	assertUnregistered(t, r)
+	if st := r.state(); st.LastOutcome != "exit: signal" || st.Posts < 2 {
+		t.Fatalf("state: %+v", st)
+	}
+}
+
+func TestOrphanExitsWithinOneTick(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	d := worktree(t, ws, "T-orphan", ws.claim("T-orphan", "A"), parent)
+	r := prepareLoop(t, d, nil)
+	var killed mark
+	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+		if n == 3 { // the agent dies while the loop's third POST is in flight
+			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
+			killed.put(n, r.sleepCount())
+		}
+	})
+	r.start()
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q, want parent-exited", exit)
+	}
+	killedAt, sleepsAtKill, _ := killed.get()
+	after := ws.Beats()[killedAt:]
+	if len(after) != 1 || after[0].Body.Exit != "parent-exited" || after[0].Status != 200 {
+		t.Fatalf("after the kill the server got %+v, want exactly one exit report", after)
+	}
+	if n := r.sleepCount() - sleepsAtKill; n != 1 {
+		t.Fatalf("loop slept %d times after the kill, want 1 (exit on the next tick)", n)
+	}
+	assertUnregistered(t, r)
+	if l := ws.lease("T-orphan"); l.Exit != "parent-exited" {
+		t.Fatalf("server lease exit %q", l.Exit)
+	}
+	// Nothing else arrives later.
+	n := ws.count()
+	time.Sleep(3 * scaled.Interval)
+	if ws.count() != n {
+		t.Fatal("heartbeats after the loop exited")
+	}
+}
+
+func TestRecycledParentPIDIsDead(t *testing.T) {
+	ws := newWarp(t)
+	_, live := watched(t)
+	// A live pid with the wrong start time is what a recycled pid looks like.
+	d := worktree(t, ws, "T-reuse", ws.claim("T-reuse", "A"), proc.Identity{PID: live.PID, StartTime: live.StartTime + 1})
+	r := startLoop(t, d, nil)
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q, want parent-exited", exit)
+	}
+	bs := ws.Beats()
+	if len(bs) != 1 || bs[0].Body.Exit != "parent-exited" {
+		t.Fatalf("server got %+v, want only the exit report", bs)
+	}
+	if !live.Alive() {
+		t.Fatal("the process that owns the pid was harmed")
+	}
+	assertUnregistered(t, r)
+}
+
+func TestWedgedAgentStopsAndResumes(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-wedged", ws.claim("T-wedged", "A"), parent)
+	r := startLoop(t, d, nil)
+	waitFor(t, "three stale skips", func() bool { return r.state().Skips >= 3 })
+	n := ws.count()
+	if n < 2 {
+		t.Fatalf("only %d heartbeats before going stale", n)
+	}
+	for _, b := range ws.Beats() {
+		if age := *b.Body.ActivityAgeS; age > scaled.Staleness.Seconds()+0.05 && b.Body.Exit == "" {
+			t.Errorf("heartbeat with age %.3fs past the %.1fs limit", age, scaled.Staleness.Seconds())
+		}
+	}
+	skips := r.state().Skips
+	waitFor(t, "three more skips", func() bool { return r.state().Skips >= skips+3 })
+	if ws.count() != n {
+		t.Fatalf("heartbeats went on while stale: %d, then %d", n, ws.count())
+	}
+	if st := r.state(); st.LastOutcome != "skipped-stale" {
+		t.Fatalf("state %+v", st)
+	}
+	// The hook touches last-activity: POSTs resume.
+	touched := time.Now()
+	if err := d.TouchActivity(touched); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "heartbeats to resume", func() bool { return len(ws.answered()) > n })
+	b := ws.answered()[n]
+	if *b.Body.ActivityAgeS > scaled.Staleness.Seconds() || b.Status != 200 {
+		t.Fatalf("resumed heartbeat %+v", b)
+	}
+	if l := ws.lease("T-wedged"); l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
+		t.Fatalf("server last_activity_at %v, before the touch at %v", l.LastActivityAt, touched)
+	}
+}
+
+func TestLongToolCallCountsUntilTheCap(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-long", ws.claim("T-long", "A"), parent)
+	old := time.Now().Add(-time.Hour)
+	d.TouchActivity(old) // already stale
+	start := time.Now()
+	if err := d.StartInFlight("toolu_long", "Bash", start); err != nil {
+		t.Fatal(err)
+	}
+	r := startLoop(t, d, nil)
+	waitFor(t, "stale skips after the cap", func() bool { return r.state().Skips >= 3 })
+	bs := ws.Beats()
+	past := 0
+	for _, b := range bs {
+		if b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
+			t.Fatalf("heartbeat while in flight: %+v", b.Body)
+		}
+		if b.At.Sub(start) > scaled.Staleness {
+			past++
+		}
+	}
+	if past < 3 {
+		t.Fatalf("%d heartbeats past the staleness limit, want the long step to keep POSTing", past)
+	}
+	n := ws.count()
+	skips := r.state().Skips
+	waitFor(t, "more skips", func() bool { return r.state().Skips >= skips+3 })
+	if ws.count() != n {
+		t.Fatal("heartbeats after the in-flight cap")
+	}
+	if l := ws.lease("T-long"); !l.LastActivityAt.After(start.Add(scaled.Staleness)) {
+		t.Fatalf("server credited activity only up to %v (step started %v)", l.LastActivityAt, start)
+	}
+	// PostToolUse at last: removes the marker, touches, POSTs resume.
+	d.EndInFlight("toolu_long")
+	d.TouchActivity(time.Now())
+	waitFor(t, "heartbeats to resume", func() bool { return ws.count() > n })
+	if b := ws.Beats()[n]; b.Body.InFlight != "" {
+		t.Fatalf("in_flight after the call ended: %q", b.Body.InFlight)
+	}
+}
+
+func TestDeclaredWaitCounts(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-wait", ws.claim("T-wait", "A"), parent)
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	now := time.Now()
+	d.WriteWait(gyrumdir.Wait{Reason: "CI", DeclaredAt: now, Until: now.Add(time.Hour)})
+	r := startLoop(t, d, nil)
+	waitFor(t, "skips after the cap", func() bool { return r.state().Skips >= 2 })
+	for _, b := range ws.Beats() {
+		if b.Body.InFlight != "wait: CI" || *b.Body.ActivityAgeS != 0 {
+			t.Fatalf("heartbeat during the wait: %+v", b.Body)
+		}
+	}
+	if ws.count() < 3 {
+		t.Fatalf("only %d heartbeats during the wait", ws.count())
+	}
+}
+
+func TestEndedElsewhereExitsOn410(t *testing.T) {
+	for _, how := range []string{"complete", "release"} {
+		t.Run(how, func(t *testing.T) {
+			ws := newWarp(t)
+			_, parent := watched(t)
+			id := "T-" + how
+			epoch := ws.claim(id, "A")
+			d := worktree(t, ws, id, epoch, parent)
+			r := prepareLoop(t, d, nil)
+			var ended mark
+			ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+				if n != 2 {
+					return
+				}
+				var err error
+				if how == "complete" {
+					_, err = ws.svc.Complete(context.Background(), id, epoch, "https://example.com/pr/1")
+				} else {
+					_, err = ws.svc.Release(context.Background(), id, epoch, "operator")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				ended.put(n, r.sleepCount())
+			})
+			r.start()
+			if exit := r.wait(); exit != heartbeat.ExitLeaseEnded {
+				t.Fatalf("exit %q, want lease-ended", exit)
+			}
+			at, sleepsAt, _ := ended.get()
+			after := ws.Beats()[at-1:]
+			if len(after) != 1 || after[0].Status != http.StatusGone {
+				t.Fatalf("beats from the ending one on: %+v, want a single 410", after)
+			}
+			if r.sleepCount() != sleepsAt {
+				t.Fatalf("loop slept %d more times after the 410", r.sleepCount()-sleepsAt)
+			}
+			assertUnregistered(t, r)
+		})
+	}
+}
+
+func TestReclaimedElsewhereExitsOn409(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	epoch := ws.claim("T-steal", "A")
+	d := worktree(t, ws, "T-steal", epoch, parent)
+	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+		if n == 2 {
+			ws.svc.Release(context.Background(), "T-steal", epoch, "operator")
+			ws.claim("T-steal", "B")
+		}
+	})
+	r := startLoop(t, d, nil)
+	if exit := r.wait(); exit != heartbeat.ExitStaleEpoch {
+		t.Fatalf("exit %q, want stale-epoch", exit)
+	}
+	bs := ws.Beats()
+	if last := bs[len(bs)-1]; last.Status != http.StatusConflict || len(bs) != 2 {
+		t.Fatalf("beats %+v, want the second answered 409 and nothing after", bs)
+	}
+	if l := ws.lease("T-steal"); l.Agent != "B" || l.Epoch != epoch+1 || !l.Held() {
+		t.Fatalf("new lease disturbed: %+v", l)
+	}
+}
+
+func TestServerDownBacksOffAndCreditsActivity(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-down", ws.claim("T-down", "A"), parent)
+	r := startLoop(t, d, func(c *heartbeat.Config) {
+		c.Durations.Staleness = 30 * time.Second // the outage must not look like a wedge
+	})
+	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	ws.down()
+	sleepsAtDown := r.sleepCount()
+	waitFor(t, "a failed POST", func() bool { return r.state().Failures >= 1 })
+	touched := time.Now()
+	d.TouchActivity(touched) // the agent works on during the outage
+	waitFor(t, "four failed POSTs", func() bool { return r.state().Failures >= 4 })
+	n := ws.count()
+	ws.up()
+	waitFor(t, "heartbeats to resume", func() bool {
+		bs := ws.answered()
+		return len(bs) > n && bs[len(bs)-1].Status == 200
+	})
+	if r.exited() != "" {
+		t.Fatalf("loop exited during the outage: %q", r.exited())
+	}
+	// Backoff: the waits after failures grow, never beyond four intervals.
+	sl := r.sleepLog()[sleepsAtDown:]
+	longest := time.Duration(0)
+	for _, s := range sl {
+		longest = max(longest, s)
+		if s > 4*scaled.Interval {
+			t.Fatalf("wait %v exceeds four intervals", s)
+		}
+	}
+	if longest < 3*scaled.Interval {
+		t.Fatalf("longest wait during the outage %v, want backoff towards 4 intervals (waits %v)", longest, sl)
+	}
+	// The server credits the activity that happened while it was down.
+	l := ws.lease("T-down")
+	if l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
+		t.Fatalf("last_activity_at %v, before the touch during the outage at %v", l.LastActivityAt, touched)
+	}
+	b := ws.Beats()[n]
+	if *b.Body.ActivityAgeS <= 0 {
+		t.Fatalf("first heartbeat after the outage reports age %v, want the time since the touch", *b.Body.ActivityAgeS)
+	}
+	// And the wait is back to one interval.
+	waitFor(t, "a normal wait", func() bool {
+		s := r.sleepLog()
+		return len(s) > 0 && s[len(s)-1] <= scaled.Interval*11/10
+	})
+}
+
+func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	d := worktree(t, ws, "T-old", ws.claim("T-old", "A"), parent)
+	// An old server: it rejects schema_version 2 the way warp does for an
+	// unknown version; v1 bodies reach the real server.
+	ws.setAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+		if b.SchemaVersion == nil {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"code":"unsupported_schema_version","message":"schema_version 2 is not supported"}}`))
+		return true
+	})
+	r := startLoop(t, d, nil)
+	waitFor(t, "four heartbeats", func() bool { return len(ws.answered()) >= 4 })
+	bs := ws.answered()
+	if bs[0].Body.SchemaVersion == nil || bs[0].Status != 400 {
+		t.Fatalf("first heartbeat %+v, want a rejected v2", bs[0])
+	}
+	for _, b := range bs[1:] {
+		if b.Body.SchemaVersion != nil || b.Status != 200 || b.Body.Ticket != "T-old" {
+			t.Fatalf("after the fallback: %+v, want v1 bodies only", b)
+		}
+	}
+	if l := ws.lease("T-old"); l.SchemaVersion != 1 {
+		t.Fatalf("server saw schema %d", l.SchemaVersion)
+	}
+	// The checks stay: the agent's death still ends the loop, with no
+	// exit report (v1 has none).
+	n := ws.count()
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q", exit)
+	}
+	for _, b := range ws.Beats()[n:] {
+		if b.Body.Exit != "" || b.Body.SchemaVersion != nil {
+			t.Fatalf("after death: %+v", b)
+		}
+	}
+	if st := r.state(); st.SchemaVersion != 1 {
+		t.Fatalf("state schema %d, want 1", st.SchemaVersion)
+	}
+}
+
+func TestV1LoopBehavesLikeThePreADRLoop(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	epoch := ws.claim("T-v1", "A")
+	d := worktree(t, ws, "T-v1", epoch, parent)
+	d.TouchActivity(time.Now().Add(-time.Hour)) // stale: a v1 loop does not care
+	r := startLoop(t, d, func(c *heartbeat.Config) { c.SchemaVersion = 1 })
+	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
+	os.Remove(d.File(gyrumdir.LeaseFile))
+	ws.svc.Complete(context.Background(), "T-v1", epoch, "")
+	n := ws.count()
+	waitFor(t, "three more heartbeats", func() bool { return len(ws.answered()) >= n+3 })
+	for _, b := range ws.answered() {
+		if b.Body.SchemaVersion != nil || b.Body.Exit != "" {
+			t.Fatalf("v1 loop sent %+v", b.Body)
+		}
+	}
+	if bs := ws.answered(); bs[len(bs)-1].Status != http.StatusGone {
+		t.Fatalf("spam after completion answered %d, want 410", bs[len(bs)-1].Status)
+	}
+	if r.exited() != "" {
+		t.Fatal("v1 loop exited by itself")
+	}
+	r.cancel()
+	if exit := r.wait(); exit != heartbeat.ExitSignal {
+		t.Fatalf("exit %q", exit)
+	}
+	assertUnregistered(t, r)
+}
+
+func TestWorktreeGone(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-gone", ws.claim("T-gone", "A"), parent)
+	r := startLoop(t, d, nil)
+	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	// rm -rf may race the loop's state write: retry like a user would.
+	waitFor(t, "the worktree to be deleted", func() bool { return os.RemoveAll(d.Worktree) == nil })
+	if exit := r.wait(); exit != heartbeat.ExitWorktreeGone {
+		t.Fatalf("exit %q, want worktree-gone", exit)
+	}
+	bs := ws.Beats()
+	if last := bs[len(bs)-1]; last.Body.Exit != "worktree-gone" {
+		t.Fatalf("last heartbeat %+v, want the exit report", last.Body)
+	}
+	reports := 0
+	for _, b := range bs {
+		if b.Body.Exit != "" {
+			reports++
+		}
+	}
+	if reports != 1 {
+		t.Fatalf("%d exit reports", reports)
+	}
+	if _, err := os.Stat(d.Worktree); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the loop recreated the deleted worktree")
+	}
+	es, _, _ := r.reg.List()
+	if len(es) != 0 {
+		t.Fatalf("registry %v", es)
+	}
+}
+
+func TestExitReportRetriedOnceOnly(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	d := worktree(t, ws, "T-retry", ws.claim("T-retry", "A"), parent)
+	ws.setAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+		if b.Exit == "" {
+			return false
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	})
+	r := startLoop(t, d, nil)
+	waitFor(t, "a heartbeat", func() bool { return ws.count() >= 1 })
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q", exit)
+	}
+	reports := 0
+	for _, b := range ws.Beats() {
+		if b.Body.Exit != "" {
+			reports++
+		}
+	}
+	if reports != 2 {
+		t.Fatalf("%d exit report attempts, want 2 (one retry)", reports)
+	}
+}
+
+func TestCorruptLeaseSkipsAndSuperseded(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-c", ws.claim("T-c", "A"), parent)
+	r := startLoop(t, d, nil)
+	waitFor(t, "a heartbeat", func() bool { return ws.count() >= 1 })
+	good, _ := os.ReadFile(d.File(gyrumdir.LeaseFile))
+	os.WriteFile(d.File(gyrumdir.LeaseFile), []byte("{torn"), 0o600)
+	waitFor(t, "a corrupt-lease skip", func() bool { return r.state().LastOutcome == "corrupt-lease" })
+	n := ws.count()
+	skips := r.state().Skips
+	waitFor(t, "more skips", func() bool { return r.state().Skips >= skips+2 })
+	if ws.count() != n {
+		t.Fatal("heartbeats with a corrupt lease.json")
+	}
+	if !strings.Contains(r.state().LastError, "lease.json") {
+		t.Fatalf("state error %q does not name the file", r.state().LastError)
+	}
+	os.WriteFile(d.File(gyrumdir.LeaseFile), good, 0o600)
+	waitFor(t, "heartbeats to resume", func() bool { return ws.count() > n })
+	// A newer start-work wrote another lease: this loop leaves quietly.
+	l, _ := d.ReadLease()
+	l.Epoch++
+	d.WriteLease(l)
+	if exit := r.wait(); exit != heartbeat.ExitSuperseded {
+		t.Fatalf("exit %q", exit)
+	}
+}
+
+func TestRefusesSecondLoop(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-two", ws.claim("T-two", "A"), parent)
+	_, other := watched(t)
+	d.WritePID(gyrumdir.LoopPIDFile, other) // a live loop of another process
+	reg := gyrumdir.NewRegistry(t.TempDir())
+	loop, err := heartbeat.New(heartbeat.Config{Dir: d, Registry: reg, Durations: scaled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background()); !errors.Is(err, heartbeat.ErrAlreadyRunning) {
+		t.Fatalf("got %v, want ErrAlreadyRunning", err)
+	}
+	if id, _ := d.ReadPID(gyrumdir.LoopPIDFile); id != other {
+		t.Fatal("the other loop's pid file was replaced")
+	}
+	if es, _, _ := reg.List(); len(es) != 0 {
+		t.Fatalf("registered anyway: %v", es)
+	}
+	if ws.count() != 0 {
+		t.Fatal("POSTed anyway")
+	}
+}
+
+func TestNewRefusesBadFiles(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-bad", 1, parent)
+	os.WriteFile(d.File(gyrumdir.ParentPIDFile), []byte("garbage"), 0o600)
+	if _, err := heartbeat.New(heartbeat.Config{Dir: d}); !errors.Is(err, gyrumdir.ErrCorrupt) {
+		t.Fatalf("corrupt parent pid: got %v", err)
+	}
+	os.Remove(d.File(gyrumdir.ParentPIDFile))
+	if _, err := heartbeat.New(heartbeat.Config{Dir: d}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing parent pid: got %v", err)
+	}
+	// A v1 loop does not watch a process.
+	if _, err := heartbeat.New(heartbeat.Config{Dir: d, SchemaVersion: 1}); err != nil {
+		t.Fatalf("v1 without parent pid: %v", err)
+	}
+	os.Remove(d.File(gyrumdir.LeaseFile))
+	if _, err := heartbeat.New(heartbeat.Config{Dir: d, SchemaVersion: 1}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing lease: got %v", err)
+	}
+	if _, err := heartbeat.New(heartbeat.Config{Dir: d, SchemaVersion: 3}); err == nil {
+		t.Fatal("schema 3 accepted")
+	}
+}
