@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -63,5 +64,7 @@ func resolveDir(pid int, dir string) string {
 	if err != nil {
 		return dir
 	}
+	// The kernel marks a directory removed since with this suffix.
+	cwd = strings.TrimSuffix(cwd, " (deleted)")
 	return filepath.Join(cwd, dir)
 }

@@ -208,9 +208,15 @@ func judgeEntry(o Options, e gyrumdir.Entry) (Loop, bool) {
 	}
 	dir, ok := LoopDir(argv)
 	if ok && !filepath.IsAbs(dir) {
-		dir = resolveDir(e.PID, dir)
+		// The entry was written by the loop itself with its absolute
+		// worktree; a relative --dir matches when it resolves there, or,
+		// once the directory it was resolved against is gone, when it ends
+		// the entry's path.
+		ok = sameDir(resolveDir(e.PID, dir), e.Dir) || endsWithPath(e.Dir, dir)
+	} else if ok {
+		ok = sameDir(dir, e.Dir)
 	}
-	if !ok || filepath.Clean(dir) != filepath.Clean(e.Dir) {
+	if !ok {
 		return removeEntry(o, l, fmt.Sprintf("pid runs something else, not a gyrum heartbeat run of this dir: %s", clip(strings.Join(argv, " ")))), false
 	}
 	return judgeLoop(e.Identity(), e.Dir, e.Ticket, SourceRegistry)
@@ -341,6 +347,25 @@ func LoopDir(argv []string) (dir string, ok bool) {
 		return "", false
 	}
 	return dir, true
+}
+
+// sameDir reports whether a and b name one directory: equal paths, or
+// paths that resolve to the same place through symlinks (a relative --dir
+// resolved against /proc/PID/cwd comes back physical).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+// endsWithPath reports whether the relative path rel names the last
+// elements of abs.
+func endsWithPath(abs, rel string) bool {
+	abs, rel = filepath.Clean(abs), filepath.Clean(rel)
+	return rel == "." || strings.HasSuffix(abs, string(filepath.Separator)+rel)
 }
 
 // inside reports whether path is root or below it.

@@ -461,3 +461,61 @@ func TestSweepEmptyRegistry(t *testing.T) {
 		t.Errorf("empty sweep: %+v", rep)
 	}
 }
+
+// A loop started with a relative --dir, from a directory reached through
+// a symlink, is still recognised as the loop of its registry entry: the
+// /proc/PID/cwd it is resolved against is the physical path.
+func TestRelativeDirThroughSymlink(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("relative --dir is resolved through /proc/PID/cwd on Linux only")
+	}
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	os.MkdirAll(real, 0o755)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	wt := worktree(t, link, "wt-rel", "T-rel")
+	reg := gyrumdir.NewRegistry(filepath.Join(root, "home"))
+	bin := gyrumBin(t)
+
+	cmd := exec.Command(bin, "heartbeat", "run", "--dir", "wt-rel")
+	cmd.Dir = link
+	cmd.Env = append(os.Environ(), fakeLoopEnv+"=plain")
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	if line, _ := bufio.NewReader(pipe).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("loop not ready: %q", line)
+	}
+	id, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, reg, id, wt, "T-rel")
+	o := watchdog.Options{Registry: reg, Grace: 300 * time.Millisecond, Within: root}
+
+	rep, err := watchdog.Sweep(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := loopOf(t, rep, id.PID); l.Action != watchdog.ActionKept || l.Source != watchdog.SourceRegistry {
+		t.Fatalf("relative-dir loop: %+v, want kept from the registry", l)
+	}
+
+	os.RemoveAll(real)
+	rep, err = watchdog.Sweep(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := started{id: id, done: done}
+	waitExit(t, s, "relative-dir orphan")
+	if l := loopOf(t, rep, id.PID); l.Action != watchdog.ActionStopped {
+		t.Errorf("relative-dir orphan: %+v, want stopped", l)
+	}
+}
