@@ -60,10 +60,11 @@ type Config struct {
 	RecentLimit int
 	// Refresh is the period of the no-JavaScript page refresh.
 	Refresh time.Duration
-	// Coalesce, Ping and ClientBuffer tune the event stream (see BrokerConfig).
+	// Coalesce, Ping, ClientBuffer and WriteTimeout tune the event stream (see BrokerConfig).
 	Coalesce     time.Duration
 	Ping         time.Duration
 	ClientBuffer int
+	WriteTimeout time.Duration
 	// Logger receives page and stream errors; discarded when nil.
 	Logger *slog.Logger
 }
@@ -106,7 +107,7 @@ func New(svc *warp.Service, cfg Config) (*Dashboard, error) {
 	}
 	d.broker, err = NewBroker(BrokerConfig{
 		Load: svc.Ticket, Now: svc.Now, Coalesce: cfg.Coalesce, Ping: cfg.Ping,
-		ClientBuffer: cfg.ClientBuffer, Logger: d.log,
+		ClientBuffer: cfg.ClientBuffer, WriteTimeout: cfg.WriteTimeout, Logger: d.log,
 	})
 	if err != nil {
 		return nil, err

@@ -51,6 +51,9 @@ type ServeConfig struct {
 	Now func() time.Time
 	// Logger receives the server's log; discarded when nil.
 	Logger *slog.Logger
+	// Dashboard tunes the dashboard and its event stream (page size,
+	// coalescing, ping); zero values are the defaults. Its Logger is Logger.
+	Dashboard dashboard.Config
 }
 
 // DefaultServeConfig returns the documented defaults (DESIGN.md section 2).
@@ -130,7 +133,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.Service.Init(ctx); err != nil {
 		return fmt.Errorf("initialise database: %w", err)
 	}
-	m.Ops, err = dashboard.NewOps(m.Service, dashboard.Config{Logger: m.log}, metrics.Config{Logger: m.log})
+	dcfg := cfg.Dashboard
+	dcfg.Logger = m.log
+	m.Ops, err = dashboard.NewOps(m.Service, dcfg, metrics.Config{Logger: m.log})
 	if err != nil {
 		return err
 	}
