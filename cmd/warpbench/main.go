@@ -1,0 +1,72 @@
+// Command warpbench measures warp and gyrum on this machine and prints
+// markdown tables (see internal/bench):
+//
+//	go build -o bin/ ./cmd/... && go run ./cmd/warpbench [--large] [--json]
+//
+// --large adds the sweep over 1M active leases (minutes to load).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/gyrum-labs/warp/internal/bench"
+	"github.com/gyrum-labs/warp/internal/sim"
+)
+
+func main() {
+	var cfg bench.Config
+	var gyrum string
+	var large, asJSON bool
+	flag.StringVar(&gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
+	flag.BoolVar(&large, "large", false, "also sweep over 1M active leases (minutes to load)")
+	flag.BoolVar(&asJSON, "json", false, "print JSON instead of markdown")
+	flag.IntVar(&cfg.Requests, "requests", bench.DefaultRequests, "heartbeats per ingest target")
+	flag.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent load-generator clients")
+	flag.DurationVar(&cfg.MaxDuration, "max-duration", bench.DefaultMaxDuration, "time cap per ingest target")
+	flag.IntVar(&cfg.Execs, "execs", bench.DefaultExecs, "execs of touch-activity and of touch")
+	flag.IntVar(&cfg.Ticks, "ticks", bench.DefaultTicks, "heartbeats measured per loop")
+	flag.DurationVar(&cfg.TickInterval, "tick-interval", bench.DefaultTickInterval, "interval of both loops while measured")
+	flag.Parse()
+
+	if gyrum == "" {
+		if _, err := os.Stat("bin/gyrum"); err == nil {
+			gyrum = "bin/gyrum"
+		}
+	}
+	g, err := sim.FindGyrum(gyrum)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		os.Exit(2)
+	}
+	cfg.Gyrum = g
+	if large {
+		cfg.SweepSizes = append(append([]int{}, bench.DefaultSweepSizes...), bench.LargeSweepSize)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		os.Exit(1)
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	} else {
+		err = res.WriteMarkdown(os.Stdout, "go run ./cmd/warpbench "+strings.Join(os.Args[1:], " "))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// IngestResult is the load generator's view of one target.
+type IngestResult struct {
+	Target    string  `json:"target"`
+	Requests  int     `json:"requests"`
+	Errors    int     `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"per_second"`
+	P50Ms     float64 `json:"p50_ms"`
+	P90Ms     float64 `json:"p90_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+}
+
+// server is an HTTP server on 127.0.0.1:0 with its handler.
+type server struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+func serve(h http.Handler) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: listen: %w", err)
+	}
+	s := &server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+func (s *server) url() string { return "http://" + s.ln.Addr().String() }
+
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		s.srv.Close()
+	}
+	<-s.done
+}
+
+// warpServer is the real API on a SQLite file with n tickets B-1..B-n,
+// claimed (epoch 1) when claim is set.
+type warpServer struct {
+	*server
+	db  *sqlite.DB
+	svc *warp.Service
+}
+
+func startWarp(ctx context.Context, dir string, n int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
+	if err != nil {
+		return nil, err
+	}
+	svc, err := warp.NewService(db, warp.Config{})
+	if err == nil {
+		err = svc.Init(ctx)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("B-%d", i)
+		if _, err = svc.CreateTicket(ctx, warp.NewTicket{ID: id}); err == nil && claim {
+			_, err = svc.Claim(ctx, id, warp.ClaimRequest{Agent: "bench", Host: fmt.Sprintf("host-%d", i%50)})
+		}
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("bench: claim %s: %w", id, err)
+		}
+	}
+	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var h http.Handler = api
+	if wrap != nil {
+		h = wrap(h)
+	}
+	s, err := serve(h)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &warpServer{server: s, db: db, svc: svc}, nil
+}
+
+func (w *warpServer) close() {
+	w.server.close()
+	w.db.Close()
+}
+
+// noop answers every request as cheaply as a Go handler can, after reading
+// the body as any handler must.
+func noop() http.Handler {
+	body := []byte(`{"ticket":"B-1","epoch":1,"verdict":"active","mode":"transition","extended":true}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
+
+func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, error) {
+	dir := filepath.Join(root, "ingest")
+	if err := mkdir(dir); err != nil {
+		return nil, err
+	}
+	ws, err := startWarp(ctx, dir, cfg.IngestLeases, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	w, err := load(ctx, cfg, "warp (SQLite, POST /v1/heartbeat v2)", ws.url())
+	ws.close()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := serve(noop())
+	if err != nil {
+		return nil, err
+	}
+	n, err := load(ctx, cfg, "no-op Go handler", ns.url())
+	ns.close()
+	if err != nil {
+		return nil, err
+	}
+	return []IngestResult{w, n}, nil
+}
+
+// load runs the load generator against base: Concurrency clients send v2
+// heartbeats round-robin over IngestLeases tickets until Requests were
+// sent or MaxDuration passed, after a warm-up that is not measured.
+func load(ctx context.Context, cfg Config, target, base string) (IngestResult, error) {
+	tr := &http.Transport{MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency, IdleConnTimeout: time.Minute}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	bodies := make([][]byte, cfg.IngestLeases)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"schema_version":2,"ticket":"B-%d","epoch":1,"host":"host-%d","agent":"bench","activity_age_s":3.5}`, i+1, (i+1)%50)
+	}
+	post := func(i int64) (time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/heartbeat", bytes.NewReader(bodies[i%int64(len(bodies))]))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if resp.StatusCode != http.StatusOK {
+			return d, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return d, nil
+	}
+	run := func(total int, deadline time.Time) ([]time.Duration, int, time.Duration, error) {
+		var next atomic.Int64
+		var errs atomic.Int64
+		lat := make([][]time.Duration, cfg.Concurrency)
+		var firstErr error
+		var once sync.Once
+		var wg sync.WaitGroup
+		start := time.Now()
+		for c := range cfg.Concurrency {
+			wg.Go(func() {
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(total) || time.Now().After(deadline) || ctx.Err() != nil {
+						return
+					}
+					d, err := post(i)
+					if err != nil {
+						errs.Add(1)
+						once.Do(func() { firstErr = err })
+						continue
+					}
+					lat[c] = append(lat[c], d)
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		return all, int(errs.Load()), elapsed, firstErr
+	}
+	if _, _, _, err := run(min(500, cfg.Requests), time.Now().Add(cfg.MaxDuration)); err != nil {
+		return IngestResult{}, fmt.Errorf("bench: warm-up against %s: %w", target, err)
+	}
+	all, nerr, elapsed, firstErr := run(cfg.Requests, time.Now().Add(cfg.MaxDuration))
+	if ctx.Err() != nil {
+		return IngestResult{}, ctx.Err()
+	}
+	if len(all) == 0 {
+		return IngestResult{}, fmt.Errorf("bench: no request to %s succeeded: %w", target, errors.Join(firstErr))
+	}
+	slices.Sort(all)
+	return IngestResult{
+		Target: target, Requests: len(all), Errors: nerr, Seconds: elapsed.Seconds(),
+		PerSecond: float64(len(all)) / elapsed.Seconds(),
+		P50Ms:     ms(percentile(all, 0.50)), P90Ms: ms(percentile(all, 0.90)), P99Ms: ms(percentile(all, 0.99)),
+	}, nil
+}
+
+// percentile returns the nearest-rank q-quantile of sorted values.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// SweepResult is the cost of the expiry sweep over Active held leases.
+type SweepResult struct {
+	Active int `json:"active_leases"`
+	Due    int `json:"due_per_sweep"`
+	Sweeps int `json:"sweeps"`
+	// LoadSeconds is how long filling the database took (not part of the figure).
+	LoadSeconds float64 `json:"load_seconds"`
+	// A sweep that lapses Due leases: median and worst.
+	P50Ms float64 `json:"p50_ms"`
+	MaxMs float64 `json:"max_ms"`
+	// IdleMs is a sweep with nothing due: the cost every interval pays.
+	IdleMs float64 `json:"idle_ms"`
+}
+
+// clock is a settable clock for the service.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// loadBatch is the number of rows per transaction while filling.
+const loadBatch = 5000
+
+// benchSweep fills a SQLite database with n claimed tickets and their held
+// leases through the Store contract, the first Sweeps×Due of them due one
+// batch per second, the rest an hour away; then it sweeps once with nothing
+// due and Sweeps times with Due leases due each.
+func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResult, error) {
+	dir := filepath.Join(root, fmt.Sprintf("sweep-%d", n))
+	if err := mkdir(dir); err != nil {
+		return SweepResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
+	if err != nil {
+		return SweepResult{}, err
+	}
+	defer db.Close()
+	base := time.Date(2026, 5, 6, 22, 0, 0, 0, time.UTC)
+	clk := &clock{t: base}
+	pol := warp.DefaultPolicy()
+	pol.StartupGrace = 0 // no grace: every due lease is swept
+	svc, err := warp.NewService(db, warp.Config{Policy: pol, Now: clk.Now})
+	if err != nil {
+		return SweepResult{}, err
+	}
+	// Init before the load: it recomputes expiry over every held lease when
+	// the lease window is new, which would rewrite the schedule below.
+	if err := svc.Init(ctx); err != nil {
+		return SweepResult{}, err
+	}
+	start := time.Now()
+	for from := 0; from < n; from += loadBatch {
+		err := db.Update(ctx, func(tx warp.Tx) error {
+			for i := from; i < min(from+loadBatch, n); i++ {
+				id := fmt.Sprintf("S-%d", i)
+				if _, err := tx.CreateTicket(ctx, warp.Ticket{ID: id, State: warp.TicketClaimed, Epoch: 1, CreatedAt: base, UpdatedAt: base}); err != nil {
+					return err
+				}
+				exp := base.Add(time.Hour)
+				if i < cfg.Sweeps*cfg.Due {
+					exp = base.Add(time.Duration(i/cfg.Due+1) * time.Second)
+				}
+				l := warp.Lease{Ticket: id, Epoch: 1, Agent: "bench", Host: fmt.Sprintf("host-%d", i%50), State: warp.LeaseHeld,
+					ClaimedAt: base, LastHeartbeatAt: base, LastActivityAt: base, SchemaVersion: 2, FirstV2At: base,
+					RefreshedAt: base, ExpiresAt: exp}
+				if err := tx.InsertLease(ctx, l); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("bench: load %d leases: %w", n, err)
+		}
+		if ctx.Err() != nil {
+			return SweepResult{}, ctx.Err()
+		}
+	}
+	res := SweepResult{Active: n, Due: cfg.Due, Sweeps: cfg.Sweeps, LoadSeconds: time.Since(start).Seconds()}
+
+	clk.Set(base.Add(500 * time.Millisecond))
+	idle, err := svc.Sweep(ctx)
+	if err != nil {
+		return res, fmt.Errorf("bench: idle sweep: %w", err)
+	}
+	if len(idle.Lapsed) != 0 {
+		return res, fmt.Errorf("bench: idle sweep lapsed %d leases, want 0", len(idle.Lapsed))
+	}
+	res.IdleMs = ms(idle.Duration)
+	var ds []time.Duration
+	for k := range cfg.Sweeps {
+		clk.Set(base.Add(time.Duration(k+1)*time.Second + 500*time.Millisecond))
+		sr, err := svc.Sweep(ctx)
+		if err != nil {
+			return res, fmt.Errorf("bench: sweep: %w", err)
+		}
+		if len(sr.Lapsed) != cfg.Due {
+			return res, fmt.Errorf("bench: sweep %d lapsed %d leases, want %d", k, len(sr.Lapsed), cfg.Due)
+		}
+		ds = append(ds, sr.Duration)
+	}
+	slices.Sort(ds)
+	res.P50Ms, res.MaxMs = ms(percentile(ds, 0.5)), ms(ds[len(ds)-1])
+	return res, nil
+}
+
+func mkdir(d string) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
