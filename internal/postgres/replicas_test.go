@@ -1,0 +1,351 @@
+package postgres_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// The warp binary, built once per test run by the first test that needs it.
+var warpBin struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if warpBin.dir != "" {
+		os.RemoveAll(warpBin.dir)
+	}
+	os.Exit(code)
+}
+
+func warpBinary(t *testing.T) string {
+	t.Helper()
+	warpBin.once.Do(func() {
+		warpBin.dir, warpBin.err = os.MkdirTemp("", "warp-postgres-test-")
+		if warpBin.err != nil {
+			return
+		}
+		warpBin.path = filepath.Join(warpBin.dir, "warp")
+		cmd := exec.Command("go", "build", "-o", warpBin.path, "github.com/gyrum-labs/warp/cmd/warp")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			warpBin.err = fmt.Errorf("go build ./cmd/warp: %v\n%s", err, out)
+		}
+	})
+	if warpBin.err != nil {
+		t.Fatal(warpBin.err)
+	}
+	return warpBin.path
+}
+
+// syncBuffer collects a process's log lines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) WriteLine(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+	b.buf.WriteByte('\n')
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// warpProc is one running `warp serve`.
+type warpProc struct {
+	cmd    *exec.Cmd
+	url    string
+	log    *syncBuffer
+	done   chan struct{}
+	client *httpapi.Client
+}
+
+var listeningRE = regexp.MustCompile(`warp listening on (http://127\.0\.0\.1:\d+)`)
+
+// startWarp runs `warp serve --db dbURL --addr 127.0.0.1:0 args...` and
+// waits until it listens. The process is killed when the test ends.
+func startWarp(t *testing.T, dbURL string, args ...string) *warpProc {
+	t.Helper()
+	cmd := exec.Command(warpBinary(t), append([]string{"serve", "--db", dbURL, "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "WARP_TOKEN=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &warpProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.log.WriteLine(sc.Text())
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("log of warp pid %d:\n%s", cmd.Process.Pid, p.log.String())
+		}
+	})
+	select {
+	case p.url = <-found:
+	case <-p.done:
+		t.Fatalf("warp serve exited before listening: %s", p.log.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("warp serve not listening within 20s: %s", p.log.String())
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	p.client = httpapi.NewClient(p.url, "").WithHTTPClient(hc)
+	return p
+}
+
+func (p *warpProc) pid() int { return p.cmd.Process.Pid }
+
+// sweeper returns which of procs holds the sweep lock, from pg_locks and
+// the application_name each warp process gives its sessions; nil when none.
+func sweeper(t *testing.T, conn *pgx.Conn, procs ...*warpProc) *warpProc {
+	t.Helper()
+	names := make([]string, len(procs))
+	for i, p := range procs {
+		names[i] = "warp pid " + strconv.Itoa(p.pid())
+	}
+	var name string
+	err := conn.QueryRow(context.Background(), `SELECT a.application_name FROM pg_locks l
+		JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ANY($1)`, names).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		if n == name {
+			return procs[i]
+		}
+	}
+	return nil
+}
+
+func connect(t *testing.T, u string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func queryInt(t *testing.T, conn *pgx.Conn, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// Two warp processes on one database; 64 claimers spread over both claim
+// 500 tickets with claim-next and claim: exactly one holder each.
+func TestReplicasClaimEachTicketOnce(t *testing.T) {
+	_, u := newSchema(t)
+	a := startWarp(t, u, "--lease-window", "1h")
+	b := startWarp(t, u, "--lease-window", "1h")
+	ctx := context.Background()
+	const tickets, claimers = 500, 64
+	for i := range tickets {
+		if _, err := a.client.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: fmt.Sprintf("T-%03d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	holders := map[string][]string{}
+	var wg sync.WaitGroup
+	errc := make(chan error, claimers)
+	for c := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := []*httpapi.Client{a.client, b.client}[c%2]
+			agent := fmt.Sprintf("agent-%d", c)
+			rng := rand.New(rand.NewPCG(uint64(c), 11))
+			misses := 0
+			for {
+				var tk httpapi.Ticket
+				var err error
+				if c%4 == 3 {
+					tk, err = cl.Claim(ctx, fmt.Sprintf("T-%03d", rng.IntN(tickets)), httpapi.ClaimRequest{Agent: agent, Host: "h"})
+					if errors.Is(err, warp.ErrConflict) {
+						if misses++; misses%10 == 0 {
+							open, lerr := cl.ListTickets(ctx, httpapi.ListOptions{State: "open", Limit: 1})
+							if lerr != nil {
+								errc <- lerr
+								return
+							}
+							if len(open.Tickets) == 0 {
+								return
+							}
+						}
+						continue
+					}
+				} else {
+					tk, err = cl.ClaimNext(ctx, httpapi.ClaimNextRequest{Agent: agent, Host: "h"})
+					if errors.Is(err, warp.ErrNoOpenTicket) {
+						return
+					}
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				mu.Lock()
+				holders[tk.ID] = append(holders[tk.ID], agent)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatalf("claimer: %v", err)
+	}
+	if len(holders) != tickets {
+		t.Errorf("claimed %d distinct tickets, want %d", len(holders), tickets)
+	}
+	for id, hs := range holders {
+		if len(hs) != 1 {
+			t.Errorf("ticket %s claimed by %v, want exactly one holder", id, hs)
+		}
+	}
+	conn := connect(t, u)
+	if n := queryInt(t, conn, "SELECT count(*) FROM leases"); n != tickets {
+		t.Errorf("%d leases in the database, want %d", n, tickets)
+	}
+	if n := queryInt(t, conn, "SELECT count(*) FROM tickets WHERE state = 'claimed' AND epoch = 1"); n != tickets {
+		t.Errorf("%d tickets claimed at epoch 1, want %d", n, tickets)
+	}
+	if n := queryInt(t, conn, `SELECT count(*) FROM (SELECT ticket FROM events WHERE kind = 'claimed'
+		GROUP BY ticket HAVING count(*) = 1) x`); n != tickets {
+		t.Errorf("%d tickets with exactly one claimed event, want %d", n, tickets)
+	}
+	if n := queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'claimed'"); n != tickets {
+		t.Errorf("%d claimed events, want %d", n, tickets)
+	}
+}
+
+// Two warp processes with scaled-down durations: every lease lapses exactly
+// once while both run, one replica sweeps, and when it is SIGKILLed the
+// other expires the next due lease.
+func TestReplicasLapseOnceAndSurviveSweeperKill(t *testing.T) {
+	_, u := newSchema(t)
+	args := []string{"--lease-window", "500ms", "--sweep-interval", "100ms", "--startup-grace", "0s"}
+	a := startWarp(t, u, args...)
+	b := startWarp(t, u, args...)
+	ctx := context.Background()
+	conn := connect(t, u)
+	const n = 100
+	for i := range n {
+		cl := []*httpapi.Client{a.client, b.client}[i%2]
+		id := fmt.Sprintf("L-%03d", i)
+		if _, err := cl.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Claim(ctx, id, httpapi.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every lease to lapse", func() bool {
+		return queryInt(t, conn, "SELECT count(*) FROM leases WHERE state = 'lapsed'") == n
+	})
+	if k := queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'lapsed'"); k != n {
+		t.Errorf("%d lapsed events for %d leases, want one each", k, n)
+	}
+	if k := queryInt(t, conn, `SELECT count(*) FROM (SELECT ticket FROM events WHERE kind = 'lapsed'
+		GROUP BY ticket HAVING count(*) = 1) x`); k != n {
+		t.Errorf("%d tickets with exactly one lapsed event, want %d", k, n)
+	}
+	if k := queryInt(t, conn, "SELECT count(*) FROM tickets WHERE state = 'open'"); k != n {
+		t.Errorf("%d tickets reopened, want %d", k, n)
+	}
+
+	dead := sweeper(t, conn, a, b)
+	if dead == nil {
+		t.Fatal("no warp process holds the sweep lock (pg_locks)")
+	}
+	survivor := a
+	if dead == a {
+		survivor = b
+	}
+	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.done
+	t.Logf("SIGKILLed the sweeper, warp pid %d; pid %d stays", dead.pid(), survivor.pid())
+
+	if _, err := survivor.client.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: "NEXT"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survivor.client.Claim(ctx, "NEXT", httpapi.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the surviving replica to lapse the next due lease", func() bool {
+		return queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'lapsed' AND ticket = 'NEXT'") == 1
+	})
+	if got := sweeper(t, conn, a, b); got != survivor {
+		t.Errorf("sweep lock holder after the kill: got %v, want the survivor pid %d", got, survivor.pid())
+	}
+	// Three more sweeps (last_sweep moves each time) must not lapse it again.
+	var seen []string
+	waitFor(t, 10*time.Second, "three more sweeps", func() bool {
+		var v string
+		_ = conn.QueryRow(ctx, "SELECT value FROM meta WHERE key = $1", warp.MetaLastSweep).Scan(&v)
+		if len(seen) == 0 || seen[len(seen)-1] != v {
+			seen = append(seen, v)
+		}
+		return len(seen) > 3
+	})
+	if k := queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'lapsed' AND ticket = 'NEXT'"); k != 1 {
+		t.Errorf("NEXT has %d lapsed events, want 1", k)
+	}
+}
