@@ -1,0 +1,312 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/metrics"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warpcli"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+
+const adminToken = "metrics-test-admin"
+
+func startServer(t *testing.T) (*warpcli.Main, *clock, *httpapi.Client) {
+	t.Helper()
+	clk := &clock{t: t0}
+	cfg := warpcli.DefaultServeConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DB = filepath.Join(t.TempDir(), "warp.db")
+	cfg.Policy.StartupGrace = 0
+	cfg.SweepInterval = time.Hour // one sweep at start; the test sweeps itself
+	cfg.Now = clk.Now
+	cfg.AdminToken = adminToken
+	m := warpcli.NewMain(cfg)
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("start warp: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, clk, httpapi.NewClient(m.URL(), adminToken)
+}
+
+// scrape reads /metrics and returns every sample as "name{labels}" → value;
+// histograms give their _count and _sum.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: status %d", resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := name + labels(m)
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+labels(m)] = float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"+labels(m)] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+func labels(m *dto.Metric) string {
+	var ls []string
+	for _, l := range m.GetLabel() {
+		ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	sort.Strings(ls)
+	if len(ls) == 0 {
+		return ""
+	}
+	return "{" + strings.Join(ls, ",") + "}"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestMetricsAfterAKnownSequence drives warp through a sequence whose
+// every count is known and checks each series' value exactly.
+func TestMetricsAfterAKnownSequence(t *testing.T) {
+	m, clk, c := startServer(t)
+	ctx := context.Background()
+	// The job's first sweep runs at start; wait for it so the counts are exact.
+	deadline := time.Now().Add(10 * time.Second)
+	for scrape(t, m.URL())[metrics.NameSweeps] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the start sweep was not counted within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	claim := func(id, host string) {
+		t.Helper()
+		if _, err := c.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: id, Title: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Claim(ctx, id, httpapi.ClaimRequest{Agent: "O", Host: host}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb := func(r httpapi.HeartbeatRequest, wantCode string) {
+		t.Helper()
+		_, err := c.Heartbeat(ctx, r)
+		var apiErr *httpapi.APIError
+		switch {
+		case wantCode == "ok" && err != nil:
+			t.Fatalf("heartbeat %+v: %v", r, err)
+		case wantCode != "ok" && (!errors.As(err, &apiErr) || apiErr.Code != wantCode):
+			t.Fatalf("heartbeat %+v: got %v, want %s", r, err, wantCode)
+		}
+	}
+	v2 := func(id string, epoch int64, host string, age float64) httpapi.HeartbeatRequest {
+		return httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: epoch, Host: host, ActivityAgeS: ptr(age)}
+	}
+
+	for id, host := range map[string]string{"A": "alpha", "B": "beta", "C": "gamma", "D": "delta", "E": "delta"} {
+		claim(id, host)
+	}
+	clk.Advance(time.Minute)
+	hb(v2("A", 1, "alpha", 0), "ok")
+	// B is a v1 loop on the legacy path.
+	legacy, err := http.NewRequest(http.MethodPost, m.URL()+"/heartbeat", strings.NewReader(`{"ticket":"B","host":"beta","agent":"O"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(legacy)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("legacy heartbeat: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	exit := v2("C", 1, "gamma", 0)
+	exit.Exit = "parent-exited"
+	hb(exit, "ok")
+	hb(v2("NOPE", 1, "alpha", 0), "not_found")
+	hb(v2("A", 9, "alpha", 0), "stale_epoch")
+	hb(v2("A", 1, "alpha", -1), "invalid")
+	hb(httpapi.HeartbeatRequest{SchemaVersion: ptr(7), Ticket: "A"}, "unsupported_schema_version")
+	if _, err := c.Complete(ctx, "D", httpapi.CompleteRequest{Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	hb(v2("D", 1, "delta", 0), "lease_ended")
+	hb(httpapi.HeartbeatRequest{Ticket: "D", Host: "delta"}, "lease_ended")
+
+	clk.Advance(13 * time.Minute) // t0+14m
+	claim("H", "eta")
+	clk.Advance(6 * time.Minute) // t0+20m
+	claim("F", "alpha")
+	clk.Advance(11*time.Minute + time.Second) // t0+31m1s
+	hb(v2("H", 1, "eta", 17*60+1), "ok")      // alive, idle since its claim: stalled
+	claim("G", "beta")
+
+	res, err := m.Expiry.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Ops.OnSweep(res)
+	if len(res.Lapsed) != 4 || len(res.VerdictChanges) != 2 {
+		t.Fatalf("sweep: %d lapsed, %d verdict changes; want 4 and 2", len(res.Lapsed), len(res.VerdictChanges))
+	}
+
+	if _, err := c.SetMode(ctx, "activity", false); !errors.Is(err, warp.ErrAdoptionIncomplete) {
+		t.Fatalf("activity mode with a v1 host: got %v, want adoption incomplete", err)
+	}
+	if _, err := c.SetMode(ctx, "activity", true); err != nil {
+		t.Fatal(err)
+	}
+	hb(httpapi.HeartbeatRequest{Ticket: "G", Host: "beta"}, "ok") // recorded, not extended
+
+	got := scrape(t, m.URL())
+	want := map[string]float64{
+		`warp_heartbeats_total{outcome="ok",schema_version="2"}`:                                   3,
+		`warp_heartbeats_total{outcome="ok",schema_version="1"}`:                                   2,
+		`warp_heartbeats_total{outcome="not_found",schema_version="2"}`:                            1,
+		`warp_heartbeats_total{outcome="stale_epoch",schema_version="2"}`:                          1,
+		`warp_heartbeats_total{outcome="lease_ended",schema_version="2"}`:                          1,
+		`warp_heartbeats_total{outcome="lease_ended",schema_version="1"}`:                          1,
+		`warp_heartbeats_total{outcome="invalid",schema_version="other"}`:                          1,
+		`warp_heartbeats_total{outcome="unsupported_schema_version",schema_version="other"}`:       1,
+		`warp_heartbeats_not_extended_total{schema_version="1"}`:                                   1,
+		`warp_exit_reports_total{exit="parent-exited"}`:                                            1,
+		`warp_lapses_total{reason="no-activity"}`:                                                  2,
+		`warp_lapses_total{reason="no-heartbeat"}`:                                                 1,
+		`warp_lapses_total{reason="agent-exited"}`:                                                 1,
+		`warp_lapses_fallback_extended_total`:                                                      1,
+		`warp_sweep_due_leases`:                                                                    4,
+		`warp_sweeps_total`:                                                                        2,
+		`warp_sweep_errors_total`:                                                                  0,
+		`warp_sweep_duration_seconds_count`:                                                        2,
+		`warp_verdict_changes_total{from="active",to="silent"}`:                                    1,
+		`warp_verdict_changes_total{from="active",to="stalled"}`:                                   1,
+		`warp_claimed_leases{verdict="active"}`:                                                    1,
+		`warp_claimed_leases{verdict="stalled"}`:                                                   1,
+		`warp_claimed_leases{verdict="silent"}`:                                                    1,
+		`warp_claimed_leases{verdict="exited"}`:                                                    0,
+		`warp_hosts{schema_version="1"}`:                                                           1,
+		`warp_hosts{schema_version="2"}`:                                                           3,
+		`warp_mode{mode="activity"}`:                                                               1,
+		`warp_mode{mode="transition"}`:                                                             0,
+		`warp_mode{mode="legacy"}`:                                                                 0,
+		`warp_http_request_duration_seconds_count{code="200",route="POST /v1/heartbeat"}`:          4,
+		`warp_http_request_duration_seconds_count{code="200",route="POST /heartbeat"}`:             1,
+		`warp_http_request_duration_seconds_count{code="404",route="POST /v1/heartbeat"}`:          1,
+		`warp_http_request_duration_seconds_count{code="409",route="POST /v1/heartbeat"}`:          1,
+		`warp_http_request_duration_seconds_count{code="400",route="POST /v1/heartbeat"}`:          2,
+		`warp_http_request_duration_seconds_count{code="410",route="POST /v1/heartbeat"}`:          2,
+		`warp_http_request_duration_seconds_count{code="200",route="POST /v1/tickets/{id}/claim"}`: 8,
+		`warp_http_request_duration_seconds_count{code="201",route="POST /v1/tickets"}`:            8,
+		`warp_http_request_duration_seconds_count{code="409",route="PUT /v1/mode"}`:                1,
+		`warp_http_request_duration_seconds_count{code="200",route="PUT /v1/mode"}`:                1,
+	}
+	for k, w := range want {
+		v, ok := got[k]
+		if !ok {
+			t.Errorf("%s: missing", k)
+			continue
+		}
+		if v != w {
+			t.Errorf("%s: got %v, want %v", k, v, w)
+		}
+	}
+	// No other heartbeat outcome or verdict-change series exist.
+	for k := range got {
+		if (strings.HasPrefix(k, metrics.NameHeartbeats+"{") || strings.HasPrefix(k, metrics.NameVerdictChanges+"{") ||
+			strings.HasPrefix(k, metrics.NameLapses+"{")) && want[k] == 0 {
+			t.Errorf("unexpected series %s = %v", k, got[k])
+		}
+	}
+	if got[`warp_sweep_duration_seconds_sum`] <= 0 {
+		t.Errorf("sweep duration sum %v, want > 0", got[`warp_sweep_duration_seconds_sum`])
+	}
+	// /metrics needs the admin token.
+	resp, err = http.Get(m.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: got %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestRegistriesAreSeparate checks two servers in one process never share
+// series (no package-level registry).
+func TestRegistriesAreSeparate(t *testing.T) {
+	m1, _, _ := startServer(t)
+	m2, _, _ := startServer(t)
+	m1.Ops.Metrics.ObserveHeartbeat(2, "ok", "", true)
+	a, b := scrape(t, m1.URL()), scrape(t, m2.URL())
+	k := `warp_heartbeats_total{outcome="ok",schema_version="2"}`
+	if a[k] != 1 || b[k] != 0 {
+		t.Errorf("%s: server 1 has %v, server 2 has %v; want 1 and 0", k, a[k], b[k])
+	}
+	if m1.Ops.Metrics.Registry() == m2.Ops.Metrics.Registry() {
+		t.Error("two servers share a registry")
+	}
+}
+
+func TestSchemaLabelIsBounded(t *testing.T) {
+	for v, want := range map[int]string{0: "other", 1: "1", 2: "2", 3: "other", -1: "other", 1 << 30: "other"} {
+		if got := metrics.SchemaLabel(v); got != want {
+			t.Errorf("SchemaLabel(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	if _, err := metrics.New(nil, metrics.Config{}); err == nil {
+		t.Error("nil service accepted")
+	}
+	m, _, _ := startServer(t)
+	if _, err := metrics.New(m.Service, metrics.Config{AdoptionWindow: -time.Hour}); !errors.Is(err, warp.ErrInvalid) {
+		t.Errorf("negative window: got %v, want ErrInvalid", err)
+	}
+}
