@@ -1,0 +1,130 @@
+package gyrumcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+)
+
+func (a *App) completePRCommand() *cobra.Command {
+	var dir, pr string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "complete-pr [--dir D] [--pr URL]",
+		Short: "Stop the loop and complete the ticket with its lease's epoch",
+		Long: `complete-pr stops the worktree's loop (identity checked, SIGTERM, SIGKILL after
+5 s), completes the ticket on warp with the epoch of .gyrum/lease.json and
+removes the lease, pid files, in-flight markers and wait declaration (the log
+stays). When warp answers that the lease already ended (410) or belongs to
+someone else (409), that is reported (exit 1) and the local state is cleaned
+anyway; when warp cannot be reached, lease.json is kept so the command can be
+run again.`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			return a.finish(cmd.Context(), dir, true, pr, asJSON)
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().StringVar(&pr, "pr", "", "URL of the pull request that completes the ticket")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *App) releaseCommand() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "release [--dir D]",
+		Short: "Stop the loop and hand the ticket back (it becomes open again)",
+		Long: `release stops the worktree's loop like complete-pr, releases the lease on warp
+with its epoch and cleans .gyrum/. A lease that already ended (410) or was
+taken over (409) counts as released: the local state is cleaned and the
+answer reported. When warp cannot be reached, lease.json is kept so the
+command can be run again.`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			return a.finish(cmd.Context(), dir, false, "", asJSON)
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// FinishResult is what complete-pr and release print with --json.
+type FinishResult struct {
+	Ticket string  `json:"ticket"`
+	Epoch  int64   `json:"epoch"`
+	Action string  `json:"action"` // completed, released
+	Server string  `json:"server"` // "ok" or the error warp answered
+	Loop   stopped `json:"loop"`
+}
+
+func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL string, asJSON bool) error {
+	d, err := a.findDir(dirFlag)
+	if err != nil {
+		return err
+	}
+	lease, err := d.ReadLease()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			st, serr := a.stopLoop(ctx, d)
+			if serr != nil {
+				return serr
+			}
+			return fmt.Errorf("%s holds no lease (%s): nothing to end", d.Worktree, st)
+		}
+		return fmt.Errorf("%w: nothing was changed; fix or remove the file", err)
+	}
+	st, err := a.stopLoop(ctx, d)
+	if err != nil {
+		return err
+	}
+	client := a.client(lease.WarpURL)
+	res := FinishResult{Ticket: lease.Ticket, Epoch: lease.Epoch, Action: "released", Server: "ok", Loop: st}
+	if complete {
+		res.Action = "completed"
+		_, err = client.Complete(ctx, lease.Ticket, httpapi.CompleteRequest{Epoch: lease.Epoch, PRURL: prURL})
+	} else {
+		_, err = client.Release(ctx, lease.Ticket, httpapi.ReleaseRequest{Epoch: lease.Epoch, Reason: "released by agent"})
+	}
+	var refused error
+	if err != nil {
+		if !endedAlready(err) {
+			return fmt.Errorf("%s %s: %w (lease.json kept: run the command again)", verb(complete), lease.Ticket, err)
+		}
+		res.Server = message(err)
+		if complete {
+			refused = fmt.Errorf("warp refused to complete %s: %w (local state cleaned)", lease.Ticket, err)
+		}
+	}
+	if err := d.Clear(); err != nil {
+		return fmt.Errorf("clean %s: %w", d.Path, err)
+	}
+	if asJSON {
+		if err := writeJSON(a.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		note := ""
+		if res.Server != "ok" {
+			note = "; warp answered: " + res.Server
+		}
+		if _, err := fmt.Fprintf(a.Stdout, "%s %s (epoch %d); %s%s\n", res.Action, res.Ticket, res.Epoch, st, note); err != nil {
+			return err
+		}
+	}
+	return refused
+}
+
+func verb(complete bool) string {
+	if complete {
+		return "complete"
+	}
+	return "release"
+}

@@ -1,0 +1,251 @@
+package gyrumcli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
+)
+
+func (a *App) heartbeatCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "heartbeat",
+		Short: "Run, inspect or stop a worktree's heartbeat loop",
+	}
+	cmd.AddCommand(a.heartbeatRunCommand(), a.heartbeatStatusCommand(), a.heartbeatKillCommand())
+	return cmd
+}
+
+func (a *App) heartbeatRunCommand() *cobra.Command {
+	var dir string
+	var schema int
+	cmd := &cobra.Command{
+		Use:   "run [--dir D] [--schema-version 1|2]",
+		Short: "The activity-gated heartbeat loop (start-work spawns it)",
+		Long: `heartbeat run keeps the lease of the worktree's .gyrum/lease.json alive while the
+watched agent is alive and working. start-work spawns it detached; running it
+by hand is for debugging. It POSTs once at start, then every
+HEARTBEAT_INTERVAL_SECS (default 240, ±10 % jitter):
+
+  watched process (heartbeat.parent.pid) gone or its pid recycled
+                                 → one exit report "parent-exited", exit
+  .gyrum/lease.json gone         → one exit report "worktree-gone", exit
+  activity older than HEARTBEAT_ACTIVITY_STALENESS_SECS (default 900)
+                                 → skip this POST
+  otherwise                      → POST schema_version 2 with activity_age_s
+
+Activity age is the age of .gyrum/last-activity, or 0 while a tool call
+(.gyrum/in-flight/) or a 'gyrum wait' runs and is younger than
+HEARTBEAT_INFLIGHT_MAX_SECS (default 7200). Answers 404, 409 and 410 end the
+loop; network errors and 5xx are retried with a jittered backoff of up to
+four intervals; unsupported_schema_version switches to v1 bodies. SIGTERM
+ends it. It logs to .gyrum/heartbeat.log (rotated at 256 KiB) and records its
+latest outcome in .gyrum/heartbeat.state.
+
+--schema-version 1 runs a pre-ADR loop instead: a v1 body every interval,
+with no process or activity check, no exit report, answers ignored — an
+unmigrated host, for mixed fleets and the simulator. Only SIGTERM (release,
+complete-pr, heartbeat kill, the watchdog) ends it.`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if schema != 1 && schema != 2 {
+				return usageErrorf("--schema-version %d: want 1 or 2", schema)
+			}
+			return a.heartbeatRun(cmd.Context(), dir, schema)
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().IntVar(&schema, "schema-version", 2, "2: activity-gated; 1: the pre-ADR v1 loop")
+	return cmd
+}
+
+func (a *App) heartbeatRun(ctx context.Context, dirFlag string, schema int) error {
+	d, err := a.findDir(dirFlag)
+	if err != nil {
+		return err
+	}
+	lg, err := d.OpenLog(gyrumdir.DefaultLogMax)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	logger := slog.New(slog.NewTextHandler(lg, nil))
+	fail := func(err error) error {
+		logger.Error("loop cannot start", "err", err)
+		return err
+	}
+	dur, err := a.durations()
+	if err != nil {
+		return fail(err)
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return fail(err)
+	}
+	loop, err := heartbeat.New(heartbeat.Config{Dir: d, Registry: reg, Token: a.getenv("WARP_TOKEN"),
+		Durations: dur, SchemaVersion: schema, Logger: logger})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if _, err := loop.Run(ctx); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// LoopStatus is what heartbeat status and status report for one worktree.
+type LoopStatus struct {
+	Dir       string              `json:"dir"`
+	Ticket    string              `json:"ticket,omitempty"`
+	Epoch     int64               `json:"epoch,omitempty"`
+	WarpURL   string              `json:"warp_url,omitempty"`
+	LeaseErr  string              `json:"lease_error,omitempty"`
+	LoopPID   int                 `json:"loop_pid,omitempty"`
+	LoopAlive bool                `json:"loop_alive"`
+	ParentPID int                 `json:"parent_pid,omitempty"`
+	ParentOK  bool                `json:"parent_alive"`
+	ActivityS *float64            `json:"activity_age_s,omitempty"`
+	InFlight  string              `json:"in_flight,omitempty"`
+	LastPOST  *time.Time          `json:"last_post_at,omitempty"`
+	Outcome   string              `json:"last_outcome,omitempty"`
+	State     *gyrumdir.LoopState `json:"state,omitempty"`
+}
+
+// inspect reads everything gyrum knows locally about worktree d.
+func (a *App) inspect(d gyrumdir.Dir, loopPID int) LoopStatus {
+	s := LoopStatus{Dir: d.Worktree}
+	if l, err := d.ReadLease(); err == nil {
+		s.Ticket, s.Epoch, s.WarpURL = l.Ticket, l.Epoch, l.WarpURL
+	} else {
+		s.LeaseErr = err.Error()
+	}
+	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil {
+		s.LoopPID, s.LoopAlive = id.PID, id.Alive()
+	} else if loopPID != 0 {
+		s.LoopPID = loopPID
+	}
+	if id, err := d.ReadPID(gyrumdir.ParentPIDFile); err == nil {
+		s.ParentPID, s.ParentOK = id.PID, id.Alive()
+	}
+	dur, _ := heartbeat.DurationsFromEnv(a.getenv)
+	if dur.InFlightMax == 0 {
+		dur.InFlightMax = heartbeat.DefaultInFlightMax
+	}
+	if act, err := d.Activity(a.now(), dur.InFlightMax); err == nil {
+		age := act.Age.Seconds()
+		s.ActivityS, s.InFlight = &age, act.InFlight
+	}
+	if st, err := d.ReadState(); err == nil {
+		s.State, s.Outcome = &st, st.LastOutcome
+		if !st.LastPOSTAt.IsZero() {
+			t := st.LastPOSTAt
+			s.LastPOST = &t
+		}
+	}
+	return s
+}
+
+func (a *App) heartbeatStatusCommand() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--dir D] [--json]",
+		Short: "Show the worktree's lease, loop, watched process, activity and last POST",
+		Args:  cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			d, err := a.findDir(dir)
+			if err != nil {
+				return err
+			}
+			s := a.inspect(d, 0)
+			if asJSON {
+				return writeJSON(a.Stdout, s)
+			}
+			return a.printStatusLong(a.Stdout, s)
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *App) printStatusLong(w io.Writer, s LoopStatus) error {
+	lease := fmt.Sprintf("%s epoch %d (%s)", s.Ticket, s.Epoch, s.WarpURL)
+	if s.LeaseErr != "" {
+		lease = "none: " + s.LeaseErr
+	}
+	_, err := fmt.Fprintf(w, "dir       %s\nlease     %s\nloop      %s\nwatching  %s\nactivity  %s\nlast POST %s\n",
+		s.Dir, lease, pidState(s.LoopPID, s.LoopAlive), pidState(s.ParentPID, s.ParentOK),
+		activityText(s), a.postText(s))
+	return err
+}
+
+func pidState(pid int, alive bool) string {
+	switch {
+	case pid == 0:
+		return "none"
+	case alive:
+		return fmt.Sprintf("pid %d alive", pid)
+	}
+	return fmt.Sprintf("pid %d DEAD", pid)
+}
+
+func activityText(s LoopStatus) string {
+	if s.ActivityS == nil {
+		return "unknown"
+	}
+	if s.InFlight != "" {
+		return "0s (in flight: " + s.InFlight + ")"
+	}
+	return (time.Duration(*s.ActivityS * float64(time.Second))).Round(time.Second).String() + " ago"
+}
+
+func (a *App) postText(s LoopStatus) string {
+	if s.LastPOST == nil {
+		if s.Outcome != "" {
+			return "never (" + s.Outcome + ")"
+		}
+		return "never"
+	}
+	return fmt.Sprintf("%s ago (%s)", a.now().Sub(*s.LastPOST).Round(time.Second), s.Outcome)
+}
+
+func (a *App) heartbeatKillCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "kill [--dir D]",
+		Short: "Stop the worktree's loop (identity checked, SIGTERM, SIGKILL after 5 s); the lease stays",
+		Args:  cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			d, err := a.findDir(dir)
+			if err != nil {
+				return err
+			}
+			st, err := a.stopLoop(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.Stdout, st)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,182 @@
+package gyrumcli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/proc"
+)
+
+// DefaultStopGrace is how long a loop gets between SIGTERM and SIGKILL.
+const DefaultStopGrace = 5 * time.Second
+
+// registerTimeout bounds the wait for a spawned loop to register.
+const registerTimeout = 10 * time.Second
+
+// passedEnv returns the variables a spawned loop needs; App.Getenv's values
+// win over the process environment, so in-process tests configure the child.
+func passedEnv() []string {
+	return []string{"WARP_URL", "WARP_TOKEN", "GYRUM_HOME", "HOME", "GYRUM_AGENT", "GYRUM_HOST",
+		"HEARTBEAT_INTERVAL_SECS", "HEARTBEAT_ACTIVITY_STALENESS_SECS", "HEARTBEAT_INFLIGHT_MAX_SECS"}
+}
+
+func (a *App) childEnv() []string {
+	env := os.Environ()
+	if a.Getenv == nil {
+		return env
+	}
+	for _, k := range passedEnv() {
+		v := a.Getenv(k)
+		out := env[:0]
+		for _, kv := range env {
+			if !strings.HasPrefix(kv, k+"=") {
+				out = append(out, kv)
+			}
+		}
+		env = out
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// spawnLoop starts `gyrum heartbeat run --dir D` in a new session with
+// every standard stream on /dev/null, so whatever started gyrum (a hook, a
+// Bash tool call) is never held open, and waits until the loop has
+// registered (heartbeat.pid names it). A loop that exits or does not
+// register in time is reaped and reported with the tail of its log.
+func (a *App) spawnLoop(ctx context.Context, d gyrumdir.Dir, schema int) (proc.Identity, error) {
+	exe, err := a.executable()
+	if err != nil {
+		return proc.Identity{}, err
+	}
+	cmd := exec.Command(exe, "heartbeat", "run", "--dir", d.Worktree, "--schema-version", strconv.Itoa(schema))
+	cmd.Dir = "/"
+	cmd.Env = a.childEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return proc.Identity{}, fmt.Errorf("start the heartbeat loop: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaps the loop if it ends while gyrum runs
+	pid := cmd.Process.Pid
+	deadline := time.NewTimer(registerTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil && id.PID == pid {
+			return id, nil
+		}
+		select {
+		case err := <-exited:
+			return proc.Identity{}, fmt.Errorf("the heartbeat loop exited before registering (%v)%s", err, logTail(d))
+		case <-deadline.C:
+			_ = cmd.Process.Kill()
+			return proc.Identity{}, fmt.Errorf("the heartbeat loop did not register within %s%s", registerTimeout, logTail(d))
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return proc.Identity{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// logTail returns the last lines of heartbeat.log, formatted for an error.
+func logTail(d gyrumdir.Dir) string {
+	data, err := os.ReadFile(d.File(gyrumdir.LogFile))
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return "; its log says:\n  " + string(bytes.Join(lines, []byte("\n  ")))
+}
+
+// stopped says what stopLoop did.
+type stopped struct {
+	PID    int    `json:"pid,omitempty"`
+	Result string `json:"result"` // "none", "not running", "terminated", "killed"
+}
+
+func (s stopped) String() string {
+	switch s.Result {
+	case "none":
+		return "no loop"
+	case "not running":
+		return fmt.Sprintf("loop pid %d was not running", s.PID)
+	}
+	return fmt.Sprintf("loop pid %d %s", s.PID, s.Result)
+}
+
+func (a *App) stopGrace() time.Duration {
+	if a.StopGrace > 0 {
+		return a.StopGrace
+	}
+	return DefaultStopGrace
+}
+
+// stopLoop stops the loop named by d's heartbeat.pid: identity check (pid
+// and start time, and a command line of gyrum heartbeat run), SIGTERM,
+// SIGKILL after the grace period. It then removes the pid file and the
+// registry entry if the loop could not (SIGKILL). A pid file naming a dead
+// or recycled pid is just removed: that process is never signalled.
+func (a *App) stopLoop(ctx context.Context, d gyrumdir.Dir) (stopped, error) {
+	id, err := d.ReadPID(gyrumdir.LoopPIDFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return stopped{Result: "none"}, nil
+	}
+	if err != nil {
+		// Corrupt: nobody can be identified, nobody is signalled.
+		_ = os.Remove(d.File(gyrumdir.LoopPIDFile))
+		return stopped{Result: "none"}, nil
+	}
+	reg, rerr := a.registry()
+	cleanup := func() {
+		_, _ = d.RemovePIDIf(gyrumdir.LoopPIDFile, id)
+		if rerr == nil {
+			_, _ = reg.Remove(id)
+		}
+	}
+	if !id.Alive() {
+		cleanup()
+		return stopped{PID: id.PID, Result: "not running"}, nil
+	}
+	if !isLoop(id.PID) {
+		return stopped{PID: id.PID}, fmt.Errorf("pid %d in %s is not a gyrum heartbeat loop: not signalled",
+			id.PID, d.File(gyrumdir.LoopPIDFile))
+	}
+	res, err := proc.Stop(ctx, id, a.stopGrace())
+	cleanup()
+	if err != nil {
+		return stopped{PID: id.PID, Result: res.String()}, fmt.Errorf("stop loop pid %d: %w", id.PID, err)
+	}
+	return stopped{PID: id.PID, Result: res.String()}, nil
+}
+
+// isLoop reports whether process pid runs `... heartbeat run ...`.
+func isLoop(pid int) bool {
+	args, err := proc.Cmdline(pid)
+	if err != nil {
+		return false
+	}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "heartbeat" && args[i+1] == "run" {
+			return true
+		}
+	}
+	return false
+}

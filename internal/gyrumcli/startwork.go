@@ -1,0 +1,397 @@
+package gyrumcli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+type startWorkOptions struct {
+	next     bool
+	labels   []string
+	dir      string
+	worktree bool
+	agent    string
+	host     string
+	watchPID int
+	schema   int
+	json     bool
+}
+
+// StartResult is what start-work prints with --json.
+type StartResult struct {
+	Ticket     string `json:"ticket"`
+	Epoch      int64  `json:"epoch"`
+	Dir        string `json:"dir"`
+	Branch     string `json:"branch,omitempty"`
+	WarpURL    string `json:"warp_url"`
+	Agent      string `json:"agent"`
+	Host       string `json:"host"`
+	LoopPID    int    `json:"loop_pid"`
+	WatchedPID int    `json:"watched_pid"`
+	Watched    string `json:"watched"`     // executable name
+	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, parent, self
+}
+
+func (a *App) startWorkCommand() *cobra.Command {
+	var o startWorkOptions
+	cmd := &cobra.Command{
+		Use:   "start-work (TICKET | --next [--label L]) [flags] [-- CMD ARGS...]",
+		Short: "Claim a ticket, prepare .gyrum/ and spawn the heartbeat loop",
+		Long: `start-work claims TICKET (or, with --next, the oldest open ticket carrying every
+--label) and prepares the worktree's .gyrum/: lease.json, the watched agent
+process with its start time (heartbeat.parent.pid) and a fresh last-activity.
+It then spawns 'gyrum heartbeat run' detached (new session, every stream on
+/dev/null), waits until the loop has registered, and prints what it did.
+
+The worktree is the working directory, --dir D, or with --worktree a new git
+worktree of the repository holding --dir (or the working directory) at
+<root>/<repo>-<ticket> on a new branch gyrum/<ticket> (an existing branch of
+that name is checked out instead); root is GYRUM_WORKTREE_ROOT, else the
+repository's parent directory.
+
+The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
+whose executable is a known agent (claude, codex, gemini, cursor-agent, aider,
+or a match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work.
+
+With -- CMD ARGS... start-work runs CMD in the worktree as its child and
+watches itself; SIGINT, SIGTERM and SIGHUP are forwarded to CMD. However CMD
+ends, the loop is stopped and the lease released (only complete-pr completes a
+ticket), and start-work exits with CMD's code (128+N when a signal N killed
+it). Its summary then goes to stderr, so CMD's output stays its own.
+
+If anything fails after the claim, start-work undoes it: the loop is reaped,
+the lease released, the files and the new worktree removed.`,
+		Example: `  gyrum start-work T-42
+  gyrum start-work --next --label backend --worktree
+  gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
+  gyrum start-work T-42 -- claude -p "fix T-42"`,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			var child []string
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				child, args = args[dash:], args[:dash]
+				if len(child) == 0 {
+					return usageErrorf("nothing after --: give the command to run")
+				}
+			}
+			ticket := ""
+			switch {
+			case o.next && len(args) > 0:
+				return usageErrorf("give a TICKET or --next, not both")
+			case !o.next && len(args) != 1:
+				return usageErrorf("give one TICKET, or --next")
+			case !o.next:
+				ticket = args[0]
+				if !warp.ValidTicketID(ticket) {
+					return usageErrorf("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", ticket)
+				}
+				if len(o.labels) > 0 {
+					return usageErrorf("--label goes with --next")
+				}
+			}
+			if o.schema != 1 && o.schema != 2 {
+				return usageErrorf("--schema-version %d: want 1 or 2", o.schema)
+			}
+			if child != nil && o.watchPID != 0 {
+				return usageErrorf("--watch-pid and -- CMD exclude each other: with -- CMD gyrum watches itself")
+			}
+			if o.watchPID < 0 {
+				return usageErrorf("--watch-pid %d is not a pid", o.watchPID)
+			}
+			return a.startWork(cmd.Context(), o, ticket, child)
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.next, "next", false, "claim the oldest open ticket (with every --label)")
+	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
+	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
+	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
+	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
+	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
+	f.IntVar(&o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
+	f.IntVar(&o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// undo collects what start-work must take back if a later step fails.
+type undo []func()
+
+func (u *undo) add(f func()) { *u = append(*u, f) }
+
+func (u undo) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, child []string) (err error) {
+	// In wrapper mode a signal must never kill gyrum between the claim and
+	// CMD: it is held here and acted on once the loop is up.
+	var sigs chan os.Signal
+	if child != nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
+	if _, err := a.registry(); err != nil {
+		return err
+	}
+	if _, err := a.durations(); err != nil {
+		return err
+	}
+	base := o.dir
+	if base == "" {
+		if base, err = a.getwd(); err != nil {
+			return fmt.Errorf("working directory: %w", err)
+		}
+	}
+	if base, err = filepath.Abs(base); err != nil {
+		return err
+	}
+	if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		return usageErrorf("--dir %s is not a directory", base)
+	}
+	if !o.worktree {
+		if err := checkFree(base); err != nil {
+			return err
+		}
+	}
+	var watched Watched
+	if child != nil {
+		self, err := proc.Self()
+		if err != nil {
+			return err
+		}
+		watched = Watched{Identity: self, Name: "gyrum", How: "self"}
+	} else if watched, err = a.resolveWatched(o.watchPID); err != nil {
+		return err
+	}
+	agent := firstOf(o.agent, a.getenv("GYRUM_AGENT"))
+	host := firstOf(o.host, a.getenv("GYRUM_HOST"))
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+
+	client := a.client("")
+	var t httpapi.Ticket
+	if ticket != "" {
+		t, err = client.Claim(ctx, ticket, httpapi.ClaimRequest{Agent: agent, Host: host})
+	} else {
+		t, err = client.ClaimNext(ctx, httpapi.ClaimNextRequest{Agent: agent, Host: host, Labels: o.labels})
+	}
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if t.Lease == nil {
+		return fmt.Errorf("claim %s: the server answered without a lease", t.ID)
+	}
+	epoch := t.Lease.Epoch
+	var u undo
+	kept := false // set once the lease is in the hands of the loop (or of CMD)
+	defer func() {
+		if err != nil && !kept {
+			u.run()
+		}
+	}()
+	u.add(func() {
+		// Background: the claim must be undone even when ctx ended.
+		if _, rerr := client.Release(context.Background(), t.ID, httpapi.ReleaseRequest{Epoch: epoch, Reason: "start-work-failed"}); rerr != nil {
+			fmt.Fprintf(a.Stderr, "gyrum: could not release %s after the failure: %s\n", t.ID, message(rerr))
+		}
+	})
+
+	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: client.BaseURL(), Agent: agent, Host: host,
+		WatchedPID: watched.PID, Watched: watched.Name, WatchedHow: watched.How}
+	wt := base
+	if o.worktree {
+		plan, err := a.planWorktree(ctx, base, t.ID)
+		if err != nil {
+			return err
+		}
+		if err := addWorktree(ctx, plan); err != nil {
+			return err
+		}
+		u.add(func() { _ = removeWorktree(context.Background(), plan) })
+		wt, res.Branch = plan.Path, plan.Branch
+	}
+	res.Dir = wt
+
+	d, err := gyrumdir.Create(wt)
+	if err != nil {
+		return err
+	}
+	u.add(func() { _ = d.Clear() })
+	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: client.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt}
+	if err := d.WriteLease(lease); err != nil {
+		return err
+	}
+	if err := d.WritePID(gyrumdir.ParentPIDFile, watched.Identity); err != nil {
+		return err
+	}
+	if err := d.TouchActivity(a.now()); err != nil {
+		return err
+	}
+	loop, err := a.spawnLoop(ctx, d, o.schema)
+	if err != nil {
+		return err
+	}
+	res.LoopPID = loop.PID
+	u.add(func() { _, _ = a.stopLoop(context.Background(), d) })
+
+	out := a.Stdout
+	if child != nil {
+		out = a.Stderr
+	}
+	if err := printStart(out, res, o.json); err != nil {
+		return fmt.Errorf("print the result: %w", err)
+	}
+	if child == nil {
+		return nil
+	}
+	select {
+	case s := <-sigs:
+		return fmt.Errorf("interrupted by %v before starting %s", s, child[0])
+	default:
+	}
+	code, err := a.runChild(child, wt, sigs)
+	if err != nil {
+		return err // never started: undo everything
+	}
+	kept = true
+	a.endAfterChild(d, lease)
+	return &exitCode{code: code}
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkFree refuses a worktree that already holds a lease: its state is
+// somebody's, and start-work must not overwrite it.
+func checkFree(wt string) error {
+	d, err := gyrumdir.At(wt)
+	if err != nil {
+		return err
+	}
+	if !d.HasLease() {
+		return nil
+	}
+	l, err := d.ReadLease()
+	if err != nil {
+		return usageErrorf("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, wt)
+	}
+	state := "its loop is not running"
+	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil && id.Alive() {
+		state = fmt.Sprintf("its loop pid %d is running", id.PID)
+	}
+	return usageErrorf("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
+		wt, l.Ticket, l.Epoch, state, wt)
+}
+
+func printStart(w io.Writer, r StartResult, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	branch := ""
+	if r.Branch != "" {
+		branch = " (branch " + r.Branch + ")"
+	}
+	_, err := fmt.Fprintf(w, "claimed %s epoch %d\ndir     %s%s\nloop    pid %d, watching pid %d (%s, %s)\n",
+		r.Ticket, r.Epoch, r.Dir, branch, r.LoopPID, r.WatchedPID, r.Watched, r.WatchedHow)
+	return err
+}
+
+// runChild runs CMD in dir with gyrum's streams, forwarding signals, and
+// returns its exit code (128+N when signal N killed it). The error is for a
+// command that could not be started.
+func (a *App) runChild(args []string, dir string, sigs chan os.Signal) (int, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = a.childEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin(), a.Stdout, a.Stderr
+	if err := cmd.Start(); err != nil {
+		code := 126 // found but not runnable, as shells say
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return 0, &failure{err: fmt.Errorf("start %s: %w", args[0], err), code: code}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case s := <-sigs:
+			_ = cmd.Process.Signal(s)
+		case err := <-done:
+			return childCode(cmd, err), nil
+		}
+	}
+}
+
+func childCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return ExitError
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return ExitError
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// endAfterChild stops the loop and releases the lease once CMD ended,
+// unless CMD finished the lease itself (complete-pr, release).
+func (a *App) endAfterChild(d gyrumdir.Dir, lease gyrumdir.Lease) {
+	ctx := context.Background()
+	if st, err := a.stopLoop(ctx, d); err != nil {
+		fmt.Fprintf(a.Stderr, "gyrum: %v\n", err)
+	} else if st.Result == "killed" {
+		fmt.Fprintf(a.Stderr, "gyrum: %s\n", st)
+	}
+	cur, err := d.ReadLease()
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && (cur.Ticket != lease.Ticket || cur.Epoch != lease.Epoch)) {
+		return // ended by CMD
+	}
+	_, rerr := a.client(lease.WarpURL).Release(ctx, lease.Ticket, httpapi.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
+	if rerr != nil && !endedAlready(rerr) {
+		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, message(rerr), d.Worktree)
+		return
+	}
+	if err := d.Clear(); err != nil {
+		fmt.Fprintf(a.Stderr, "gyrum: clean %s: %v\n", d.Path, err)
+	}
+	fmt.Fprintf(a.Stderr, "gyrum: released %s (epoch %d)\n", lease.Ticket, lease.Epoch)
+}
+
+// endedAlready reports an answer that means the lease is over anyway: 410
+// (ended), 409 (someone else's now), 404 (unknown).
+func endedAlready(err error) bool {
+	return errors.Is(err, warp.ErrLeaseEnded) || errors.Is(err, warp.ErrStaleEpoch) ||
+		errors.Is(err, warp.ErrConflict) || errors.Is(err, warp.ErrNotFound)
+}

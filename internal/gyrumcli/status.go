@@ -1,0 +1,80 @@
+package gyrumcli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+)
+
+// HostStatus is what status prints with --json.
+type HostStatus struct {
+	Registry string       `json:"registry"`
+	Loops    []LoopStatus `json:"loops"`
+	// Corrupt lists registry files that could not be read.
+	Corrupt []string `json:"corrupt,omitempty"`
+}
+
+func (a *App) statusCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Every lease and loop on this host (from $GYRUM_HOME/run)",
+		Long: `status lists every loop in the registry ($GYRUM_HOME/run) with its lease, whether
+the loop and the watched process are alive, the activity age and the loop's
+last POST and its outcome (.gyrum/heartbeat.state).`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			reg, err := a.registry()
+			if err != nil {
+				return err
+			}
+			entries, bad, err := reg.List()
+			if err != nil {
+				return err
+			}
+			hs := HostStatus{Registry: reg.Dir(), Loops: []LoopStatus{}}
+			for _, b := range bad {
+				hs.Corrupt = append(hs.Corrupt, b.Err.Error())
+			}
+			for _, e := range entries {
+				d, err := gyrumdir.At(e.Dir)
+				if err != nil {
+					continue
+				}
+				s := a.inspect(d, e.PID)
+				// The registry is the authority on which loop this is.
+				s.LoopPID, s.LoopAlive = e.PID, e.Identity().Alive()
+				if s.Ticket == "" {
+					s.Ticket = e.Ticket
+				}
+				hs.Loops = append(hs.Loops, s)
+			}
+			if asJSON {
+				return writeJSON(a.Stdout, hs)
+			}
+			return a.printHostStatus(hs)
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *App) printHostStatus(hs HostStatus) error {
+	for _, c := range hs.Corrupt {
+		fmt.Fprintf(a.Stderr, "gyrum: corrupt registry entry: %s\n", c)
+	}
+	if len(hs.Loops) == 0 {
+		_, err := fmt.Fprintf(a.Stdout, "no loops registered in %s\n", hs.Registry)
+		return err
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TICKET\tEPOCH\tLOOP\tWATCHED\tACTIVITY\tLAST POST\tDIR")
+	for _, s := range hs.Loops {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Ticket, s.Epoch, pidState(s.LoopPID, s.LoopAlive),
+			pidState(s.ParentPID, s.ParentOK), activityText(s), a.postText(s), s.Dir)
+	}
+	return tw.Flush()
+}

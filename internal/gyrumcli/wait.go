@@ -1,0 +1,82 @@
+package gyrumcli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+)
+
+func (a *App) waitCommand() *cobra.Command {
+	var dir, reason string
+	var dur time.Duration
+	var done bool
+	cmd := &cobra.Command{
+		Use:   "wait --for D --reason R [--dir D] | wait --done",
+		Short: "Declare a long step that counts as activity (capped by the in-flight cap)",
+		Long: `wait declares that the agent is busy with something no tool call shows — waiting
+for CI, a review, a long build in the background — so the loop keeps the lease
+alive although last-activity grows old. The declaration (.gyrum/wait.json)
+counts as activity from now until --for has passed, never longer than
+HEARTBEAT_INFLIGHT_MAX_SECS (default 7200 s); 'gyrum wait --done' ends it
+early and touches last-activity. The command returns at once.`,
+		Example: `  gyrum wait --for 45m --reason "CI on PR 12"
+  gyrum wait --done`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			d, err := a.findDir(dir)
+			if err != nil {
+				return err
+			}
+			if done {
+				if cmd.Flags().Changed("for") || reason != "" {
+					return usageErrorf("--done takes no --for or --reason")
+				}
+				if err := d.RemoveWait(); err != nil {
+					return err
+				}
+				if err := d.TouchActivity(a.now()); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintln(a.Stdout, "wait ended")
+				return err
+			}
+			if dur <= 0 {
+				return usageErrorf("--for: give a positive duration, such as 45m")
+			}
+			reason = strings.TrimSpace(reason)
+			if reason == "" {
+				return usageErrorf("--reason: say what the agent waits for")
+			}
+			if len(reason) > 200 {
+				return usageErrorf("--reason is %d bytes, at most 200", len(reason))
+			}
+			if !d.HasLease() {
+				return usageErrorf("%s holds no lease: nothing to keep alive", d.Worktree)
+			}
+			limits, err := a.durations()
+			if err != nil {
+				return err
+			}
+			if dur > limits.InFlightMax {
+				fmt.Fprintf(a.Stderr, "gyrum: --for %s is longer than the in-flight cap %s: the wait counts for %s only\n",
+					dur, limits.InFlightMax, limits.InFlightMax)
+				dur = limits.InFlightMax
+			}
+			now := a.now()
+			if err := d.WriteWait(gyrumdir.Wait{Reason: reason, DeclaredAt: now, Until: now.Add(dur)}); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.Stdout, "waiting for %s until %s (%s)\n", reason, now.Add(dur).Format(time.RFC3339), dur)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().DurationVar(&dur, "for", 0, "how long the step takes (Go duration: 45m, 1h30m)")
+	cmd.Flags().StringVar(&reason, "reason", "", "what the agent waits for (shown as in_flight)")
+	cmd.Flags().BoolVar(&done, "done", false, "end the declared wait now")
+	return cmd
+}
