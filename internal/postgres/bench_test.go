@@ -108,7 +108,7 @@ func benchSweep(b *testing.B, n, due int) {
 		b.StopTimer()
 		// Put the due leases back, as if claimed again and gone quiet.
 		for _, q := range []string{
-			`UPDATE leases SET state = 'held', ended_at = NULL, end_reason = '', fallback_extended = false
+			`UPDATE leases SET state = 'held', ended_at = 0, end_reason = '', fallback_extended = false
 			WHERE ticket IN (SELECT 'B-' || i FROM generate_series(1, $1) i)`,
 			`UPDATE tickets SET state = 'claimed' WHERE id IN (SELECT 'B-' || i FROM generate_series(1, $1) i)`,
 		} {
