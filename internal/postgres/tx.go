@@ -352,21 +352,32 @@ func (t *tx) scanLeases(ctx context.Context, q string, args ...any) ([]warp.Leas
 	return out, nil
 }
 
-// DueLeases locks each due lease together with its ticket (FOR UPDATE OF
-// l, t SKIP LOCKED): the sweep then updates both without waiting, so it
-// cannot deadlock with a heartbeat that locked the ticket first, and two
-// replicas sweeping at once never lapse one lease twice.
-func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
-	var w where
-	w.conds = append(w.conds, "l.state = 'held'")
-	w.add("l.expires_at <= ?", ts(now))
-	if !refreshedFrom.IsZero() {
-		w.add("l.refreshed_at >= ?", ts(refreshedFrom))
+// dueLeasesSQL is the sweep's query: $1 now, $2 limit, $3 the grace's
+// refreshed-from bound when grace. The partial index leases_held_expires
+// answers it in O(due); lock adds FOR UPDATE OF l, t SKIP LOCKED, which
+// locks each due lease together with its ticket, so the sweep then updates
+// both without waiting: it cannot deadlock with a heartbeat that locked the
+// ticket first, and two replicas sweeping at once never lapse one lease
+// twice. Tests check its plan.
+func dueLeasesSQL(grace, lock bool) string {
+	q := "SELECT " + leaseCols + " FROM leases l JOIN tickets t ON t.id = l.ticket" +
+		" WHERE l.state = 'held' AND l.expires_at <= $1"
+	if grace {
+		q += " AND l.refreshed_at >= $3"
 	}
-	w.args = append(w.args, limitArg(limit))
-	q := "SELECT " + leaseCols + " FROM leases l JOIN tickets t ON t.id = l.ticket" + w.sql() +
-		" ORDER BY l.expires_at LIMIT $" + strconv.Itoa(len(w.args)) + t.forUpdate("FOR UPDATE OF l, t SKIP LOCKED")
-	return t.scanLeases(ctx, q, w.args...)
+	q += " ORDER BY l.expires_at LIMIT $2"
+	if lock {
+		q += " FOR UPDATE OF l, t SKIP LOCKED"
+	}
+	return q
+}
+
+func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
+	args := []any{ts(now), limitArg(limit)}
+	if !refreshedFrom.IsZero() {
+		args = append(args, ts(refreshedFrom))
+	}
+	return t.scanLeases(ctx, dueLeasesSQL(!refreshedFrom.IsZero(), t.write), args...)
 }
 
 func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
