@@ -55,7 +55,7 @@ func TestPostgresRestart(t *testing.T) {
 		acks      []acked
 		failures  = map[string]int{} // "status code" → count
 		messages  = map[string]bool{}
-		okAfter   int               // successes after the restart returned
+		okAfter   int // successes after the restart returned
 		restarted bool
 	)
 	record := func(err error) {
