@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -40,4 +41,51 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) error {
 		return fmt.Errorf("exec: %w", err)
 	}
 	return nil
+}
+
+// BulkInsertLeases inserts n claimed tickets "B-0000001"... with a held
+// lease each, in one statement per table (a recursive CTE, so a million
+// rows take seconds): the first due leases expired at now - i ms, the rest
+// expire from now + 1h on. Every other time is now. For benchmarks only:
+// it bypasses the Service.
+func (db *DB) BulkInsertLeases(ctx context.Context, n, due int, now time.Time) error {
+	ns := now.UnixNano()
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	const series = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?1) `
+	if _, err := tx.ExecContext(ctx, series+`INSERT INTO tickets (id, title, state, epoch, created_at, updated_at)
+		SELECT printf('B-%07d', x), '', 'claimed', 1, ?2, ?2 FROM c`, n, ns); err != nil {
+		return fmt.Errorf("bulk tickets: %w", err)
+	}
+	// The CTE's bound is ?1; the times are ?2, the due count ?3.
+	if _, err := tx.ExecContext(ctx, series+`INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
+		last_heartbeat_at, last_activity_at, progress_at, schema_version, first_v2_at, refreshed_at, expires_at)
+		SELECT printf('B-%07d', x), 1, 'bench', 'bench-host', 'held', ?2, ?2, ?2, ?2, 2, ?2, ?2,
+			CASE WHEN x <= ?3 THEN ?2 - x * 1000000 ELSE ?2 + 3600000000000 + x * 1000000 END
+		FROM c`, n, ns, due); err != nil {
+		return fmt.Errorf("bulk leases: %w", err)
+	}
+	return tx.Commit()
+}
+
+// ReviveBulkLeases puts the first due bulk leases back to held and their
+// tickets to claimed, so a sweep benchmark finds them due again.
+func (db *DB) ReviveBulkLeases(ctx context.Context, due int) error {
+	last := fmt.Sprintf("B-%07d", due)
+	if _, err := db.w.ExecContext(ctx, `UPDATE leases SET state = 'held', ended_at = 0, end_reason = '', fallback_extended = 0
+		WHERE ticket >= 'B-0000001' AND ticket <= ? AND epoch = 1`, last); err != nil {
+		return err
+	}
+	_, err := db.w.ExecContext(ctx, `UPDATE tickets SET state = 'claimed' WHERE id >= 'B-0000001' AND id <= ?`, last)
+	return err
+}
+
+// SetSynchronous sets PRAGMA synchronous on the writer connection, for
+// the benchmark that compares NORMAL with FULL.
+func (db *DB) SetSynchronous(ctx context.Context, mode string) error {
+	_, err := db.w.ExecContext(ctx, "PRAGMA synchronous = "+mode)
+	return err
 }

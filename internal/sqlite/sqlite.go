@@ -61,9 +61,11 @@ var (
 
 // DB is a warp.Store on one SQLite file. It is safe for concurrent use.
 type DB struct {
-	path string
-	w    *sql.DB // one connection: the writer
-	r    *sql.DB // read-only pool
+	path   string
+	w      *sql.DB // one connection: the writer
+	r      *sql.DB // read-only pool
+	wStmts stmtCache
+	rStmts stmtCache
 }
 
 var _ warp.Store = (*DB)(nil)
@@ -105,6 +107,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if db.wStmts, err = prepareAll(ctx, w); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if db.rStmts, err = prepareAll(ctx, r); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	return db, nil
 }
 
@@ -133,15 +143,15 @@ func (db *DB) Path() string { return db.path }
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits when fn returns nil.
 func (db *DB) Update(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.w, nil, fn)
+	return db.run(ctx, db.w, db.wStmts, nil, fn)
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot.
 func (db *DB) View(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.r, &sql.TxOptions{ReadOnly: true}, fn)
+	return db.run(ctx, db.r, db.rStmts, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
-func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
+func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
 	stx, err := pool.BeginTx(ctx, opts)
 	if err != nil {
 		return translate("begin transaction", err)
@@ -152,7 +162,7 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 			panic(p)
 		}
 	}()
-	if err := fn(&tx{tx: stx}); err != nil {
+	if err := fn(&tx{tx: stx, stmts: stmts}); err != nil {
 		stx.Rollback()
 		return err
 	}
@@ -175,6 +185,8 @@ func (db *DB) Ping(ctx context.Context) error {
 // connection to close.
 func (db *DB) Close() error {
 	var errs []error
+	db.rStmts.close()
+	db.wStmts.close()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

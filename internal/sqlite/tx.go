@@ -16,7 +16,8 @@ import (
 // writing (BEGIN IMMEDIATE), so "locked for update" and "skipping rows
 // other transactions hold" hold trivially.
 type tx struct {
-	tx *sql.Tx
+	tx    *sql.Tx
+	stmts stmtCache
 }
 
 var _ warp.Tx = (*tx)(nil)
@@ -131,8 +132,7 @@ func scanLease(s rowScanner) (warp.Lease, error) {
 }
 
 func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, error) {
-	err := t.tx.QueryRowContext(ctx,
-		`INSERT INTO tickets (id, title, state, epoch, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`,
+	err := t.queryRow(ctx, qInsertTicket,
 		tk.ID, tk.Title, string(tk.State), tk.Epoch, nanos(tk.CreatedAt), nanos(tk.UpdatedAt)).Scan(&tk.Seq)
 	if err != nil {
 		return warp.Ticket{}, translate("insert ticket "+tk.ID, err)
@@ -145,7 +145,7 @@ func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, err
 		}
 		seen[l] = true
 		labels = append(labels, l)
-		if _, err := t.tx.ExecContext(ctx, `INSERT INTO ticket_labels (ticket, label) VALUES (?, ?)`, tk.ID, l); err != nil {
+		if _, err := t.exec(ctx, qInsertLabel, tk.ID, l); err != nil {
 			return warp.Ticket{}, translate("insert label of ticket "+tk.ID, err)
 		}
 	}
@@ -156,7 +156,7 @@ func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, err
 }
 
 func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
-	tk, err := scanTicket(t.tx.QueryRowContext(ctx, `SELECT `+ticketCols+` FROM tickets t WHERE t.id = ?`, id))
+	tk, err := scanTicket(t.queryRow(ctx, qTicket, id))
 	if err != nil {
 		return warp.Ticket{}, translate("read ticket "+id, err)
 	}
@@ -164,7 +164,7 @@ func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
 }
 
 func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`,
+	res, err := t.exec(ctx, qUpdateTicket,
 		string(tk.State), tk.Epoch, nanos(tk.UpdatedAt), tk.ID)
 	if err != nil {
 		return translate("update ticket "+tk.ID, err)
@@ -184,15 +184,11 @@ func mustAffect(res sql.Result, op string) error {
 }
 
 func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, error) {
-	var b strings.Builder
-	b.WriteString(`SELECT ` + ticketCols + ` FROM tickets t WHERE t.state = 'open'`)
 	args := make([]any, 0, len(labels))
 	for _, l := range labels {
-		b.WriteString(` AND EXISTS (SELECT 1 FROM ticket_labels x WHERE x.ticket = t.id AND x.label = ?)`)
 		args = append(args, l)
 	}
-	b.WriteString(` ORDER BY t.seq LIMIT 1`)
-	tk, err := scanTicket(t.tx.QueryRowContext(ctx, b.String(), args...))
+	tk, err := scanTicket(t.queryRow(ctx, nextOpenSQL(len(labels)), args...))
 	if err != nil {
 		return warp.Ticket{}, translate("next open ticket", err)
 	}
@@ -251,7 +247,7 @@ func ticketsSQL(f warp.TicketFilter) (string, []any) {
 
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
 	query, args := ticketsSQL(f)
-	rows, err := t.tx.QueryContext(ctx, query, args...)
+	rows, err := t.query(ctx, query, args...)
 	if err != nil {
 		return nil, translate("list tickets", err)
 	}
@@ -276,7 +272,7 @@ func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLea
 }
 
 func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT state, count(*) FROM tickets GROUP BY state`)
+	rows, err := t.query(ctx, qCountTickets)
 	if err != nil {
 		return nil, translate("count tickets", err)
 	}
@@ -297,7 +293,7 @@ func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, erro
 }
 
 func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
-	l, err := scanLease(t.tx.QueryRowContext(ctx, `SELECT `+leaseCols+` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`, ticket, epoch))
+	l, err := scanLease(t.queryRow(ctx, qLease, ticket, epoch))
 	if err != nil {
 		return warp.Lease{}, translate(fmt.Sprintf("read lease %s/%d", ticket, epoch), err)
 	}
@@ -305,11 +301,7 @@ func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease,
 }
 
 func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
-		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
-		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
-		hook_seen, hook_events, recorded_verdict)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, qInsertLease,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
@@ -323,11 +315,7 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 
 func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	op := fmt.Sprintf("update lease %s/%d", l.Ticket, l.Epoch)
-	res, err := t.tx.ExecContext(ctx, `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
-		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
-		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
-		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?
-		WHERE ticket = ? AND epoch = ?`,
+	res, err := t.exec(ctx, qUpdateLease,
 		l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
@@ -340,7 +328,7 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 }
 
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
-	rows, err := t.tx.QueryContext(ctx, query, args...)
+	rows, err := t.query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -359,12 +347,6 @@ func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]
 	return out, nil
 }
 
-// dueLeasesSQL is the sweep's query; the partial index leases_held_expires
-// answers it in O(due). Tests check its plan.
-const dueLeasesSQL = `SELECT ` + leaseCols + ` FROM leases l
-	WHERE l.state = 'held' AND l.expires_at <= ? AND l.refreshed_at >= ?
-	ORDER BY l.expires_at LIMIT ?`
-
 func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
 	from := int64(-1 << 63) // no grace: every lease qualifies
 	if !refreshedFrom.IsZero() {
@@ -374,8 +356,7 @@ func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit 
 }
 
 func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
-	return t.queryLeases(ctx, "held leases", `SELECT `+leaseCols+` FROM leases l
-		WHERE l.state = 'held' AND l.ticket > ? ORDER BY l.ticket LIMIT ?`, after, limitArg(limit))
+	return t.queryLeases(ctx, "held leases", qHeldLeases, after, limitArg(limit))
 }
 
 func (t *tx) CountHeld(ctx context.Context, vb warp.VerdictBounds) (int64, error) {
@@ -383,7 +364,7 @@ func (t *tx) CountHeld(ctx context.Context, vb warp.VerdictBounds) (int64, error
 	b.WriteString(`SELECT count(*) FROM leases l WHERE l.state = 'held'`)
 	args := boundsSQL(&b, nil, vb)
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, b.String(), args...).Scan(&n); err != nil {
+	if err := t.queryRow(ctx, b.String(), args...).Scan(&n); err != nil {
 		return 0, translate("count held leases", err)
 	}
 	return n, nil
@@ -399,7 +380,7 @@ func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
 		return 0, fmt.Errorf("encode %s event data: %w", e.Kind, err)
 	}
 	var id int64
-	err = t.tx.QueryRowContext(ctx, `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+	err = t.queryRow(ctx, qAppendEvent,
 		e.Ticket, e.Epoch, string(e.Kind), nanos(e.At), string(b)).Scan(&id)
 	if err != nil {
 		return 0, translate("append event", err)
@@ -407,10 +388,8 @@ func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
 	return id, nil
 }
 
-const eventCols = `id, ticket, epoch, kind, at, data`
-
 func (t *tx) queryEvents(ctx context.Context, op, query string, args ...any) ([]warp.Event, error) {
-	rows, err := t.tx.QueryContext(ctx, query, args...)
+	rows, err := t.query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -439,13 +418,12 @@ func (t *tx) queryEvents(ctx context.Context, op, query string, args ...any) ([]
 }
 
 func (t *tx) Events(ctx context.Context, ticket string, afterID int64, limit int) ([]warp.Event, error) {
-	return t.queryEvents(ctx, "events of "+ticket, `SELECT `+eventCols+` FROM events
-		WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`, ticket, afterID, limitArg(limit))
+	return t.queryEvents(ctx, "events of "+ticket, qEvents, ticket, afterID, limitArg(limit))
 }
 
 func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int) ([]warp.Event, error) {
 	if len(kinds) == 0 {
-		return t.queryEvents(ctx, "recent events", `SELECT `+eventCols+` FROM events ORDER BY id DESC LIMIT ?`, limitArg(limit))
+		return t.queryEvents(ctx, "recent events", qRecentEvents, limitArg(limit))
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
 	args := make([]any, 0, len(kinds)+1)
@@ -461,16 +439,10 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 func bucket(at time.Time) int64 { return at.Unix() }
 
 func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO heartbeat_counts (host, schema_version, bucket, count)
-		VALUES (?, ?, ?, 1)
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + 1`,
-		host, schemaVersion, bucket(at)); err != nil {
+	if _, err := t.exec(ctx, qCountHeartbeat, host, schemaVersion, bucket(at)); err != nil {
 		return translate("count heartbeat", err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO hosts (host, last_schema_version, last_seen) VALUES (?, ?, ?)
-		ON CONFLICT (host) DO UPDATE SET last_schema_version = excluded.last_schema_version, last_seen = excluded.last_seen
-		WHERE excluded.last_seen >= hosts.last_seen`,
-		host, schemaVersion, nanos(at)); err != nil {
+	if _, err := t.exec(ctx, qRecordHost, host, schemaVersion, nanos(at)); err != nil {
 		return translate("record host", err)
 	}
 	return nil
@@ -481,10 +453,7 @@ func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int
 // guard on the safe side.
 func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
 	from := bucket(since)
-	rows, err := t.tx.QueryContext(ctx, `SELECT h.host, h.last_schema_version, h.last_seen,
-		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
-		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
-		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`, from, from, nanos(since))
+	rows, err := t.query(ctx, qAdoption, from, from, nanos(since))
 	if err != nil {
 		return nil, translate("adoption", err)
 	}
@@ -508,10 +477,10 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 // PruneHeartbeats drops the buckets that end at or before before, and the
 // hosts not seen since.
 func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM heartbeat_counts WHERE bucket < ?`, bucket(before)); err != nil {
+	if _, err := t.exec(ctx, qPruneCounts, bucket(before)); err != nil {
 		return translate("prune heartbeat counts", err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM hosts WHERE last_seen < ?`, nanos(before)); err != nil {
+	if _, err := t.exec(ctx, qPruneHosts, nanos(before)); err != nil {
 		return translate("prune hosts", err)
 	}
 	return nil
@@ -519,15 +488,14 @@ func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 
 func (t *tx) Meta(ctx context.Context, key string) (string, error) {
 	var v string
-	if err := t.tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v); err != nil {
+	if err := t.queryRow(ctx, qMeta, key).Scan(&v); err != nil {
 		return "", translate("read meta "+key, err)
 	}
 	return v, nil
 }
 
 func (t *tx) SetMeta(ctx context.Context, key, value string) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value); err != nil {
+	if _, err := t.exec(ctx, qSetMeta, key, value); err != nil {
 		return translate("write meta "+key, err)
 	}
 	return nil

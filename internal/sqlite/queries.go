@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// The static statements, prepared once per connection pool at Open.
+const (
+	qInsertTicket = `INSERT INTO tickets (id, title, state, epoch, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`
+	qInsertLabel  = `INSERT INTO ticket_labels (ticket, label) VALUES (?, ?)`
+	qTicket       = `SELECT ` + ticketCols + ` FROM tickets t WHERE t.id = ?`
+	qUpdateTicket = `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`
+	qCountTickets = `SELECT state, count(*) FROM tickets GROUP BY state`
+	qLease        = `SELECT ` + leaseCols + ` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`
+	qInsertLease  = `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
+		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
+		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
+		hook_seen, hook_events, recorded_verdict)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qUpdateLease = `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
+		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
+		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
+		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?
+		WHERE ticket = ? AND epoch = ?`
+	// dueLeasesSQL is the sweep's query; the partial index
+	// leases_held_expires answers it in O(due). Tests check its plan.
+	dueLeasesSQL = `SELECT ` + leaseCols + ` FROM leases l
+		WHERE l.state = 'held' AND l.expires_at <= ? AND l.refreshed_at >= ?
+		ORDER BY l.expires_at LIMIT ?`
+	qHeldLeases = `SELECT ` + leaseCols + ` FROM leases l
+		WHERE l.state = 'held' AND l.ticket > ? ORDER BY l.ticket LIMIT ?`
+	qAppendEvent    = `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`
+	eventCols       = `id, ticket, epoch, kind, at, data`
+	qEvents         = `SELECT ` + eventCols + ` FROM events WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`
+	qRecentEvents   = `SELECT ` + eventCols + ` FROM events ORDER BY id DESC LIMIT ?`
+	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES (?, ?, ?, 1)
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + 1`
+	qRecordHost = `INSERT INTO hosts (host, last_schema_version, last_seen) VALUES (?, ?, ?)
+		ON CONFLICT (host) DO UPDATE SET last_schema_version = excluded.last_schema_version, last_seen = excluded.last_seen
+		WHERE excluded.last_seen >= hosts.last_seen`
+	qAdoption = `SELECT h.host, h.last_schema_version, h.last_seen,
+		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
+		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
+		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`
+	qPruneCounts = `DELETE FROM heartbeat_counts WHERE bucket < ?`
+	qPruneHosts  = `DELETE FROM hosts WHERE last_seen < ?`
+	qMeta        = `SELECT value FROM meta WHERE key = ?`
+	qSetMeta     = `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+)
+
+// nextOpenSQL is claim-next's query for n labels: the open tickets in seq
+// order (tickets_state_seq), each label checked by primary key.
+func nextOpenSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT ` + ticketCols + ` FROM tickets t WHERE t.state = 'open'`)
+	for range n {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM ticket_labels x WHERE x.ticket = t.id AND x.label = ?)`)
+	}
+	b.WriteString(` ORDER BY t.seq LIMIT 1`)
+	return b.String()
+}
+
+// preparedQueries lists what Open prepares.
+func preparedQueries() []string {
+	return []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qInsertLease,
+		qUpdateLease, dueLeasesSQL, qHeldLeases, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta,
+		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
+}
+
+// stmtCache holds one pool's prepared statements. It is filled at Open,
+// before any transaction (the writer pool has a single connection, which a
+// transaction holds), and only read after: no lock.
+type stmtCache map[string]*sql.Stmt
+
+func prepareAll(ctx context.Context, pool *sql.DB) (stmtCache, error) {
+	c := stmtCache{}
+	for _, q := range preparedQueries() {
+		s, err := pool.PrepareContext(ctx, q)
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("prepare %.60q: %w", q, err)
+		}
+		c[q] = s
+	}
+	return c, nil
+}
+
+func (c stmtCache) close() {
+	for _, s := range c {
+		s.Close()
+	}
+}
+
+// stmt returns the transaction's handle of a prepared query, nil when the
+// query is not a prepared one (it then runs as plain text).
+func (t *tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	s, ok := t.stmts[query]
+	if !ok {
+		return nil
+	}
+	return t.tx.StmtContext(ctx, s)
+}
+
+func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t *tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
