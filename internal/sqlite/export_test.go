@@ -89,3 +89,14 @@ func (db *DB) SetSynchronous(ctx context.Context, mode string) error {
 	_, err := db.w.ExecContext(ctx, "PRAGMA synchronous = "+mode)
 	return err
 }
+
+// Queries the plan test checks besides DueLeasesSQL and TicketsSQL.
+const (
+	HeldLeasesSQL = qHeldLeases
+	EventsSQL     = qEvents
+	AdoptionSQL   = qAdoption
+	LeaseSQL      = qLease
+)
+
+// NextOpenSQL is claim-next's query with n labels.
+func NextOpenSQL(n int) string { return nextOpenSQL(n) }
