@@ -146,9 +146,9 @@ running loops.`,
 	root.AddCommand(a.startWorkCommand(), a.heartbeatCommand(), a.touchActivityCommand(),
 		a.completePRCommand(), a.releaseCommand(), a.waitCommand(), a.statusCommand())
 	// The host-maintenance commands of issue 4 go here, one line each:
-	//   root.AddCommand(a.setupCommand())
-	//   root.AddCommand(a.doctorCommand())
-	//   root.AddCommand(a.watchdogCommand())
+	root.AddCommand(a.setupCommand())
+	root.AddCommand(a.doctorCommand())
+	root.AddCommand(a.watchdogCommand())
 	return root
 }
 

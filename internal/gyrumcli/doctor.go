@@ -1,0 +1,58 @@
+package gyrumcli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gyrum-labs/warp/internal/doctor"
+)
+
+func (a *App) doctorCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Check that this host is wired for warp, and say how to fix what is not",
+		Long: `doctor checks, each with a one-line fix:
+  hook         gyrum touch-activity is in the effective Claude Code settings
+               (user, and ./.claude/settings.json and settings.local.json)
+  hook-binary  the gyrum the hook runs exists and is executable
+  watchdog     the systemd timer is enabled, or the crontab line is there
+  warp         WARP_URL answers and accepts schema_version 2 heartbeats
+               (probed with a heartbeat for the ticket gyrum-doctor-probe)
+  loop ...     the loop of each local lease is alive and matches heartbeat.pid
+Exit 1 when something is wrong.`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			home, err := a.homeDir()
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry()
+			if err != nil {
+				return err
+			}
+			cwd, _ := a.getwd()
+			rep := doctor.Run(cmd.Context(), doctor.Options{
+				Home:            home,
+				ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
+				Cwd:             cwd,
+				WarpURL:         a.getenv("WARP_URL"),
+				WarpToken:       a.getenv("WARP_TOKEN"),
+				Registry:        reg,
+			})
+			if asJSON {
+				err = doctor.WriteJSON(a.Stdout, rep)
+			} else {
+				err = doctor.WriteText(a.Stdout, rep)
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.OK {
+				return &exitCode{code: ExitError}
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
