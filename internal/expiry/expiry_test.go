@@ -1,0 +1,293 @@
+package expiry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/expiry"
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// outage is the real SQLite store with a switch that makes it unreachable:
+// while down, every transaction fails with warp.ErrUnavailable the way a
+// store reports a database it cannot reach. It stands for "the database is
+// briefly down", which a real SQLite file cannot be made to do on demand.
+type outage struct {
+	warp.Store
+	down atomic.Bool
+}
+
+func (o *outage) Update(ctx context.Context, fn func(warp.Tx) error) error {
+	if o.down.Load() {
+		return fmt.Errorf("begin: %w: connection refused", warp.ErrUnavailable)
+	}
+	return o.Store.Update(ctx, fn)
+}
+
+func (o *outage) View(ctx context.Context, fn func(warp.Tx) error) error {
+	if o.down.Load() {
+		return fmt.Errorf("begin: %w: connection refused", warp.ErrUnavailable)
+	}
+	return o.Store.View(ctx, fn)
+}
+
+type fixture struct {
+	clock *clock
+	store *outage
+	svc   *warp.Service
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := &fixture{clock: &clock{now: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}, store: &outage{Store: db}}
+	f.svc, err = warp.NewService(f.store, warp.Config{Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) claim(t *testing.T, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.svc.CreateTicket(ctx, warp.NewTicket{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Claim(ctx, id, warp.ClaimRequest{Agent: "O", Host: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	f := newFixture(t)
+	if _, err := expiry.New(f.svc, expiry.Config{Interval: -time.Second}); !errors.Is(err, warp.ErrInvalid) {
+		t.Errorf("negative interval: got %v, want ErrInvalid", err)
+	}
+	if _, err := expiry.New(nil, expiry.Config{}); err == nil {
+		t.Error("nil service accepted")
+	}
+	j, err := expiry.New(f.svc, expiry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Interval() != warp.DefaultSweepInterval {
+		t.Errorf("default interval %s, want %s", j.Interval(), warp.DefaultSweepInterval)
+	}
+}
+
+func TestRunOnceLapsesExactlyTheDueLeases(t *testing.T) {
+	f := newFixture(t)
+	var logs bytes.Buffer
+	j, err := expiry.New(f.svc, expiry.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f.claim(t, "OLD")
+	f.clock.Advance(10 * time.Minute)
+	f.claim(t, "NEW")
+	f.clock.Advance(warp.DefaultLeaseWindow - 10*time.Minute + time.Second) // OLD is due, NEW is not
+	res, err := j.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Lapsed) != 1 || res.Lapsed[0].Ticket != "OLD" {
+		t.Fatalf("lapsed %+v, want OLD only", res.Lapsed)
+	}
+	if !strings.Contains(logs.String(), "lease lapsed") || !strings.Contains(logs.String(), "ticket=OLD") || !strings.Contains(logs.String(), "reason=no-activity") {
+		t.Errorf("log does not record the lapse: %s", logs.String())
+	}
+	res, err = j.RunOnce(ctx)
+	if err != nil || len(res.Lapsed) != 0 {
+		t.Fatalf("second sweep: %v, lapsed %d, want none", err, len(res.Lapsed))
+	}
+}
+
+// TestStartSweepsAtOnceThenEveryInterval waits on the OnSweep signal, never
+// on a sleep: the first sweep comes at Start, later ones on the ticker.
+func TestStartSweepsAtOnceThenEveryInterval(t *testing.T) {
+	f := newFixture(t)
+	sweeps := make(chan warp.SweepResult, 100)
+	j, err := expiry.New(f.svc, expiry.Config{Interval: 5 * time.Millisecond, OnSweep: func(r warp.SweepResult) { sweeps <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.claim(t, "T-1")
+	f.clock.Advance(warp.DefaultLeaseWindow + time.Second)
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Start(context.Background()); err == nil {
+		t.Error("second Start accepted")
+	}
+	first := waitSweep(t, sweeps)
+	if len(first.Lapsed) != 1 || first.Lapsed[0].Ticket != "T-1" {
+		t.Fatalf("initial sweep lapsed %+v, want T-1", first.Lapsed)
+	}
+	f.claim(t, "T-2")
+	f.clock.Advance(warp.DefaultLeaseWindow + time.Second)
+	for {
+		r := waitSweep(t, sweeps)
+		if len(r.Lapsed) == 1 && r.Lapsed[0].Ticket == "T-2" {
+			break
+		}
+		if len(r.Lapsed) != 0 {
+			t.Fatalf("a later sweep lapsed %+v", r.Lapsed)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitSweep(t *testing.T, c <-chan warp.SweepResult) warp.SweepResult {
+	t.Helper()
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no sweep within 10s")
+	}
+	return warp.SweepResult{}
+}
+
+// TestKeepsRunningThroughAnOutage: sweeps failing because the database is
+// unreachable are logged and reported, the job keeps ticking, and the
+// first sweep after the database is back lapses what came due meanwhile.
+func TestKeepsRunningThroughAnOutage(t *testing.T) {
+	f := newFixture(t)
+	var logs syncBuffer
+	sweeps := make(chan warp.SweepResult, 100)
+	failures := make(chan error, 100)
+	j, err := expiry.New(f.svc, expiry.Config{
+		Interval: 5 * time.Millisecond,
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		OnSweep:  func(r warp.SweepResult) { sweeps <- r },
+		OnError:  func(err error) { failures <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.claim(t, "T-1")
+	f.store.down.Store(true)
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for range 3 {
+		select {
+		case err := <-failures:
+			if !errors.Is(err, warp.ErrUnavailable) {
+				t.Fatalf("failure %v, want ErrUnavailable", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no failing sweep within 10s")
+		}
+	}
+	if !strings.Contains(logs.String(), "lease sweep failed") {
+		t.Errorf("failures not logged: %s", logs.String())
+	}
+	f.clock.Advance(warp.DefaultLeaseWindow + time.Second)
+	f.store.down.Store(false)
+	for {
+		r := waitSweep(t, sweeps)
+		if len(r.Lapsed) == 1 {
+			break
+		}
+	}
+	v, err := f.svc.Ticket(context.Background(), "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ticket.State != warp.TicketOpen || v.Lease.State != warp.LeaseLapsed {
+		t.Fatalf("after the outage: ticket %s lease %s", v.Ticket.State, v.Lease.State)
+	}
+}
+
+// TestCloseWaitsForTheGoroutine: Close returns only once the loop has
+// exited (a leaked goroutine would hang here or trip -race), whether the
+// caller's context ended first or not, and a second Close is harmless.
+func TestCloseWaitsForTheGoroutine(t *testing.T) {
+	f := newFixture(t)
+	for _, cancelFirst := range []bool{true, false} {
+		started := make(chan struct{}, 1)
+		j, err := expiry.New(f.svc, expiry.Config{Interval: time.Millisecond, OnSweep: func(warp.SweepResult) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := j.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if cancelFirst {
+			cancel()
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		cancel()
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

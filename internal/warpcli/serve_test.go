@@ -1,0 +1,198 @@
+package warpcli_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warpcli"
+)
+
+func slogText(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TEST-NET-1 (RFC 5737): not loopback, and not an address of this host,
+// so a configuration that passes the guard fails at listen instead of
+// opening a port to the network.
+const publicAddr = "192.0.2.1:0"
+
+func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
+	base := func() warpcli.ServeConfig {
+		cfg := warpcli.DefaultServeConfig()
+		cfg.DB = filepath.Join(t.TempDir(), "warp.db")
+		return cfg
+	}
+	for _, addr := range []string{publicAddr, "0.0.0.0:0", ":0", "example.com:7077"} {
+		cfg := base()
+		cfg.Addr = addr
+		err := warpcli.NewMain(cfg).Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "refusing to listen on "+addr+" without tokens") ||
+			!strings.Contains(err.Error(), "--token-file") || !strings.Contains(err.Error(), "--insecure") {
+			t.Errorf("addr %s: got %v, want the refusal naming --token-file and --insecure", addr, err)
+		}
+		if _, statErr := os.Stat(cfg.DB); statErr == nil {
+			t.Errorf("addr %s: the refusal created the database", addr)
+		}
+	}
+	// --insecure, or a token, passes the guard (and the test address then
+	// fails to bind, which proves the guard let it through).
+	cfg := base()
+	cfg.Addr, cfg.Insecure = publicAddr, true
+	if err := warpcli.NewMain(cfg).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen on "+publicAddr) {
+		t.Errorf("--insecure: got %v, want a listen error", err)
+	}
+	cfg = base()
+	cfg.Addr, cfg.AdminToken = publicAddr, "s3cret"
+	if err := warpcli.NewMain(cfg).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen on "+publicAddr) {
+		t.Errorf("with a token: got %v, want a listen error", err)
+	}
+	// Loopback needs nothing.
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0"} {
+		cfg := base()
+		cfg.Addr = addr
+		m := warpcli.NewMain(cfg)
+		if err := m.Run(context.Background()); err != nil {
+			t.Errorf("addr %s: %v", addr, err)
+			continue
+		}
+		m.Close()
+	}
+}
+
+var listening = regexp.MustCompile(`warp listening on (http://127\.0\.0\.1:\d+)`)
+
+// serveInProcess runs `warp serve args...` through the command tree until
+// the returned stop is called; it returns the server URL from the log line.
+func serveInProcess(t *testing.T, env map[string]string, args ...string) (url string, logs *syncBuffer, stop func() result) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	var out syncBuffer
+	done := make(chan int, 1)
+	c := &warpcli.CLI{Stdout: &out, Stderr: logs, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	go func() { done <- c.Run(ctx, append([]string{"serve"}, args...)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			url = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited %d before listening: %s", code, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve not listening within 10s: %s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := false
+	stop = func() result {
+		if !stopped {
+			stopped = true
+			cancel()
+		}
+		select {
+		case code := <-done:
+			return result{code: code, stdout: out.String(), stderr: logs.String()}
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop within 10s of cancellation")
+		}
+		return result{}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	return url, logs, stop
+}
+
+func TestServeCommandFlagsBeatEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{
+		"WARP_DB":             filepath.Join(dir, "from-env.db"),
+		"WARP_MODE":           "activity",
+		"WARP_LEASE_WINDOW":   "45m",
+		"WARP_SWEEP_INTERVAL": "250ms",
+		"WARP_STARTUP_GRACE":  "3m",
+		"WARP_ADDR":           "127.0.0.1:1", // the flag below wins
+	}
+	url, _, stop := serveInProcess(t, env, "--addr", "127.0.0.1:0", "--lease-window", "20m")
+	cl := httpapi.NewClient(url, "")
+	mode, err := cl.Mode(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != "activity" {
+		t.Errorf("mode %q, want activity from WARP_MODE", mode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-env.db")); err != nil {
+		t.Errorf("WARP_DB not used: %v", err)
+	}
+	r := stop()
+	if r.code != 0 {
+		t.Fatalf("serve exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"lease_window=20m0s", "sweep_interval=250ms", "startup_grace=3m0s", "mode=activity", "warp shutting down", "warp stopped"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("log does not contain %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
+	url, _, _ := serveInProcess(t, map[string]string{"WARP_TOKEN": "env-admin"},
+		"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"))
+	if _, err := httpapi.NewClient(url, "").Mode(context.Background()); err == nil {
+		t.Fatal("no token accepted although WARP_TOKEN configured one")
+	}
+	if _, err := httpapi.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
+		t.Fatalf("WARP_TOKEN as admin: %v", err)
+	}
+}
+
+func TestServeConfigurationErrors(t *testing.T) {
+	dir := t.TempDir()
+	badTokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(badTokens, []byte("admin:ok\n\nsuperuser:x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "w.db")
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want []string
+	}{
+		{"env not a duration", map[string]string{"WARP_LEASE_WINDOW": "soon"}, nil, warpcli.ExitUsage, []string{`WARP_LEASE_WINDOW="soon"`}},
+		{"env bool", map[string]string{"WARP_INSECURE": "maybe"}, nil, warpcli.ExitUsage, []string{"WARP_INSECURE"}},
+		{"unknown mode", nil, []string{"--mode", "yolo"}, warpcli.ExitUsage, []string{"--mode", "yolo"}},
+		{"zero lease window", nil, []string{"--lease-window", "0s"}, warpcli.ExitUsage, []string{"lease window must be positive"}},
+		{"zero sweep interval", nil, []string{"--sweep-interval", "0s"}, warpcli.ExitUsage, []string{"--sweep-interval"}},
+		{"bad flag value", nil, []string{"--stall-after", "x"}, warpcli.ExitUsage, []string{"stall-after"}},
+		{"stray argument", nil, []string{"now"}, warpcli.ExitUsage, []string{"unknown command"}},
+		{"bad token file", nil, []string{"--token-file", badTokens}, warpcli.ExitError, []string{badTokens + " line 3", "superuser"}},
+		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
+		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
+		{"non-loopback", nil, []string{"--addr", "0.0.0.0:7077"}, warpcli.ExitError, []string{"refusing to listen", "--insecure"}},
+		{"db is a directory", nil, []string{"--db", dir}, warpcli.ExitError, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, c.args...)
+			r := runCLI(t, c.env, time.Now, args...)
+			r.mustFail(t, c.code, c.want...)
+		})
+	}
+}
