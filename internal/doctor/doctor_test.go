@@ -93,12 +93,28 @@ func scratchUser(t *testing.T) string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "gyrumd" + hex.EncodeToString(b)
-	if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+	// useradd fails while another process holds the lock of /etc/passwd
+	// (tests of other packages create users too): retry a little.
+	var out []byte
+	var err error
+	for i := 0; i < 50; i++ {
+		if out, err = exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err == nil || !strings.Contains(string(out), "lock") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
 		t.Skipf("useradd: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		exec.Command("crontab", "-u", name, "-r").Run()
-		exec.Command("userdel", name).Run()
+		for i := 0; i < 50; i++ {
+			out, err := exec.Command("userdel", name).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "lock") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	return name
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/setup"
 )
@@ -186,12 +187,30 @@ func scratchUser(t *testing.T) string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "gyrumt" + hex.EncodeToString(b)
-	if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+	// useradd fails while another process holds the lock of /etc/passwd
+	// (tests of other packages create users too): retry a little.
+	var out []byte
+	var err error
+	for i := 0; i < 50; i++ {
+		if out, err = exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err == nil || !strings.Contains(string(out), "lock") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
 		t.Skipf("useradd %s: %v: %s", name, err, out)
 	}
 	t.Cleanup(func() {
 		exec.Command("crontab", "-u", name, "-r").Run()
-		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+		var out []byte
+		var err error
+		for i := 0; i < 50; i++ {
+			if out, err = exec.Command("userdel", name).CombinedOutput(); err == nil || !strings.Contains(string(out), "lock") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
 			t.Errorf("userdel %s: %v: %s", name, err, out)
 		}
 	})
