@@ -60,7 +60,7 @@ command can be run again.`,
 type FinishResult struct {
 	Ticket string  `json:"ticket"`
 	Epoch  int64   `json:"epoch"`
-	Action string  `json:"action"` // completed, released
+	Action string  `json:"action"` // completed, "not completed" (refused by warp), released
 	Server string  `json:"server"` // "ok" or the error warp answered
 	Loop   stopped `json:"loop"`
 }
@@ -100,7 +100,8 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 		}
 		res.Server = message(err)
 		if complete {
-			refused = fmt.Errorf("warp refused to complete %s: %w (local state cleaned)", lease.Ticket, err)
+			res.Action = "not completed"
+			refused = fmt.Errorf("warp refused to complete %s: %s (local state cleaned)", lease.Ticket, res.Server)
 		}
 	}
 	if err := d.Clear(); err != nil {

@@ -1,0 +1,165 @@
+package gyrumcli_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+)
+
+// Claude Code's documented hook input (code.claude.com/docs/en/hooks).
+func hookPayload(event, cwd string) string {
+	common := `"session_id":"abc123","transcript_path":"/home/user/.claude/projects/-p/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl","cwd":"` + cwd + `","permission_mode":"default","hook_event_name":"` + event + `"`
+	switch event {
+	case "PreToolUse":
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test","description":"Run test suite","timeout":120000},"tool_use_id":"toolu_01ABC123"}`
+	case "PostToolUse":
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_response":{"stdout":"` + strings.Repeat("ok ", 1<<18) + `","stderr":"","interrupted":false},"tool_use_id":"toolu_01ABC123"}`
+	case "PostToolUseFailure":
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"toolu_01ABC123","error":"Command exited with non-zero status code 1","is_interrupt":false}`
+	}
+	return `{` + common + `}`
+}
+
+// hookWorktree is a worktree prepared like start-work does, with an old
+// last-activity so a touch is visible.
+func hookWorktree(t *testing.T) gyrumdir.Dir {
+	t.Helper()
+	d, err := gyrumdir.Create(mkdir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.WriteLease(gyrumdir.Lease{Ticket: "T-h", Epoch: 1, WarpURL: "http://127.0.0.1:9"})
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	return d
+}
+
+func touched(t *testing.T, d gyrumdir.Dir) bool {
+	t.Helper()
+	at, err := d.LastActivity()
+	return err == nil && time.Since(at) < time.Minute
+}
+
+func silentOK(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("touch-activity: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestTouchActivityEvents(t *testing.T) {
+	e := newEnv(t)
+	d := hookWorktree(t)
+	sub := filepath.Join(d.Worktree, "a", "b")
+	os.MkdirAll(sub, 0o755)
+	elsewhere := t.TempDir() // the hook's own cwd: the payload's cwd decides
+
+	silentOK(t, e.gyrum(elsewhere, hookPayload("PreToolUse", sub), "touch-activity"))
+	ms, _ := d.InFlight()
+	if len(ms) != 1 || ms[0].Name != "toolu_01ABC123" || ms[0].Tool != "Bash" {
+		t.Fatalf("after PreToolUse: markers %+v", ms)
+	}
+	if touched(t, d) {
+		t.Fatal("PreToolUse touched last-activity")
+	}
+	silentOK(t, e.gyrum(elsewhere, hookPayload("PostToolUse", sub), "touch-activity"))
+	if ms, _ := d.InFlight(); len(ms) != 0 || !touched(t, d) {
+		t.Fatalf("after PostToolUse: markers %+v, touched %v", ms, touched(t, d))
+	}
+
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	silentOK(t, e.gyrum(elsewhere, hookPayload("PreToolUse", d.Worktree), "touch-activity"))
+	silentOK(t, e.gyrum(elsewhere, hookPayload("PostToolUseFailure", d.Worktree), "touch-activity"))
+	if ms, _ := d.InFlight(); len(ms) != 0 || !touched(t, d) {
+		t.Fatalf("after PostToolUseFailure: markers %+v, touched %v", ms, touched(t, d))
+	}
+
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	silentOK(t, e.gyrum(elsewhere, hookPayload("Stop", d.Worktree), "touch-activity"))
+	if !touched(t, d) {
+		t.Fatal("another event did not touch")
+	}
+}
+
+func TestTouchActivityPlainGarbageEmpty(t *testing.T) {
+	e := newEnv(t)
+	for name, stdin := range map[string]string{"empty": "", "garbage": "\x00\xffnot json {[", "array": `["cwd"]`} {
+		d := hookWorktree(t)
+		silentOK(t, e.gyrum(d.Worktree, stdin, "touch-activity"))
+		if !touched(t, d) {
+			t.Errorf("%s stdin: last-activity not touched", name)
+		}
+		if ms, _ := d.InFlight(); len(ms) != 0 {
+			t.Errorf("%s stdin: markers %v", name, ms)
+		}
+	}
+	// --dir, from a directory outside the worktree.
+	d := hookWorktree(t)
+	silentOK(t, e.gyrum(t.TempDir(), "", "touch-activity", "--dir", filepath.Join(d.Worktree)))
+	if !touched(t, d) {
+		t.Error("--dir: not touched")
+	}
+}
+
+func TestTouchActivityClosedStdin(t *testing.T) {
+	d := hookWorktree(t)
+	cmd := exec.Command("sh", "-c", `"$0" touch-activity <&-`, gyrumBin)
+	cmd.Dir = d.Worktree
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Fatalf("closed stdin: %v, output %q", err, out)
+	}
+	if !touched(t, d) {
+		t.Fatal("closed stdin: not touched")
+	}
+}
+
+func TestTouchActivityNoGyrumDir(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	silentOK(t, e.gyrum(dir, hookPayload("PreToolUse", dir), "touch-activity"))
+	silentOK(t, e.gyrum(dir, hookPayload("PostToolUse", dir), "touch-activity"))
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 0 {
+		t.Fatalf("the hook created %v", ents)
+	}
+}
+
+func TestTouchActivityUnwritableWorktree(t *testing.T) {
+	e := newEnv(t)
+	d := hookWorktree(t)
+	if os.Geteuid() != 0 {
+		os.Chmod(d.File(gyrumdir.InFlightDir), 0o500)
+		os.Chmod(d.Path, 0o500)
+		t.Cleanup(func() { os.Chmod(d.Path, 0o700); os.Chmod(d.File(gyrumdir.InFlightDir), 0o700) })
+		os.Chmod(d.File(gyrumdir.ActivityFile), 0o400)
+	} else {
+		// root writes anywhere: make every write fail another way.
+		os.RemoveAll(d.File(gyrumdir.InFlightDir))
+		os.WriteFile(d.File(gyrumdir.InFlightDir), nil, 0o400) // in-flight/ is a file
+		os.Remove(d.File(gyrumdir.ActivityFile))
+		os.Symlink(filepath.Join(t.TempDir(), "gone", "x"), d.File(gyrumdir.ActivityFile)) // dangling
+	}
+	for _, ev := range []string{"PreToolUse", "PostToolUse", "Stop"} {
+		silentOK(t, e.gyrum(d.Worktree, hookPayload(ev, d.Worktree), "touch-activity"))
+	}
+	if _, err := d.LastActivity(); err == nil && os.Geteuid() == 0 {
+		t.Fatal("a write succeeded where it cannot")
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+}
+
+func TestTouchActivityHelpIsNotSilent(t *testing.T) {
+	e := newEnv(t)
+	r := e.gyrum(t.TempDir(), "", "touch-activity", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "PreToolUse") {
+		t.Fatalf("--help: %+v", r)
+	}
+}

@@ -1,0 +1,505 @@
+package gyrumcli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumcli"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// sessionOf reads the session id (field 6) of /proc/PID/stat.
+func sessionOf(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	sid, _ := strconv.Atoi(f[3])
+	return sid
+}
+
+func TestStartWorkDetachedLoopOrphaned(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-1")
+	cmd, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	// e.gyrum waits for stdout and stderr to close: it returns only because
+	// the loop does not hold them.
+	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-1", "--watch-pid", strconv.Itoa(watched.PID), "--json", "--agent", "O"))
+	if sr.Ticket != "T-1" || sr.Epoch != 1 || sr.Dir != wt || sr.WatchedPID != watched.PID || sr.WatchedHow != "--watch-pid" || sr.Agent != "O" {
+		t.Fatalf("start-work printed %+v", sr)
+	}
+	loop, err := proc.Lookup(sr.LoopPID)
+	if err != nil {
+		t.Fatalf("loop pid %d: %v", sr.LoopPID, err)
+	}
+	if runtime.GOOS == "linux" {
+		if sid := sessionOf(t, loop.PID); sid != loop.PID {
+			t.Errorf("loop session %d, want its own (%d)", sid, loop.PID)
+		}
+		for fd := 0; fd <= 2; fd++ {
+			if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", loop.PID, fd)); target != os.DevNull {
+				t.Errorf("loop fd %d is %q, want /dev/null", fd, target)
+			}
+		}
+	}
+	d, _ := gyrumdir.Open(wt)
+	if l, err := d.ReadLease(); err != nil || l.Ticket != "T-1" || l.Epoch != 1 || l.WarpURL != e.ws.URL() {
+		t.Fatalf("lease.json: %+v, %v", l, err)
+	}
+	if p, err := d.ReadPID(gyrumdir.ParentPIDFile); err != nil || p != watched {
+		t.Fatalf("heartbeat.parent.pid: %v, %v, want %v", p, err, watched)
+	}
+	if live := e.loopsRunning(); len(live) != 1 || live[0].Identity() != loop || live[0].Dir != wt {
+		t.Fatalf("registry: %+v", live)
+	}
+	// The agent is SIGKILLed while the loop's third POST is in flight.
+	var killed mark
+	e.ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+		if n == 3 {
+			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			waitFor(t, "the agent to die", func() bool { return !watched.Alive() })
+			killed.put(n, 0)
+		}
+	})
+	waitFor(t, "the loop to exit", func() bool { return !loop.Alive() })
+	n, _, _ := killed.get()
+	after := e.ws.Beats()[n:]
+	if len(after) != 1 || after[0].Body.Exit != "parent-exited" {
+		t.Fatalf("after the kill the server got %+v, want one exit report", after)
+	}
+	if _, err := d.ReadPID(gyrumdir.LoopPIDFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("heartbeat.pid left: %v", err)
+	}
+	if entries, _, _ := gyrumdir.NewRegistry(e.home).List(); len(entries) != 0 {
+		t.Errorf("registry entry left: %+v", entries)
+	}
+	if v := e.ws.ticket("T-1"); v.Lease.Exit != "parent-exited" || v.Verdict != warp.VerdictExited {
+		t.Errorf("server: exit %q verdict %q", v.Lease.Exit, v.Verdict)
+	}
+}
+
+// mark is a value a server hook sets and the test reads.
+type mark struct {
+	mu     sync.Mutex
+	n, aux int
+	set    bool
+}
+
+func (m *mark) put(n, aux int) {
+	m.mu.Lock()
+	m.n, m.aux, m.set = n, aux, true
+	m.mu.Unlock()
+}
+
+func (m *mark) get() (int, int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n, m.aux, m.set
+}
+
+func TestWedgedAgentAndTheHook(t *testing.T) {
+	e := newEnv(t)
+	e.vars["HEARTBEAT_ACTIVITY_STALENESS_SECS"] = "1"
+	e.ws.create("T-w")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	sub := filepath.Join(wt, "src", "pkg")
+	os.MkdirAll(sub, 0o755)
+	e.startResult(e.gyrum(wt, "", "start-work", "T-w", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	d, _ := gyrumdir.Open(wt)
+	state := func() gyrumdir.LoopState { s, _ := d.ReadState(); return s }
+	waitFor(t, "stale skips", func() bool { return state().Skips >= 3 })
+	n := e.ws.count()
+	skips := state().Skips
+	waitFor(t, "more skips", func() bool { return state().Skips >= skips+3 })
+	if e.ws.count() != n {
+		t.Fatalf("POSTs while the agent is wedged: %d, then %d", n, e.ws.count())
+	}
+	// A tool call starts (PreToolUse from a subdirectory): in flight counts.
+	pre := `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + sub + `","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make test"},"tool_use_id":"toolu_9"}`
+	if r := e.gyrum(t.TempDir(), pre, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("touch-activity: %+v", r)
+	}
+	waitFor(t, "a heartbeat for the tool call", func() bool { return len(e.ws.answered()) > n })
+	if b := e.ws.answered()[n]; b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
+		t.Fatalf("heartbeat during the call: %+v", b.Body)
+	}
+	post := strings.Replace(strings.Replace(pre, "PreToolUse", "PostToolUse", 1), `"tool_use_id"`, `"tool_response":{"stdout":"ok"},"tool_use_id"`, 1)
+	if r := e.gyrum(t.TempDir(), post, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("touch-activity: %+v", r)
+	}
+	m := e.ws.count()
+	waitFor(t, "a heartbeat after the call", func() bool { return len(e.ws.answered()) > m })
+	if b := e.ws.answered()[m]; b.Body.InFlight != "" || *b.Body.ActivityAgeS > 1 {
+		t.Fatalf("heartbeat after the call: %+v", b.Body)
+	}
+	if ms, _ := d.InFlight(); len(ms) != 0 {
+		t.Fatalf("markers left: %v", ms)
+	}
+	e.inproc(wt, "release")
+}
+
+func TestEndedElsewhereLoopExits(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-e")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-e", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	loop, _ := proc.Lookup(sr.LoopPID)
+	waitFor(t, "a heartbeat", func() bool { return e.ws.count() >= 1 })
+	if _, err := e.ws.svc.Complete(context.Background(), "T-e", sr.Epoch, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the loop to exit on 410", func() bool { return !loop.Alive() })
+	bs := e.ws.answered()
+	if last := bs[len(bs)-1]; last.Status != 410 {
+		t.Fatalf("last answer %d, want 410", last.Status)
+	}
+	// release afterwards: the 410 is reported, the local state cleaned.
+	r := e.gyrum(wt, "", "release")
+	if r.code != 0 || !strings.Contains(r.stdout, "lease_ended") {
+		t.Fatalf("release: %+v", r)
+	}
+	d, _ := gyrumdir.Open(wt)
+	if d.HasLease() {
+		t.Fatal("lease.json left after release")
+	}
+}
+
+func TestWrapperPassesExitCodeAndEndsLease(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-x")
+	wt := mkdir(t)
+	r := e.gyrum(wt, "", "start-work", "T-x", "--", "sh", "-c", "echo from-cmd; exit 3")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\nstderr: %s", r.code, r.stderr)
+	}
+	if r.stdout != "from-cmd\n" {
+		t.Fatalf("stdout %q: CMD's output must stay its own", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "claimed T-x epoch 1") || !strings.Contains(r.stderr, "released T-x") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	assertEnded(t, e, "T-x", wt, "command-exited")
+}
+
+// assertEnded checks that no loop runs for wt, the lease was released
+// (ticket open again) and .gyrum/ holds no lease.
+func assertEnded(t *testing.T, e *env, ticket, wt, reason string) {
+	t.Helper()
+	if pids := heartbeatProcesses(wt); len(pids) != 0 {
+		t.Errorf("loops still running for %s: %v", wt, pids)
+	}
+	if live := e.loopsRunning(); len(live) != 0 {
+		t.Errorf("registry lists live loops: %+v", live)
+	}
+	v := e.ws.ticket(ticket)
+	if v.Ticket.State != warp.TicketOpen || v.Lease == nil || v.Lease.State != warp.LeaseReleased || v.Lease.EndReason != reason {
+		t.Errorf("ticket %s: state %s, lease %+v; want open, released (%s)", ticket, v.Ticket.State, v.Lease, reason)
+	}
+	if d, err := gyrumdir.At(wt); err == nil && d.HasLease() {
+		t.Errorf("lease.json left in %s", wt)
+	}
+}
+
+func TestWrapperSIGTERM(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-s")
+	wt := mkdir(t)
+	cmd := exec.Command(gyrumBin, "start-work", "T-s", "--", "sleep", "1000")
+	cmd.Dir, cmd.Env = wt, e.environ()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	var child proc.Identity
+	waitFor(t, "the loop and the command", func() bool {
+		if len(e.loopsRunning()) != 1 {
+			return false
+		}
+		pids, _ := proc.List()
+		for _, pid := range pids {
+			if in, err := proc.Stat(pid); err == nil && in.PPID == cmd.Process.Pid && in.Name == "sleep" {
+				child = in.Identity
+				return true
+			}
+		}
+		return false
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("wrapper did not exit after SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d, want %d\nstderr: %s", code, 128+int(syscall.SIGTERM), errb.String())
+	}
+	if child.Alive() {
+		t.Fatal("the command survived the forwarded SIGTERM")
+	}
+	assertEnded(t, e, "T-s", wt, "command-exited")
+}
+
+func TestWrapperCommandNotFound(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-nf")
+	wt := mkdir(t)
+	r := e.gyrum(wt, "", "start-work", "T-nf", "--", filepath.Join(t.TempDir(), "no-such-command"))
+	if r.code != 127 || !strings.Contains(r.stderr, "no-such-command") {
+		t.Fatalf("got %+v, want exit 127 naming the command", r)
+	}
+	// The loop had been spawned and registered: it must be gone.
+	if bs := e.ws.Beats(); len(bs) == 0 {
+		t.Log("the loop did not POST before it was reaped")
+	}
+	assertEnded(t, e, "T-nf", wt, "start-work-failed")
+}
+
+func TestLoopThatCannotRegister(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-r")
+	blocker := filepath.Join(t.TempDir(), "home-is-a-file")
+	os.WriteFile(blocker, []byte("x"), 0o600)
+	e.vars["GYRUM_HOME"] = blocker
+	wt := mkdir(t)
+	_, watched := agent(t, "sleep", "1000")
+	r := e.gyrum(wt, "", "start-work", "T-r", "--watch-pid", strconv.Itoa(watched.PID))
+	if r.code != 1 || !strings.Contains(r.stderr, "exited before registering") || !strings.Contains(r.stderr, "register") {
+		t.Fatalf("got %+v", r)
+	}
+	assertEnded(t, e, "T-r", wt, "start-work-failed")
+}
+
+func initRepo(t *testing.T) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "repo")
+	os.Mkdir(repo, 0o755)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return repo
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestStartWorkWorktree(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-7")
+	repo := initRepo(t)
+	root := t.TempDir()
+	e.vars["GYRUM_WORKTREE_ROOT"] = root
+	_, watched := agent(t, "sleep", "1000")
+	sr := e.startResult(e.gyrum(repo, "", "start-work", "T-7", "--worktree", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	want := filepath.Join(root, "repo-T-7")
+	if sr.Dir != want || sr.Branch != "gyrum/T-7" {
+		t.Fatalf("got dir %s branch %s, want %s gyrum/T-7", sr.Dir, sr.Branch, want)
+	}
+	if got := gitOut(t, want, "rev-parse", "--abbrev-ref", "HEAD"); got != "gyrum/T-7" {
+		t.Fatalf("worktree HEAD %q", got)
+	}
+	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); !strings.Contains(list, "worktree "+want) {
+		t.Fatalf("git worktree list:\n%s", list)
+	}
+	d, err := gyrumdir.Open(want)
+	if err != nil || !d.HasLease() {
+		t.Fatalf(".gyrum in the new worktree: %v", err)
+	}
+	if r := e.gyrum(want, "", "release"); r.code != 0 {
+		t.Fatalf("release: %+v", r)
+	}
+	// Claimed again: the branch exists, the old worktree was kept by
+	// release: a new directory is refused with a clear message.
+	r := e.gyrum(repo, "", "start-work", "T-7", "--worktree", "--watch-pid", strconv.Itoa(watched.PID))
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("second --worktree: %+v", r)
+	}
+	assertEnded(t, e, "T-7", want, "start-work-failed")
+}
+
+func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-8")
+	repo := initRepo(t)
+	root := t.TempDir()
+	e.vars["GYRUM_WORKTREE_ROOT"] = root
+	r := e.gyrum(repo, "", "start-work", "T-8", "--worktree", "--", filepath.Join(root, "missing-cmd"))
+	if r.code != 127 {
+		t.Fatalf("got %+v, want 127", r)
+	}
+	wt := filepath.Join(root, "repo-T-8")
+	if _, err := os.Stat(wt); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("worktree %s left behind: %v", wt, err)
+	}
+	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Fatalf("git still lists the worktree:\n%s", list)
+	}
+	assertEnded(t, e, "T-8", wt, "start-work-failed")
+}
+
+func TestStartWorkNext(t *testing.T) {
+	e := newEnv(t)
+	e.ws.create("T-a", "frontend")
+	e.ws.create("T-b", "backend")
+	e.ws.create("T-c", "backend", "db")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	sr := e.startResult(e.gyrum(wt, "", "start-work", "--next", "--label", "backend", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	if sr.Ticket != "T-b" {
+		t.Fatalf("claimed %s, want T-b (oldest with the label)", sr.Ticket)
+	}
+	if r := e.gyrum(wt, "", "release"); r.code != 0 {
+		t.Fatalf("release: %+v", r)
+	}
+}
+
+// copyBinary copies an executable to dir/name, so a process runs under a
+// chosen name (what the ancestor walk matches).
+func copyBinary(t *testing.T, src, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestWatchedProcessResolution(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	sh, _ := exec.LookPath("sh")
+	e := newEnv(t)
+	bin := t.TempDir()
+	// A Bash tool call: the agent runs bash -c, which runs gyrum; "; true"
+	// keeps bash from exec-ing gyrum, so gyrum's parent is the short-lived bash.
+	run := func(t *testing.T, agentName, ticket string, extra map[string]string) (gyrumcli.StartResult, int) {
+		t.Helper()
+		e.ws.create(ticket)
+		wt := mkdir(t)
+		agentPath := copyBinary(t, sh, bin, agentName)
+		script := fmt.Sprintf("%s -c '%s start-work %s --dir %s --json; true'", bash, gyrumBin, ticket, wt)
+		cmd := exec.Command(agentPath, "-c", script)
+		cmd.Env = e.environ()
+		for k, v := range extra {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		agentPID := cmd.Process.Pid
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		sr := e.startResult(result{stdout: out.String(), stderr: errb.String()})
+		if r := e.gyrum(wt, "", "release"); r.code != 0 {
+			t.Fatalf("release: %+v", r)
+		}
+		return sr, agentPID
+	}
+	t.Run("known agent", func(t *testing.T) {
+		sr, pid := run(t, "claude", "T-anc1", nil)
+		if sr.WatchedHow != "ancestor" || sr.WatchedPID != pid || sr.Watched != "claude" {
+			t.Fatalf("watched %+v, want the claude process %d", sr, pid)
+		}
+	})
+	t.Run("GYRUM_AGENT_PROCESS", func(t *testing.T) {
+		sr, pid := run(t, "my-agent-7", "T-anc2", map[string]string{"GYRUM_AGENT_PROCESS": "^my-agent-[0-9]+$"})
+		if sr.WatchedHow != "ancestor" || sr.WatchedPID != pid {
+			t.Fatalf("watched %+v, want the my-agent process %d", sr, pid)
+		}
+	})
+	t.Run("parent", func(t *testing.T) {
+		if name, ok := agentAncestor(); ok {
+			t.Skipf("the test itself runs under an agent (%s): the walk would find it", name)
+		}
+		sr, pid := run(t, "not-an-agent", "T-anc3", nil)
+		if sr.WatchedHow != "parent" || sr.Watched != "bash" {
+			t.Fatalf("watched %+v, want the parent bash", sr)
+		}
+		if sr.WatchedPID == pid {
+			t.Fatal("watched the outer process, want the direct parent")
+		}
+	})
+	t.Run("CLAUDE_PID", func(t *testing.T) {
+		_, w := agent(t, "sleep", "1000")
+		sr, _ := run(t, "claude", "T-anc4", map[string]string{"CLAUDE_PID": strconv.Itoa(w.PID)})
+		if sr.WatchedHow != "CLAUDE_PID" || sr.WatchedPID != w.PID {
+			t.Fatalf("watched %+v, want CLAUDE_PID %d", sr, w.PID)
+		}
+	})
+}
+
+// agentAncestor reports whether an ancestor of the test process is a known
+// agent (tests run from inside Claude Code, say).
+func agentAncestor() (string, bool) {
+	for pid := os.Getppid(); pid > 1; {
+		in, err := proc.Stat(pid)
+		if err != nil {
+			return "", false
+		}
+		args, _ := proc.Cmdline(pid)
+		names := []string{in.Name}
+		for i, a := range args {
+			if i < 2 {
+				names = append(names, filepath.Base(a))
+			}
+		}
+		for _, n := range names {
+			switch n {
+			case "claude", "codex", "gemini", "cursor-agent", "aider":
+				return n, true
+			}
+		}
+		pid = in.PPID
+	}
+	return "", false
+}
