@@ -219,8 +219,6 @@ func (s *warpServer) lease(id string) warp.Lease {
 	return *v.Lease
 }
 
-
-
 // create creates an open ticket.
 func (s *warpServer) create(id string, labels ...string) {
 	s.t.Helper()
