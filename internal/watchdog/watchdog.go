@@ -297,6 +297,12 @@ func stopLoop(ctx context.Context, o Options, l *Loop) {
 			l.Error = err.Error()
 		}
 	}
+	// Only lease.json may be gone: the pid file of a SIGKILLed loop would
+	// stay behind and name a dead process.
+	d := gyrumdir.Dir{Worktree: l.Dir, Path: filepath.Join(l.Dir, gyrumdir.DirName)}
+	if _, err := d.RemovePIDIf(gyrumdir.LoopPIDFile, id); err != nil && !errors.Is(err, fs.ErrNotExist) && l.Error == "" {
+		l.Error = err.Error()
+	}
 }
 
 func summarize(loops []Loop) Summary {

@@ -177,6 +177,7 @@ type scenario struct {
 	recycledLoop              started
 	dead                      proc.Identity
 	healthyDir, goneDir       string
+	noLeaseDir                string
 	corruptPath, strangerPath string
 }
 
@@ -192,6 +193,10 @@ func newScenario(t *testing.T) *scenario {
 	noLeaseDir := worktree(t, s.root, "wt-nolease", "T-nolease")
 	s.noLease = startLoop(t, s.bin, noLeaseDir, "plain")
 	register(t, s.reg, s.noLease.id, noLeaseDir, "T-nolease")
+
+	nd, _ := gyrumdir.Open(noLeaseDir)
+	nd.WritePID(gyrumdir.LoopPIDFile, s.noLease.id)
+	s.noLeaseDir = noLeaseDir
 
 	stubbornDir := worktree(t, s.root, "wt-stubborn", "T-stubborn")
 	s.stubborn = startLoop(t, s.bin, stubbornDir, "stubborn")
@@ -274,6 +279,10 @@ func TestSweep(t *testing.T) {
 		if hasEntry(t, s.reg, c.p.id.PID) {
 			t.Errorf("%s: registry entry left behind", c.what)
 		}
+	}
+
+	if _, err := os.Stat(filepath.Join(s.noLeaseDir, ".gyrum", "heartbeat.pid")); !os.IsNotExist(err) {
+		t.Errorf("heartbeat.pid of the stopped loop left behind")
 	}
 
 	if s.healthy.exited() {
