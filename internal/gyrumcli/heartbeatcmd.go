@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -95,6 +96,10 @@ func (a *App) heartbeatRun(ctx context.Context, dirFlag string, schema int) erro
 		Durations: dur, SchemaVersion: schema, Logger: logger})
 	if err != nil {
 		return fail(err)
+	}
+	if a.getenv("GOMAXPROCS") == "" {
+		// One tick at a time: a single P saves threads and wake-ups.
+		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()

@@ -29,7 +29,7 @@ type beat struct {
 // 127.0.0.1:0. A thin wrapper records every heartbeat with its arrival
 // time and answer, and may run a hook before the real server answers.
 type warpServer struct {
-	t    *testing.T
+	t    testing.TB
 	svc  *warp.Service
 	api  http.Handler
 	addr string
@@ -41,7 +41,7 @@ type warpServer struct {
 	answer func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool
 }
 
-func newWarp(t *testing.T) *warpServer {
+func newWarp(t testing.TB) *warpServer {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))

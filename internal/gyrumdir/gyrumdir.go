@@ -166,8 +166,13 @@ func (d Dir) Clear() error {
 
 // WriteFileAtomic writes data to path with FilePerm: temp file in the same
 // directory, fsync, rename over path, fsync of the directory. Readers see
-// the old content or the new one.
-func WriteFileAtomic(path string, data []byte) error {
+// the old content or the new one, also after a crash.
+func WriteFileAtomic(path string, data []byte) error { return writeFile(path, data, true) }
+
+// writeFile is WriteFileAtomic; without durable it skips both fsyncs: the
+// rename still makes the write atomic for readers, but a crash may lose it
+// (fine for the loop's informative state, rewritten every tick).
+func writeFile(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -187,8 +192,10 @@ func WriteFileAtomic(path string, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -197,6 +204,9 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	if df, err := os.Open(dir); err == nil {
 		_ = df.Sync()
 		_ = df.Close()

@@ -32,13 +32,14 @@ type LoopState struct {
 	NextTickAt   time.Time `json:"next_tick_at,omitzero"`
 }
 
-// WriteState writes heartbeat.state atomically.
+// WriteState writes heartbeat.state atomically (rename) but not durably (no
+// fsync): it is rewritten every tick and only informs.
 func (d Dir) WriteState(s LoopState) error {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	return WriteFileAtomic(d.file(StateFile), append(data, '\n'))
+	return writeFile(d.file(StateFile), append(data, '\n'), false)
 }
 
 // ReadState reads heartbeat.state. Missing wraps fs.ErrNotExist, unusable
