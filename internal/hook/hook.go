@@ -17,6 +17,7 @@ package hook
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -145,25 +146,42 @@ func (s *scanner) ws() {
 
 // str reads the rest of a string whose opening quote was consumed, keeping
 // at most keep raw bytes, and returns it unescaped. ok is false when the
-// input ends first.
+// input ends first. It moves a buffer at a time (ReadSlice up to the next
+// quote), so skipping a megabyte of tool output is a few memchr calls.
 func (s *scanner) str(keep int) (string, bool) {
-	raw := make([]byte, 0, 64)
+	var raw []byte
 	escaped := false
-	esc := false
+	run := 0 // backslashes right before the current position
 	for {
-		c, ok := s.next()
-		if !ok {
+		chunk, err := s.r.ReadSlice('"')
+		if err != nil && err != bufio.ErrBufferFull {
 			return "", false
 		}
-		if esc {
-			esc = false
-		} else if c == '\\' {
-			esc, escaped = true, true
-		} else if c == '"' {
-			break
+		body := chunk
+		if err == nil {
+			body = chunk[:len(chunk)-1] // without the quote
 		}
-		if len(raw) < keep {
-			raw = append(raw, c)
+		if bytes.IndexByte(body, '\\') >= 0 {
+			escaped = true
+		}
+		n := 0
+		for n < len(body) && body[len(body)-1-n] == '\\' {
+			n++
+		}
+		if n == len(body) {
+			run += n
+		} else {
+			run = n
+		}
+		closed := err == nil && run%2 == 0
+		if err == nil && !closed {
+			body, run = chunk, 0 // an escaped quote belongs to the string
+		}
+		if room := keep - len(raw); room > 0 {
+			raw = append(raw, body[:min(len(body), room)]...)
+		}
+		if closed {
+			break
 		}
 	}
 	if !escaped {

@@ -73,6 +73,9 @@ func TestParseDocumentedPayloads(t *testing.T) {
 		{"array", `[{"cwd":"/w"}]`, hook.Payload{}},
 		{"binary", "\x00\xff{", hook.Payload{}},
 		{"empty object", "{}", hook.Payload{Object: true}},
+		{"trailing backslash", `{"cwd":"C:\\","hook_event_name":"PreToolUse"}`, hook.Payload{Event: "PreToolUse", CWD: `C:\`, Object: true}},
+		{"escaped quote after backslash", `{"tool_input":{"x":"a\\\"b\\"},"cwd":"/w"}`, hook.Payload{CWD: "/w", Object: true}},
+		{"backslash run across buffers", `{"tool_response":"` + strings.Repeat(`\\`, 40000) + `\"","cwd":"/w"}`, hook.Payload{CWD: "/w", Object: true}},
 	}
 	for _, c := range cases {
 		got := hook.Parse(strings.NewReader(c.in), hook.MaxInput)
