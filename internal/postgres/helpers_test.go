@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -39,12 +39,7 @@ func newSchema(tb testing.TB) (schema, schemaURL string) {
 	schema = "warp_test_" + hex.EncodeToString(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		tb.Fatalf("connect to WARP_TEST_POSTGRES: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if _, err := adminPool(tb).Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		tb.Fatalf("create schema: %v", err)
 	}
 	tb.Cleanup(func() { dropSchema(tb, admin, schema) })
@@ -64,18 +59,31 @@ func dropSchema(tb testing.TB, admin, schema string) {
 	// The database may be restarting (the restart test): retry a while.
 	var err error
 	for ctx.Err() == nil {
-		var conn *pgx.Conn
-		conn, err = pgx.Connect(ctx, admin)
-		if err == nil {
-			_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-			conn.Close(ctx)
-			if err == nil {
-				return
-			}
+		if _, err = adminPool(tb).Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err == nil {
+			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	tb.Errorf("drop schema %s: %v", schema, err)
+}
+
+// The admin pool the helpers create and drop schemas with, shared by the
+// package's tests and closed by TestMain.
+var adminDB struct {
+	once sync.Once
+	pool *pgxpool.Pool
+	err  error
+}
+
+func adminPool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	adminDB.once.Do(func() {
+		adminDB.pool, adminDB.err = pgxpool.New(context.Background(), adminURL(tb))
+	})
+	if adminDB.err != nil {
+		tb.Fatalf("connect to WARP_TEST_POSTGRES: %v", adminDB.err)
+	}
+	return adminDB.pool
 }
 
 // openDB opens a store in a fresh schema, closed when the test ends.

@@ -34,6 +34,9 @@ var warpBin struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if adminDB.pool != nil {
+		adminDB.pool.Close()
+	}
 	if warpBin.dir != "" {
 		os.RemoveAll(warpBin.dir)
 	}

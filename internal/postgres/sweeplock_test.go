@@ -73,9 +73,8 @@ func TestSweepLockIsPerSchema(t *testing.T) {
 // advisory lock taken by TrySweepLock, "" when none.
 func sweepLockHolder(t *testing.T, names ...string) string {
 	t.Helper()
-	db := openNamed(t, adminURL(t), "warp-test-observer")
 	var holder string
-	err := db.Pool().QueryRow(context.Background(), `SELECT a.application_name FROM pg_locks l
+	err := adminPool(t).QueryRow(context.Background(), `SELECT a.application_name FROM pg_locks l
 		JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ANY($1)`, names).Scan(&holder)
 	if err != nil {
