@@ -86,16 +86,33 @@ func isUnavailable(err error) bool {
 }
 
 // unavailable wraps err as a domain ErrUnavailable whose message tells the
-// caller what happened and that it is transient; the HTTP layer answers 503
-// with it.
+// caller what happened and that it is transient; the HTTP layer answers 503.
 func unavailable(err error) error {
-	msg := "the database (PostgreSQL) is unavailable, nothing was written; retry shortly: " + err.Error()
-	return fmt.Errorf("%w: %w", &warp.Error{Kind: warp.ErrUnavailable, Message: msg}, err)
+	return &dbError{
+		domain: &warp.Error{Kind: warp.ErrUnavailable, Message: "the database (PostgreSQL) is unavailable, nothing was written; retry shortly: " + err.Error()},
+		cause:  err,
+	}
 }
 
 // unavailableAtCommit is unavailable for a commit that got no answer: the
 // write may or may not have been applied.
 func unavailableAtCommit(err error) error {
-	msg := "the database (PostgreSQL) became unavailable while committing, the write may or may not have been applied; retry shortly and check: " + err.Error()
-	return fmt.Errorf("%w: %w", &warp.Error{Kind: warp.ErrUnavailable, Message: msg}, err)
+	return &dbError{
+		domain: &warp.Error{Kind: warp.ErrUnavailable, Message: "the database (PostgreSQL) became unavailable while committing, " +
+			"the write may or may not have been applied; retry shortly and check: " + err.Error()},
+		cause: err,
+	}
 }
+
+// dbError is a domain error with the driver error that caused it: errors.Is
+// matches the domain sentinel, errors.As the driver's error, and the text
+// is the domain message alone (it already quotes the cause).
+type dbError struct {
+	domain *warp.Error
+	cause  error
+}
+
+func (e *dbError) Error() string { return e.domain.Message }
+
+// Unwrap returns the domain error and the cause.
+func (e *dbError) Unwrap() []error { return []error{e.domain, e.cause} }

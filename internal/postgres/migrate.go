@@ -71,7 +71,7 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 			if s == nil {
 				var path string
 				_ = tx.QueryRow(ctx, "SHOW search_path").Scan(&path)
-				return warp.Errorf(warp.ErrInvalid, "no schema of the search_path (%s) exists: create one or set a schema", path)
+				return warp.Errorf(warp.ErrInvalid, "no schema of the search_path (%s) exists: create it (CREATE SCHEMA ...) or fix search_path in the connection string", path)
 			}
 			current = *s
 		} else {

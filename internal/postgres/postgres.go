@@ -145,8 +145,9 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		case errors.As(err, &we):
 			return nil, err
 		case isUnavailable(err):
-			msg := fmt.Sprintf("cannot reach PostgreSQL at %s:%d (database %q): %v", cc.Host, cc.Port, cc.Database, err)
-			return nil, fmt.Errorf("%w: %w", &warp.Error{Kind: warp.ErrUnavailable, Message: msg}, err)
+			// The cause is quoted, not wrapped: this is about the database,
+			// callers must not mistake it for a failure to reach warp.
+			return nil, warp.Errorf(warp.ErrUnavailable, "cannot reach PostgreSQL at %s:%d (database %q): %v", cc.Host, cc.Port, cc.Database, err)
 		}
 		return nil, fmt.Errorf("migrate postgres schema: %w", translate(err))
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -350,5 +351,34 @@ func TestReplicasLapseOnceAndSurviveSweeperKill(t *testing.T) {
 	})
 	if k := queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'lapsed' AND ticket = 'NEXT'"); k != 1 {
 		t.Errorf("NEXT has %d lapsed events, want 1", k)
+	}
+}
+
+// warp serve with a PostgreSQL --db it cannot use exits at once with an
+// error that says what is wrong with the database, not a hang or a stack.
+func TestServeRejectsUnusablePostgres(t *testing.T) {
+	admin := adminURL(t)
+	sep := "?"
+	if strings.Contains(admin, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct{ db, want string }{
+		{"postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", `cannot reach PostgreSQL at 127.0.0.1:1 (database "postgres")`},
+		{"postgres://postgres@127.0.0.1:notaport/postgres", "invalid PostgreSQL connection string"},
+		{"postgresql://postgres@127.0.0.1:5432/postgres?pool_max_conns=0", "invalid PostgreSQL connection string"},
+		{admin + sep + "search_path=warp_no_such_schema", "no schema of the search_path (warp_no_such_schema) exists"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, warpBinary(t), "serve", "--addr", "127.0.0.1:0", "--db", c.db).CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || timedOut {
+			t.Errorf("--db %s: got %v, want a quick non-zero exit; output:\n%s", c.db, err, out)
+			continue
+		}
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("--db %s: output %q does not say %q", c.db, out, c.want)
+		}
 	}
 }
