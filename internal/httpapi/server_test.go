@@ -46,7 +46,7 @@ func (c *testClock) Advance(d time.Duration) {
 // env is a real API server on 127.0.0.1:0 over a real SQLite file, with a
 // service clock the test moves.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *testClock
 	db    *sqlite.DB
 	path  string
@@ -65,7 +65,7 @@ func withTokens() envOptions {
 	return envOptions{tokens: []httpapi.Token{{Role: httpapi.RoleAgent, Secret: agentToken}, {Role: httpapi.RoleAdmin, Secret: adminToken}}}
 }
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "warp.db")

@@ -389,3 +389,15 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	}
 	runCLI(t, map[string]string{}, time.Now, "frobnicate").mustFail(t, warpcli.ExitUsage, "unknown command")
 }
+
+func TestReleaseOnExitEndsTheLeaseAtOnce(t *testing.T) {
+	s := startServer(t, func(c *warpcli.ServeConfig) { c.ReleaseOnExit = true })
+	s.run(t, nil, "ticket", "create", "T-1").mustSucceed(t)
+	s.claim(t, "T-1", "h1")
+	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, ActivityAgeS: ptr(3.0), Exit: "parent-exited"})
+	r := s.run(t, nil, "ticket", "show", "T-1", "--json").mustSucceed(t)
+	d := decode[warpcli.TicketDetail](t, r.stdout)
+	if d.Ticket.State != "open" || d.Ticket.Lease.State != "released" || d.Ticket.Lease.EndReason != warp.ReleaseExitReport {
+		t.Fatalf("after an exit report with --release-on-exit: ticket %s lease %+v", d.Ticket.State, d.Ticket.Lease)
+	}
+}
