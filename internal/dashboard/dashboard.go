@@ -60,6 +60,9 @@ type Config struct {
 	RecentLimit int
 	// Refresh is the period of the no-JavaScript page refresh.
 	Refresh time.Duration
+	// SummaryTTL is how long the main page's verdict counts are reused
+	// across requests; DefaultSummaryTTL when zero, never when negative.
+	SummaryTTL time.Duration
 	// Coalesce, Ping, ClientBuffer and WriteTimeout tune the event stream (see BrokerConfig).
 	Coalesce     time.Duration
 	Ping         time.Duration
@@ -77,6 +80,8 @@ type Dashboard struct {
 	pages  map[string]*template.Template
 	broker *Broker
 	assets http.Handler
+	// summary caches the verdict counts of the main page.
+	summary *summaryCache
 }
 
 // New returns the dashboard of svc. Start it (the event stream's broker)
@@ -97,7 +102,10 @@ func New(svc *warp.Service, cfg Config) (*Dashboard, error) {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = DefaultRefresh
 	}
-	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger}
+	if cfg.SummaryTTL == 0 {
+		cfg.SummaryTTL = DefaultSummaryTTL
+	}
+	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger, summary: &summaryCache{ttl: cfg.SummaryTTL}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -268,20 +276,19 @@ type verdictCount struct {
 
 type indexData struct {
 	page
-	Verdict  warp.Verdict
-	Host     string
-	Counts   []verdictCount
-	Held     int64
-	Rows     []rowView
-	NextURL  string
-	FirstURL string
-	Paged    bool // not on the first page
-	Recent   []eventView
-	Filtered bool
-	PageSize int
+	Verdict   warp.Verdict
+	Host      string
+	Counts    []verdictCount
+	CountedAt time.Time // service time of the counts (they may be reused briefly)
+	Held      int64
+	Rows      []rowView
+	NextURL   string
+	FirstURL  string
+	Paged     bool // not on the first page
+	Recent    []eventView
+	Filtered  bool
+	PageSize  int
 }
-
-var verdicts = []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
 
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -345,20 +352,22 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		data.NextURL = "/?" + next.Encode()
 	}
 
+	counts, countedAt, err := d.summary.get(ctx, d.svc, now)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.CountedAt = countedAt
+	for i, v := range verdicts {
+		u := url.Values{"verdict": {string(v)}}
+		if data.Host != "" {
+			u.Set("host", data.Host)
+		}
+		data.Counts = append(data.Counts, verdictCount{Verdict: v, N: counts[i], URL: "/?" + u.Encode(), Selected: v == data.Verdict})
+		data.Held += counts[i]
+	}
 	var events []warp.Event
 	err = d.svc.Store().View(ctx, func(tx warp.Tx) error {
-		for _, v := range verdicts {
-			n, err := tx.CountHeld(ctx, d.svc.Policy().Bounds(v, now))
-			if err != nil {
-				return fmt.Errorf("count %s leases: %w", v, err)
-			}
-			u := url.Values{"verdict": {string(v)}}
-			if data.Host != "" {
-				u.Set("host", data.Host)
-			}
-			data.Counts = append(data.Counts, verdictCount{Verdict: v, N: n, URL: "/?" + u.Encode(), Selected: v == data.Verdict})
-			data.Held += n
-		}
 		var err error
 		events, err = tx.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted}, d.cfg.RecentLimit)
 		if err != nil {

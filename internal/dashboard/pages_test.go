@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 )
 
@@ -323,3 +324,24 @@ func TestPagesNeedTokenAndTakeItOnce(t *testing.T) {
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func TestVerdictCountsAreSharedBriefly(t *testing.T) {
+	s := startServer(t, withDashboard(dashboard.Config{SummaryTTL: time.Hour}))
+	fleet(t, s)
+	hc := &http.Client{}
+	_, body, _ := get(t, hc, s.url+"/")
+	mustContain(t, "first count", body, `<b id="count-stalled">1</b>`, `<b id="count-active">2</b>`)
+	s.heartbeat2(t, "B", 1, "h-B", 0, "") // B active again
+	_, body, _ = get(t, hc, s.url+"/")
+	// The rows are live; the counts are the shared ones of a moment ago.
+	if _, got := rows(body); got["B"] != "active" {
+		t.Errorf("row B: got %q, want active", got["B"])
+	}
+	mustContain(t, "reused count", body, `<b id="count-stalled">1</b>`, `<b id="count-active">2</b>`)
+	// Once the server clock moves past the TTL the page counts again: an
+	// hour without heartbeats makes every lease but the exited one silent.
+	s.clk.Advance(time.Hour + time.Minute)
+	_, body, _ = get(t, hc, s.url+"/")
+	mustContain(t, "recount", body, `<b id="count-active">0</b>`, `<b id="count-stalled">0</b>`,
+		`<b id="count-silent">4</b>`, `<b id="count-exited">1</b>`)
+}

@@ -22,8 +22,10 @@
   }
   function fmtUntil(ms) { return ms < 0 ? 'due ' + fmtDur(-ms) + ' ago' : 'in ' + fmtDur(ms); }
 
+  var clock = document.getElementById('clock');
   function tick() {
     var now = serverNow();
+    if (clock) clock.textContent = new Date(now).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
     document.querySelectorAll('[data-age]').forEach(function (el) {
       var t = Number(el.dataset.age);
       if (t > 0) el.textContent = fmtDur(now - t);
