@@ -591,7 +591,7 @@ func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, 
 				return err
 			}
 		}
-		if h.Exit != "" && l.Exit == "" {
+		if h.SchemaVersion == 2 && h.Exit != "" && l.Exit == "" {
 			l.Exit, l.ExitedAt = h.Exit, now
 			if _, err := tx.AppendEvent(ctx, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventExitReport, At: now,
 				Data: map[string]any{"exit": h.Exit, "host": host}}); err != nil {

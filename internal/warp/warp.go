@@ -5,10 +5,7 @@
 // that holds every rule so the adapters stay thin.
 package warp
 
-import (
-	"regexp"
-	"time"
-)
+import "time"
 
 // TicketState is the life-cycle state of a ticket.
 type TicketState string
@@ -25,10 +22,25 @@ func (s TicketState) Valid() bool {
 	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted
 }
 
-var ticketIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// ValidTicketID reports whether id obeys the ticket id rule.
-func ValidTicketID(id string) bool { return ticketIDPattern.MatchString(id) }
+// ValidTicketID reports whether id obeys the ticket id rule
+// ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$. It is written out rather than a
+// regexp because the hook binary imports this package and a regexp costs
+// its compile at every process start.
+func ValidTicketID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Ticket is a unit of work that agents claim.
 type Ticket struct {
