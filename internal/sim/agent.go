@@ -41,7 +41,8 @@ type agent struct {
 	watchedDone chan struct{}
 	loopID      proc.Identity
 
-	// Written only by the agent's goroutine; read after it ended.
+	// Written while the agent runs (under mu where tool calls race); read
+	// after it ended.
 	startErr     error
 	startedAt    time.Time
 	failedAt     time.Time // actual failure (kill, last activity)
@@ -53,40 +54,69 @@ type agent struct {
 	hookProblem  string // the first failure, for the report
 }
 
-// run plays the agent's script until it ends or ctx is cancelled.
+// run plays the agent's script until it ends or ctx is cancelled. Each
+// tool call (PreToolUse, then PostToolUse) runs on its own goroutine, as
+// Claude Code runs hooks per call, so a slow exec never delays the rest of
+// the schedule: failures are injected on time at any time scale. No hook
+// runs once the agent is dead.
 func (a *agent) run(ctx context.Context) {
-	for _, act := range a.plan.Actions {
-		if !sleepUntil(ctx, a.r.at(act.At)) {
-			return
+	acts := a.plan.Actions
+	if len(acts) == 0 || acts[0].Kind != ActStart || !sleepUntil(ctx, a.r.at(acts[0].At)) {
+		return
+	}
+	if err := a.start(ctx); err != nil {
+		if ctx.Err() == nil {
+			a.startErr = err
+			a.r.log.Error("agent did not start", "agent", a.plan.Name, "err", err)
+		} else {
+			a.startErr = ctx.Err()
 		}
+		return
+	}
+	post := map[string]Action{}
+	for _, act := range acts[1:] {
+		if act.Kind == ActPostTool {
+			post[act.ToolUseID] = act
+		}
+	}
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	for _, act := range acts[1:] {
 		switch act.Kind {
-		case ActStart:
-			if err := a.start(ctx); err != nil {
-				if ctx.Err() == nil {
-					a.startErr = err
-					a.r.log.Error("agent did not start", "agent", a.plan.Name, "err", err)
-				} else {
-					a.startErr = ctx.Err()
+		case ActPreTool:
+			end, hasEnd := post[act.ToolUseID]
+			calls.Go(func() {
+				if !sleepUntil(ctx, a.r.at(act.At)) || !a.hook(ctx, "PreToolUse", act) || !hasEnd {
+					return
 				}
+				if sleepUntil(ctx, a.r.at(end.At)) {
+					a.hook(ctx, "PostToolUse", end)
+				}
+			})
+		case ActKill:
+			if !sleepUntil(ctx, a.r.at(act.At)) {
 				return
 			}
-		case ActPreTool:
-			a.hook(ctx, "PreToolUse", act)
-		case ActPostTool:
-			a.hook(ctx, "PostToolUse", act)
-			if a.plan.Class == ClassWedged && act.At >= a.plan.FailAt {
-				// The wedged agent's last sign of life: the activity file's
-				// mtime, which is exactly what its loop measures age from.
-				a.failedAt = a.lastActivity
-			}
-		case ActKill:
 			a.kill()
 		case ActDeleteWorktree:
+			if !sleepUntil(ctx, a.r.at(act.At)) {
+				return
+			}
 			if err := os.RemoveAll(a.dir); err != nil {
 				a.r.log.Error("delete worktree", "agent", a.plan.Name, "err", err)
 			}
+			a.mu.Lock()
 			a.deletedAt = time.Now()
+			a.mu.Unlock()
 		}
+	}
+	calls.Wait()
+	if a.plan.Class == ClassWedged {
+		// The wedged agent's last sign of life is the activity file's mtime:
+		// exactly what its loop measures the age from.
+		a.mu.Lock()
+		a.failedAt = a.lastActivity
+		a.mu.Unlock()
 	}
 }
 
@@ -172,7 +202,15 @@ func (a *agent) gdir() gyrumdir.Dir {
 // as Claude Code would: cwd the worktree, the hook's timeout. The hook's
 // contract is exit 0 and no output, whatever happens; anything else is
 // recorded as a hook failure.
-func (a *agent) hook(ctx context.Context, event string, act Action) {
+//
+// It returns false, running nothing, when the agent is dead or ctx ended.
+func (a *agent) hook(ctx context.Context, event string, act Action) bool {
+	a.mu.Lock()
+	dead := !a.killedAt.IsZero()
+	a.mu.Unlock()
+	if dead || ctx.Err() != nil {
+		return false
+	}
 	payload := map[string]any{
 		"session_id":      "sim-" + a.plan.Name,
 		"transcript_path": a.dir + "/.transcript.jsonl",
@@ -197,8 +235,14 @@ func (a *agent) hook(ctx context.Context, event string, act Action) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return // the run is ending: not the hook's fault
+		return false // the run is ending: not the hook's fault
 	}
+	var mtime time.Time
+	if event == "PostToolUse" {
+		mtime, _ = a.gdir().LastActivity()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.hookCalls++
 	if err != nil || out.Len() > 0 {
 		a.hookFailures++
@@ -206,11 +250,10 @@ func (a *agent) hook(ctx context.Context, event string, act Action) {
 			a.hookProblem = fmt.Sprintf("%s: err=%v output=%q", event, err, clip(out.String(), 200))
 		}
 	}
-	if event == "PostToolUse" {
-		if t, err := a.gdir().LastActivity(); err == nil {
-			a.lastActivity = t
-		}
+	if mtime.After(a.lastActivity) {
+		a.lastActivity = mtime
 	}
+	return true
 }
 
 func toolInput(tool string) map[string]any {
@@ -233,12 +276,15 @@ func (a *agent) kill() {
 	if id.IsZero() {
 		return
 	}
-	if err := proc.Signal(id, syscall.SIGKILL); err != nil {
+	err := proc.Signal(id, syscall.SIGKILL)
+	now := time.Now()
+	if err != nil {
 		a.r.log.Error("kill watched process", "agent", a.plan.Name, "err", err)
 		return
 	}
-	a.killedAt = time.Now()
-	a.failedAt = a.killedAt
+	a.mu.Lock()
+	a.killedAt, a.failedAt = now, now
+	a.mu.Unlock()
 }
 
 // watchedAlive reports whether the watched process still runs.

@@ -12,22 +12,24 @@ import (
 // report is computed from observations alone (Summarize), so its rules are
 // tested without processes.
 type Observation struct {
-	Plan         AgentPlan
-	StartErr     string
-	StartedAt    time.Time
-	FailedAt     time.Time // zero: no failure happened (healthy, or it could not be injected)
-	DeletedAt    time.Time
-	LapsedAt     time.Time // first lapse of the agent's lease; zero when none
-	LapseReason  string
-	LeaseState   warp.LeaseState // at the end of the scenario
-	Verdict      warp.Verdict    // at the end
-	Heartbeats   []Received
-	LoopsAtEnd   int
-	LoopsAfterWD int // after the final watchdog sweep; -1 without --watchdog
-	WatchedAlive bool
-	HookCalls    int
-	HookFailures int
-	HookProblem  string
+	Plan        AgentPlan
+	StartErr    string
+	StartedAt   time.Time
+	FailedAt    time.Time // zero: no failure happened (healthy, or it could not be injected)
+	DeletedAt   time.Time
+	LapsedAt    time.Time // first lapse of the agent's lease; zero when none
+	LapseReason string
+	LeaseState  warp.LeaseState // at the end of the scenario
+	// The lease's times at the end (zero when never claimed).
+	LastActivityAt, LastHeartbeatAt, ExpiresAt time.Time
+	Verdict                                    warp.Verdict // at the end
+	Heartbeats                                 []Received
+	LoopsAtEnd                                 int
+	LoopsAfterWD                               int // after the final watchdog sweep; -1 without --watchdog
+	WatchedAlive                               bool
+	HookCalls                                  int
+	HookFailures                               int
+	HookProblem                                string
 }
 
 // observe measures the outcome at the end of the scenario: leases and
@@ -55,6 +57,7 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 		}
 		if view.Lease != nil {
 			o.LeaseState = view.Lease.State
+			o.LastActivityAt, o.LastHeartbeatAt, o.ExpiresAt = view.Lease.LastActivityAt, view.Lease.LastHeartbeatAt, view.Lease.ExpiresAt
 			o.Verdict = srv.svc.Policy().Verdict(*view.Lease, end)
 		}
 		events, err := srv.svc.Events(ctx, a.plan.Ticket, 0, 0)

@@ -59,6 +59,9 @@ type Report struct {
 	WatchdogErrors      []string      `json:"watchdog_errors,omitempty"`
 	AgentResults        []AgentResult `json:"agent_results"`
 	DetectionToleranceS float64       `json:"detection_tolerance_s"`
+	// MaxInjectionLagMin is how late, at worst, a failure happened against
+	// its schedule (a busy machine runs late; the figures use the actual time).
+	MaxInjectionLagMin float64 `json:"max_injection_lag_min"`
 }
 
 // Settings are the product durations of the run, unscaled, in seconds.
@@ -104,6 +107,10 @@ type ClassResult struct {
 	HeartbeatsAfterFailure    int `json:"heartbeats_after_failure"`
 	HeartbeatsAfterDetectable int `json:"heartbeats_after_detectable"`
 	ExitReports               int `json:"exit_reports"`
+	// CreditedAfterFailure counts leases whose last_activity_at, as the
+	// server recorded it, lies after the failure (beyond the tolerance): a
+	// heartbeat or exit report claimed activity the agent did not have.
+	CreditedAfterFailure int `json:"credited_after_failure"`
 	// Loops still running at the end; after the final watchdog sweep (nil
 	// without --watchdog). For healthy agents a running loop is expected.
 	LoopsAtEnd         int  `json:"loops_at_end"`
@@ -141,11 +148,15 @@ type AgentResult struct {
 	CaughtInTime     bool     `json:"caught_in_time"`
 	FalseLapse       bool     `json:"false_lapse"`
 	LeaseState       string   `json:"lease_state_at_end"`
+	LastActivityMin  *float64 `json:"last_activity_at_min"`
+	LastHeartbeatMin *float64 `json:"last_heartbeat_at_min"`
+	ExpiresAtMin     *float64 `json:"expires_at_min"`
 	Verdict          string   `json:"verdict_at_end,omitempty"`
 	Heartbeats       int      `json:"heartbeats"`
 	AfterFailure     int      `json:"heartbeats_after_failure"`
 	AfterDetectable  int      `json:"heartbeats_after_detectable"`
 	ExitReports      int      `json:"exit_reports"`
+	CreditedAfter    bool     `json:"activity_credited_after_failure"`
 	LoopsAtEnd       int      `json:"loops_at_end"`
 	LoopsAfterWD     *int     `json:"loops_after_watchdog"`
 	WatchedAlive     bool     `json:"watched_alive_at_end"`
@@ -226,12 +237,16 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			Started: o.StartErr == "" && !o.StartedAt.IsZero(), StartErr: o.StartErr,
 			FailedAtMin: offset(o.FailedAt), LapsedAtMin: offset(o.LapsedAt), LapseReason: o.LapseReason,
 			LeaseState: string(o.LeaseState), Verdict: string(o.Verdict), Heartbeats: len(o.Heartbeats),
+			LastActivityMin: offset(o.LastActivityAt), LastHeartbeatMin: offset(o.LastHeartbeatAt), ExpiresAtMin: offset(o.ExpiresAt),
 			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive,
 			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem,
 			WorktreeDeleted: !o.DeletedAt.IsZero(), LongStepMinutes: p.LongStep.Minutes(),
 		}
 		if p.Class.Failure() {
 			ar.PlannedFailAtMin = p.FailAt.Minutes()
+			if ar.FailedAtMin != nil {
+				rep.MaxInjectionLagMin = max(rep.MaxInjectionLagMin, round1(*ar.FailedAtMin-ar.PlannedFailAtMin))
+			}
 		}
 		if o.LoopsAfterWD >= 0 {
 			ar.LoopsAfterWD = ptr(o.LoopsAfterWD)
@@ -285,6 +300,10 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 				if h.At.After(detectable) {
 					ar.AfterDetectable++
 				}
+			}
+			if o.LastActivityAt.After(o.FailedAt.Add(tolerance)) {
+				ar.CreditedAfter = true
+				row.CreditedAfterFailure++
 			}
 			base := o.FailedAt.Add(realD(t.LeaseWindow))
 			for _, rs := range info.Restarts {
@@ -364,7 +383,7 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 func checks(rep *Report, info RunInfo) []Check {
 	var started, agents, hookCalls, hookFail, failures, caught, falseLapses, afterDetect, exitReports,
 		deadLoops, kills, releases, dormant int
-	var late []string
+	var late, credited []string
 	for _, a := range rep.AgentResults {
 		agents++
 		if a.Started {
@@ -384,6 +403,9 @@ func checks(rep *Report, info RunInfo) []Check {
 			}
 			afterDetect += a.AfterDetectable
 			exitReports += a.ExitReports
+			if a.CreditedAfter {
+				credited = append(credited, a.Name)
+			}
 		}
 		if a.NeedsKill {
 			kills++
@@ -410,6 +432,8 @@ func checks(rep *Report, info RunInfo) []Check {
 		{Name: "no false lapse of a healthy agent", OK: falseLapses == 0, Detail: fmt.Sprintf("%d false lapses", falseLapses)},
 		{Name: "no heartbeat after a failure was detectable, except the exit report", OK: afterDetect == 0,
 			Detail: fmt.Sprintf("%d heartbeats after detectable failures; %d exit reports", afterDetect, exitReports)},
+		{Name: "no lease credited with activity after its agent failed", OK: len(credited) == 0,
+			Detail: fmt.Sprintf("%d of %d failed agents' leases show last_activity_at after the failure", len(credited), failures) + listed("credited", credited)},
 		{Name: "no loop left running for a dead agent", OK: deadLoops == 0,
 			Detail: fmt.Sprintf("%d orphan loops running at the end%s; %d dormant loops of wedged agents still alive", deadLoops, map[bool]string{true: " (after the watchdog)", false: ""}[info.Watchdog], dormant)},
 		{Name: "no operator action needed", OK: kills+releases == 0,
@@ -448,7 +472,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, r := range rep.Restarts {
 		fmt.Fprintf(w, " warp restarted at %.0f min (down %.1f min, grace until %.0f min);", r.StoppedAtMin, r.StartedAtMin-r.StoppedAtMin, r.GraceUntilMin)
 	}
-	fmt.Fprintf(w, " %d heartbeats received\n\n", rep.HeartbeatsReceived)
+	fmt.Fprintf(w, " failures injected up to %.1f min late; %d heartbeats received\n\n", rep.MaxInjectionLagMin, rep.HeartbeatsReceived)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLASS\tCLIENT\tAGENTS\tLAPSED\tFALSE\tFAIL→LAPSE p50/max\tIN TIME\tHB AFTER FAIL/DETECT\tEXIT RPT\tLOOPS LEFT\tOPERATOR")

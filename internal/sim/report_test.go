@@ -240,3 +240,21 @@ func TestReportJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// An exit report that claims activity after the agent died (an in-flight
+// marker left by the crash counted as a running tool call) is reported.
+func TestSummarizeActivityCreditedAfterFailure(t *testing.T) {
+	o := sim.Observation{Plan: agent("o1", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(10),
+		LastActivityAt: pm(13.5), LapsedAt: pm(43.6), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1,
+		Heartbeats: []sim.Received{exitReport(13.5)}}
+	fine := sim.Observation{Plan: agent("o2", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(12),
+		LastActivityAt: pm(11), LapsedAt: pm(41.1), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1}
+	rep := sim.Summarize(info(), []sim.Observation{o, fine, healthy("h1")})
+	c := check(t, rep, "no lease credited")
+	if c.OK || !strings.Contains(c.Detail, "1 of 2") || !strings.Contains(c.Detail, "o1") {
+		t.Errorf("credited check: got %+v, want o1 flagged", c)
+	}
+	if r := row(t, rep, sim.ClassOrphan); r.CreditedAfterFailure != 1 || r.CaughtInTime != 2 {
+		t.Errorf("orphan row: got %+v, want one credited, both caught in time", r)
+	}
+}

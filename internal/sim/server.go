@@ -197,11 +197,7 @@ func (e *embedded) stop() { e.once.Do(e.doStop) }
 
 func (e *embedded) doStop() {
 	if e.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if e.srv.Shutdown(ctx) != nil {
-			e.srv.Close()
-		}
-		cancel()
+		e.srv.Close()
 		<-e.served
 	} else if e.ln != nil {
 		e.ln.Close()

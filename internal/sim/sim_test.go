@@ -1,0 +1,259 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sim"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// bin holds the gyrum and warp binaries built once for the package.
+var bin string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "sim-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+			return 1
+		}
+		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gyrum", "./cmd/warp")
+		build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build gyrum and warp: %v\n%s", err, out)
+			return 1
+		}
+		bin = dir
+		return m.Run()
+	}())
+}
+
+func gyrumBin() string { return filepath.Join(bin, "gyrum") }
+
+// Test runs are short: 8 agents at time scale 3000 (one product minute is
+// 20 ms), about 1.3 s of scenario each.
+const (
+	testAgents = 8
+	testScale  = 3000
+)
+
+func run(t *testing.T, cfg sim.Config) *sim.Report {
+	t.Helper()
+	tmp := t.TempDir()
+	cfg.TempDir = tmp
+	cfg.Gyrum = gyrumBin()
+	if cfg.Agents == 0 {
+		cfg.Agents = testAgents
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = testScale
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := sim.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("simulate: %v", err)
+	}
+	assertCleanedUp(t, tmp)
+	var b strings.Builder
+	_ = rep.WriteTable(&b)
+	t.Logf("report:\n%s", b.String())
+	return rep
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// assertCleanedUp checks that the run removed its directory and left no
+// process of its own running.
+func assertCleanedUp(t *testing.T, tmp string) {
+	t.Helper()
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left behind in the temp dir: %s", e.Name())
+	}
+	if left := processesMarked(t, tmp); len(left) > 0 {
+		t.Errorf("processes of the run still running: %v", left)
+	}
+}
+
+func class(t *testing.T, rep *sim.Report, c sim.Class, cl sim.Client) sim.ClassResult {
+	t.Helper()
+	for _, r := range rep.Classes {
+		if r.Class == c && r.Client == cl {
+			return r
+		}
+	}
+	t.Fatalf("no %s/%s row", c, cl)
+	return sim.ClassResult{}
+}
+
+// The product's claim, on real processes: every orphan and wedged agent's
+// lease lapses within the lease window + one tick, no healthy agent loses
+// its lease, no heartbeat after a detectable failure but the exit report,
+// no loop left for a dead agent, nothing for an operator to do.
+func TestSimulateV2Transition(t *testing.T) {
+	rep := run(t, sim.Config{})
+	for _, c := range rep.Checks {
+		if !c.OK {
+			t.Errorf("claim failed: %s: %s", c.Name, c.Detail)
+		}
+	}
+	failures := 0
+	for _, c := range []sim.Class{sim.ClassOrphan, sim.ClassOrphanGone, sim.ClassWedged} {
+		r := class(t, rep, c, sim.ClientV2)
+		failures += r.Failures
+		if r.Failures == 0 || r.Lapsed != r.Failures || r.CaughtInTime != r.Failures {
+			t.Errorf("%s: %d failures, %d lapsed, %d in time; want all", c, r.Failures, r.Lapsed, r.CaughtInTime)
+		}
+		if r.HeartbeatsAfterDetectable != 0 {
+			t.Errorf("%s: %d heartbeats after the failure was detectable, want 0", c, r.HeartbeatsAfterDetectable)
+		}
+		if r.OperatorActions != 0 {
+			t.Errorf("%s: %d operator actions, want 0", c, r.OperatorActions)
+		}
+		if c != sim.ClassWedged {
+			if r.LoopsAtEnd != 0 {
+				t.Errorf("%s: %d loops still running, want 0 (they exit on parent death)", c, r.LoopsAtEnd)
+			}
+			if r.ExitReports != r.Failures {
+				t.Errorf("%s: %d exit reports, want one per orphan (%d)", c, r.ExitReports, r.Failures)
+			}
+		}
+	}
+	if failures < 3 {
+		t.Fatalf("only %d failures injected", failures)
+	}
+	for _, c := range []sim.Class{sim.ClassLongStep, sim.ClassIdle} {
+		r := class(t, rep, c, sim.ClientV2)
+		if r.FalseLapses != 0 || r.Lapsed != 0 {
+			t.Errorf("%s: %d lapses of healthy agents, want 0", c, r.Lapsed)
+		}
+		if r.LeasesHeldAtEnd != r.Agents || r.LoopsAtEnd != r.Agents {
+			t.Errorf("%s: %d leases held and %d loops running at the end for %d agents, want all", c, r.LeasesHeldAtEnd, r.LoopsAtEnd, r.Agents)
+		}
+	}
+	if len(rep.Restarts) != 1 {
+		t.Errorf("restarts: got %d, want 1", len(rep.Restarts))
+	}
+}
+
+// The pre-ADR world: unmigrated loops POST unconditionally, legacy expiry
+// reads only the heartbeat — no failure's lease lapses, the spam goes on,
+// every failure needs a person.
+func TestSimulateLegacyV1ShowsTheOldFailure(t *testing.T) {
+	rep := run(t, sim.Config{Client: sim.ClientV1, Mode: warp.ModeLegacy})
+	if rep.OK {
+		t.Fatal("the legacy run reported every claim kept")
+	}
+	for _, c := range []sim.Class{sim.ClassOrphan, sim.ClassOrphanGone, sim.ClassWedged} {
+		r := class(t, rep, c, sim.ClientV1)
+		if r.Lapsed != 0 || r.LeasesHeldAtEnd != r.Agents {
+			t.Errorf("%s: %d lapsed, %d held at the end of %d; want none lapsed", c, r.Lapsed, r.LeasesHeldAtEnd, r.Agents)
+		}
+		if r.HeartbeatsAfterDetectable == 0 {
+			t.Errorf("%s: no heartbeats after the failure: the old loop's spam should show", c)
+		}
+		if r.LoopsAtEnd != r.Agents || r.OperatorActions != 2*r.Agents {
+			t.Errorf("%s: %d loops left, %d operator actions for %d agents; want a loop each and a release + kill each", c, r.LoopsAtEnd, r.OperatorActions, r.Agents)
+		}
+	}
+	for _, c := range []sim.Class{sim.ClassLongStep, sim.ClassIdle} {
+		if r := class(t, rep, c, sim.ClientV1); r.Lapsed != 0 {
+			t.Errorf("%s: %d healthy leases lapsed under legacy", c, r.Lapsed)
+		}
+	}
+}
+
+// The watchdog reaps the loops whose worktree is gone even when the loop
+// itself never checks (the pre-ADR loop); it leaves loops whose worktree
+// is still there.
+func TestSimulateWatchdogReapsLoopsOfDeletedWorktrees(t *testing.T) {
+	rep := run(t, sim.Config{Client: sim.ClientV1, Mode: warp.ModeLegacy, Watchdog: true})
+	gone := class(t, rep, sim.ClassOrphanGone, sim.ClientV1)
+	if gone.LoopsAfterWatchdog == nil || *gone.LoopsAfterWatchdog != 0 {
+		t.Errorf("orphans with deleted worktrees: %v loops after the watchdog, want 0", gone.LoopsAfterWatchdog)
+	}
+	kept := class(t, rep, sim.ClassOrphan, sim.ClientV1)
+	if kept.LoopsAfterWatchdog == nil || *kept.LoopsAfterWatchdog != kept.Agents {
+		t.Errorf("orphans with worktrees: %v loops after the watchdog, want %d (the watchdog only reaps missing worktrees)", kept.LoopsAfterWatchdog, kept.Agents)
+	}
+	if r := class(t, rep, sim.ClassIdle, sim.ClientV1); r.LoopsAfterWatchdog == nil || *r.LoopsAfterWatchdog != r.Agents {
+		t.Errorf("healthy: %v loops after the watchdog, want all %d", r.LoopsAfterWatchdog, r.Agents)
+	}
+	if rep.WatchdogRuns < 2 || len(rep.WatchdogErrors) != 0 {
+		t.Errorf("watchdog: %d runs, errors %v; want the schedule and the final sweep, no error", rep.WatchdogRuns, rep.WatchdogErrors)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cfg  sim.Config
+		want error
+	}{
+		{"too few agents", sim.Config{Agents: 3, Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"time scale too high", sim.Config{TimeScale: 1e6, Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"negative time scale", sim.Config{TimeScale: -1, Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"unknown client", sim.Config{Client: "v3", Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"unknown mode", sim.Config{Mode: "fast", Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"unknown scenario", sim.Config{Scenario: "tuesday", Gyrum: gyrumBin()}, warp.ErrInvalid},
+		{"no gyrum", sim.Config{}, sim.ErrNoGyrum},
+		{"gyrum not executable", sim.Config{Gyrum: "/etc/hostname"}, sim.ErrNoGyrum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			tc.cfg.TempDir = tmp
+			_, err := sim.Run(ctx, tc.cfg)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+				t.Errorf("a rejected run created %d entries", len(ents))
+			}
+		})
+	}
+}
+
+func TestFindGyrum(t *testing.T) {
+	if p, err := sim.FindGyrum(gyrumBin()); err != nil || p != gyrumBin() {
+		t.Errorf("explicit: got %q, %v", p, err)
+	}
+	if _, err := sim.FindGyrum(filepath.Join(t.TempDir(), "gyrum")); err == nil {
+		t.Error("explicit missing binary: no error")
+	}
+	t.Setenv("PATH", bin)
+	if p, err := sim.FindGyrum(""); err != nil || p != gyrumBin() {
+		t.Errorf("from PATH: got %q, %v", p, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err := sim.FindGyrum("")
+	if !errors.Is(err, sim.ErrNoGyrum) || !strings.Contains(err.Error(), "go build -o bin/ ./cmd/...") {
+		t.Errorf("nowhere: got %v, want ErrNoGyrum saying how to build it", err)
+	}
+}
