@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -287,20 +288,28 @@ func openStore(ctx context.Context, dsn string, log *slog.Logger) (warp.Store, e
 	return db, nil
 }
 
-// redactDSN hides a password in a database URL before it is logged.
+// redactDSN hides passwords in a database address before it is logged:
+// the user:password@ part and a password= query parameter of a URL, and
+// password=... in a libpq key=value string.
 func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "(unparsable database URL)"
+		}
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
 	}
-	cred, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return dsn
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && k == "password" {
+			fields[i] = "password=xxxxx"
+		}
 	}
-	if user, _, hasPass := strings.Cut(cred, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return dsn
+	return strings.Join(fields, " ")
 }
 
 func authSummary(tokens []httpapi.Token) string {
