@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoGyrum reports that the gyrum binary could not be found.
@@ -40,6 +43,18 @@ func FindGyrum(explicit string) (string, error) {
 		return filepath.Abs(p)
 	}
 	return "", fmt.Errorf("%w next to this executable nor on PATH: build both binaries with 'go build -o bin/ ./cmd/...' and run bin/warp simulate, or pass --gyrum PATH", ErrNoGyrum)
+}
+
+// checkGyrum runs `gyrum --help` and checks it names the commands the
+// simulator uses, so a wrong binary fails before anything starts.
+func checkGyrum(p string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p, "--help").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("start-work")) || !bytes.Contains(out, []byte("touch-activity")) {
+		return fmt.Errorf("%w: %s --help does not list start-work and touch-activity (err %v): build it with 'go build -o bin/ ./cmd/...'", ErrNoGyrum, p, err)
+	}
+	return nil
 }
 
 func executable(p string) error {

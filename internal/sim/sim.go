@@ -96,6 +96,9 @@ func (c *Config) validate() error {
 	if err := executable(c.Gyrum); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoGyrum, err)
 	}
+	if err := checkGyrum(c.Gyrum); err != nil {
+		return err
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -212,6 +212,14 @@ func TestSimulateWatchdogReapsLoopsOfDeletedWorktrees(t *testing.T) {
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
+	plain := filepath.Join(t.TempDir(), "gyrum")
+	notGyrum := filepath.Join(t.TempDir(), "gyrum")
+	if err := os.WriteFile(plain, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notGyrum, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		cfg  sim.Config
@@ -224,7 +232,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"unknown mode", sim.Config{Mode: "fast", Gyrum: gyrumBin()}, warp.ErrInvalid},
 		{"unknown scenario", sim.Config{Scenario: "tuesday", Gyrum: gyrumBin()}, warp.ErrInvalid},
 		{"no gyrum", sim.Config{}, sim.ErrNoGyrum},
-		{"gyrum not executable", sim.Config{Gyrum: "/etc/hostname"}, sim.ErrNoGyrum},
+		{"gyrum not executable", sim.Config{Gyrum: plain}, sim.ErrNoGyrum},
+		{"not gyrum", sim.Config{Gyrum: notGyrum}, sim.ErrNoGyrum},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
