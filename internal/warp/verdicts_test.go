@@ -2,12 +2,18 @@ package warp_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -34,12 +40,49 @@ var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
 func mustService(tb testing.TB) (*warp.Service, *clock) {
 	tb.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "warp.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "warp.db"))
 	if err != nil {
 		tb.Fatalf("open sqlite: %v", err)
 	}
 	tb.Cleanup(func() { db.Close() })
+	return serviceOn(tb, db)
+}
+
+// postgresService runs the service on a fresh schema of WARP_TEST_POSTGRES,
+// dropped at the end; it skips when the variable is unset.
+func postgresService(tb testing.TB) (*warp.Service, *clock) {
+	tb.Helper()
+	u := os.Getenv("WARP_TEST_POSTGRES")
+	if u == "" {
+		tb.Skip("WARP_TEST_POSTGRES is not set: point it at a PostgreSQL server to run the verdict pass on PostgreSQL " +
+			"(.ci/run sets it)")
+	}
+	ctx := context.Background()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "warp_verdicts_" + hex.EncodeToString(b)
+	db, err := postgres.Open(ctx, u, postgres.Options{Schema: schema})
+	if err != nil {
+		tb.Fatalf("open postgres: %v", err)
+	}
+	tb.Cleanup(func() {
+		db.Close()
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return serviceOn(tb, db)
+}
+
+func serviceOn(tb testing.TB, db warp.Store) (*warp.Service, *clock) {
+	tb.Helper()
+	ctx := context.Background()
 	clk := &clock{t: t0}
 	p := warp.DefaultPolicy()
 	p.StartupGrace = 0
@@ -97,8 +140,17 @@ func changeMap(cs []warp.VerdictChange) map[string]warp.VerdictChange {
 }
 
 func TestRecordVerdicts(t *testing.T) {
-	ctx := context.Background()
 	svc, clk := mustService(t)
+	testRecordVerdicts(t, svc, clk)
+}
+
+func TestRecordVerdictsPostgres(t *testing.T) {
+	svc, clk := postgresService(t)
+	testRecordVerdicts(t, svc, clk)
+}
+
+func testRecordVerdicts(t *testing.T, svc *warp.Service, clk *clock) {
+	ctx := context.Background()
 	p := svc.Policy()
 	for _, id := range []string{"A", "B", "C", "D"} {
 		mustClaim(t, svc, id)
@@ -203,8 +255,17 @@ func TestRecordVerdicts(t *testing.T) {
 // TestRecordVerdictsPages checks the pass over more leases than one batch
 // records each change exactly once.
 func TestRecordVerdictsPages(t *testing.T) {
-	ctx := context.Background()
 	svc, clk := mustService(t)
+	testRecordVerdictsPages(t, svc, clk)
+}
+
+func TestRecordVerdictsPagesPostgres(t *testing.T) {
+	svc, clk := postgresService(t)
+	testRecordVerdictsPages(t, svc, clk)
+}
+
+func testRecordVerdictsPages(t *testing.T, svc *warp.Service, clk *clock) {
+	ctx := context.Background()
 	const n = 1234
 	seedHeld(t, svc, n, t0)
 	clk.Advance(svc.Policy().SilentAfter + time.Second)
