@@ -32,7 +32,8 @@ type LoopResult struct {
 	// CPUPerTickMs is user+system CPU per heartbeat sent (bash: the shell
 	// and the curl children it waited for).
 	CPUPerTickMs float64 `json:"cpu_per_tick_ms"`
-	// CurlRSSKiB is the peak RSS of one curl (bash loop only).
+	// CurlRSSKiB is the RSS of one curl while it waits for an answer (bash
+	// loop only), sampled from /proc.
 	CurlRSSKiB int64 `json:"curl_rss_kib,omitempty"`
 }
 
@@ -46,6 +47,12 @@ type tickCounter struct {
 // the API answered it with 200.
 func byTicket(c *tickCounter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == slowPath {
+			// Holds a curl open so its RSS can be sampled.
+			time.Sleep(300 * time.Millisecond)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.Method != http.MethodPost || (r.URL.Path != "/heartbeat" && r.URL.Path != "/v1/heartbeat") {
 			h.ServeHTTP(w, r)
 			return
@@ -202,17 +209,46 @@ func bashLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter)
 	if err != nil {
 		return r, err
 	}
-	// One curl's peak RSS, from its rusage.
-	for range 5 {
-		c := exec.Command(curl, "-s", "-o", "/dev/null", "-X", "POST", "-H", "Content-Type: application/json",
-			"-d", `{"ticket":"B-2"}`, url+"/heartbeat")
-		if err := c.Run(); err == nil {
-			if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-				r.CurlRSSKiB = max(r.CurlRSSKiB, maxRSSKiB(ru))
+	r.CurlRSSKiB, err = curlRSS(ctx, curl, url)
+	if err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// slowPath answers after a pause, so a client's RSS can be sampled.
+const slowPath = "/bench/slow"
+
+// curlRSS runs the bash loop's curl against slowPath and returns the
+// largest VmRSS seen while it waits, over a few runs.
+func curlRSS(ctx context.Context, curl, url string) (int64, error) {
+	var best int64
+	for range 3 {
+		c := exec.CommandContext(ctx, curl, "-s", "-o", "/dev/null", "-X", "POST", "-H", "Content-Type: application/json",
+			"-d", `{"ticket":"B-2"}`, url+slowPath)
+		if err := c.Start(); err != nil {
+			return 0, fmt.Errorf("bench: %w", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		for waiting := true; waiting; {
+			if v, err := rssKiB(c.Process.Pid); err == nil {
+				best = max(best, v)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					return 0, fmt.Errorf("bench: curl: %w", err)
+				}
+				waiting = false
+			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	}
-	return r, nil
+	if best == 0 {
+		return 0, fmt.Errorf("bench: could not sample curl's RSS")
+	}
+	return best, nil
 }
 
 // measure waits for a few warm-up heartbeats of ticket, then samples the

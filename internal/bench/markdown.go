@@ -26,13 +26,13 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 	b.WriteString("\n### Expiry sweep (SQLite)\n\n")
 	b.WriteString("| active leases | due per sweep | sweeps | sweep p50 ms | sweep max ms | nothing due ms | load s |\n|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Sweep {
-		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.2f | %.0f |\n", x.Active, x.Due, x.Sweeps, x.P50Ms, x.MaxMs, x.IdleMs, x.LoadSeconds)
+		fmt.Fprintf(&b, "| %d | %d | %d | %.1f | %.1f | %.2f | %.1f |\n", x.Active, x.Due, x.Sweeps, x.P50Ms, x.MaxMs, x.IdleMs, x.LoadSeconds)
 	}
 
 	b.WriteString("\n### Hook cost: one exec each, one after the other\n\n")
-	b.WriteString("| command | n | mean ms | p50 ms | p99 ms | CPU ms | max RSS KiB |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| command | n | mean ms | p50 ms | p99 ms | CPU ms |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Exec {
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %d |\n", x.Command, x.N, x.MeanMs, x.P50Ms, x.P99Ms, x.CPUMs, x.MaxRSSKiB)
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %.2f |\n", x.Command, x.N, x.MeanMs, x.P50Ms, x.P99Ms, x.CPUMs)
 	}
 
 	b.WriteString("\n### Heartbeat loop cost\n\n")
@@ -40,7 +40,7 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 	for _, x := range r.Loop {
 		rss := fmt.Sprint(x.RSSKiB)
 		if x.CurlRSSKiB > 0 {
-			rss = fmt.Sprintf("%d (+ %d for the curl of each tick)", x.RSSKiB, x.CurlRSSKiB)
+			rss = fmt.Sprintf("%d + %d (the curl of each tick)", x.RSSKiB, x.CurlRSSKiB)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %.3f |\n", x.Loop, x.Ticks, rss, x.CPUPerTickMs)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -62,6 +61,3 @@ func rssKiB(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("bench: /proc/%d/status has no VmRSS", pid)
 }
-
-// maxRSSKiB is ru_maxrss in KiB (Linux reports KiB).
-func maxRSSKiB(ru *syscall.Rusage) int64 { return ru.Maxrss }
