@@ -49,6 +49,9 @@ type agent struct {
 	killedAt     time.Time
 	deletedAt    time.Time
 	lastActivity time.Time
+	// lastHookEnd is when the latest hook that started while the agent was
+	// alive finished: a hook running at the kill may write after it.
+	lastHookEnd  time.Time
 	hookCalls    int
 	hookFailures int
 	hookProblem  string // the first failure, for the report
@@ -225,6 +228,7 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 		payload["tool_response"] = map[string]any{"stdout": "ok", "stderr": "", "interrupted": false}
 	}
 	body, _ := json.Marshal(payload)
+	started := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(hctx, a.r.cfg.Gyrum, "touch-activity")
@@ -243,6 +247,9 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.killedAt.IsZero() || started.Before(a.killedAt) {
+		a.lastHookEnd = time.Now()
+	}
 	a.hookCalls++
 	if err != nil || out.Len() > 0 {
 		a.hookFailures++

@@ -12,10 +12,13 @@ import (
 // report is computed from observations alone (Summarize), so its rules are
 // tested without processes.
 type Observation struct {
-	Plan        AgentPlan
-	StartErr    string
-	StartedAt   time.Time
-	FailedAt    time.Time // zero: no failure happened (healthy, or it could not be injected)
+	Plan      AgentPlan
+	StartErr  string
+	StartedAt time.Time
+	FailedAt  time.Time // zero: no failure happened (healthy, or it could not be injected)
+	// LastHookEnd is when the last hook the agent started while alive
+	// finished: evidence of activity may be that late.
+	LastHookEnd time.Time
 	DeletedAt   time.Time
 	LapsedAt    time.Time // first lapse of the agent's lease; zero when none
 	LapseReason string
@@ -44,7 +47,7 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 	obs := make([]Observation, len(r.agents))
 	for i, a := range r.agents {
 		o := Observation{
-			Plan: a.plan, StartedAt: a.startedAt, FailedAt: a.failedAt, DeletedAt: a.deletedAt,
+			Plan: a.plan, StartedAt: a.startedAt, FailedAt: a.failedAt, DeletedAt: a.deletedAt, LastHookEnd: a.lastHookEnd,
 			Heartbeats: hbs[a.plan.Ticket], LoopsAtEnd: len(loops[a.plan.Name]), LoopsAfterWD: -1,
 			WatchedAlive: a.watchedAlive(), HookCalls: a.hookCalls, HookFailures: a.hookFailures, HookProblem: a.hookProblem,
 		}

@@ -301,7 +301,13 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 					ar.AfterDetectable++
 				}
 			}
-			if o.LastActivityAt.After(o.FailedAt.Add(tolerance)) {
+			// The latest real evidence: the failure, or the end of a hook
+			// that was already running when the agent died.
+			evidence := o.FailedAt
+			if o.LastHookEnd.After(evidence) {
+				evidence = o.LastHookEnd
+			}
+			if o.LastActivityAt.After(evidence.Add(tolerance)) {
 				ar.CreditedAfter = true
 				row.CreditedAfterFailure++
 			}

@@ -249,12 +249,16 @@ func TestSummarizeActivityCreditedAfterFailure(t *testing.T) {
 		Heartbeats: []sim.Received{exitReport(13.5)}}
 	fine := sim.Observation{Plan: agent("o2", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(12),
 		LastActivityAt: pm(11), LapsedAt: pm(41.1), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1}
-	rep := sim.Summarize(info(), []sim.Observation{o, fine, healthy("h1")})
+	// A hook that was running at the kill and finished after it is real
+	// evidence: activity credited up to its end is not flagged.
+	racing := sim.Observation{Plan: agent("o3", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(12),
+		LastHookEnd: pm(13), LastActivityAt: pm(13.2), LapsedAt: pm(43.3), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1}
+	rep := sim.Summarize(info(), []sim.Observation{o, fine, racing, healthy("h1")})
 	c := check(t, rep, "no lease credited")
-	if c.OK || !strings.Contains(c.Detail, "1 of 2") || !strings.Contains(c.Detail, "o1") {
+	if c.OK || !strings.Contains(c.Detail, "1 of 3") || !strings.Contains(c.Detail, "o1") || strings.Contains(c.Detail, "o3") {
 		t.Errorf("credited check: got %+v, want o1 flagged", c)
 	}
-	if r := row(t, rep, sim.ClassOrphan); r.CreditedAfterFailure != 1 || r.CaughtInTime != 2 {
-		t.Errorf("orphan row: got %+v, want one credited, both caught in time", r)
+	if r := row(t, rep, sim.ClassOrphan); r.CreditedAfterFailure != 1 || r.CaughtInTime != 3 {
+		t.Errorf("orphan row: got %+v, want one credited, all three caught in time", r)
 	}
 }

@@ -229,9 +229,10 @@ func Build(name string, n int, client Client, t Timing) (Plan, error) {
 				// The last tool call ends exactly at FailAt; then nothing.
 				a.Actions = append(a.Actions, toolCall(a.Name, len(a.Actions), "Bash", a.FailAt-toolCallLen, toolCallLen)...)
 			case ClassOrphan, ClassOrphanGone:
-				// Every other orphan dies in the middle of a tool call, so
-				// an in-flight marker is left behind as a crash would.
-				if rank[c]%2 == 0 {
+				// The first orphan of each kind, and every other one after
+				// it, dies in the middle of a tool call, so an in-flight
+				// marker is left behind as a crash would leave it.
+				if rank[c]%2 == 1 {
 					a.Actions = append(a.Actions, Action{At: a.FailAt - toolCallLen/2, Kind: ActPreTool, Tool: "Bash", ToolUseID: toolID(a.Name, len(a.Actions))})
 				}
 				a.Actions = append(a.Actions, Action{At: a.FailAt, Kind: ActKill})

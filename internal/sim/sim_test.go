@@ -123,6 +123,19 @@ func TestSimulateV2Transition(t *testing.T) {
 			t.Errorf("claim failed: %s: %s", c.Name, c.Detail)
 		}
 	}
+	for _, a := range rep.AgentResults {
+		if a.CreditedAfter {
+			// Seen with an agent killed during a tool call: its in-flight
+			// marker survives it, and the loop's exit report sends
+			// activity_age_s 0 for it, so the server moves last_activity_at
+			// past the death and the lease lapses up to a tick late. The
+			// exit report must take the age from the newest real evidence
+			// (last-activity mtime or the marker's start), not count the
+			// marker as a running tool (internal/heartbeat, exitReport).
+			t.Errorf("%s (%s): lease credited with activity after the agent died (failed at %.1f min, last_activity_at %.1f min)",
+				a.Name, a.Class, *a.FailedAtMin, *a.LastActivityMin)
+		}
+	}
 	failures := 0
 	for _, c := range []sim.Class{sim.ClassOrphan, sim.ClassOrphanGone, sim.ClassWedged} {
 		r := class(t, rep, c, sim.ClientV2)

@@ -43,7 +43,10 @@ func (r *run) watchdogSchedule(schedCtx, runCtx context.Context, end time.Time) 
 func (r *run) watchdog(ctx context.Context, final bool) {
 	wctx, cancel := context.WithTimeout(ctx, watchdogTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(wctx, r.cfg.Gyrum, "watchdog", "sweep", "--json")
+	// The registry swept is the run's own (GYRUM_HOME); --within keeps the
+	// /proc scan for unregistered loops inside the run's directory, so the
+	// simulator never signals a loop it did not start.
+	cmd := exec.CommandContext(wctx, r.cfg.Gyrum, "watchdog", "sweep", "--json", "--within", r.root)
 	cmd.Dir = r.root
 	cmd.Env = childEnv(r.markerEnv(), "GYRUM_HOME="+r.home, "WARP_URL="+r.url)
 	at := time.Now()
