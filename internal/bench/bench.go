@@ -59,7 +59,7 @@ const (
 	DefaultDue          = 1000
 	DefaultSweeps       = 5
 	DefaultExecs        = 300
-	DefaultTicks        = 100
+	DefaultTicks        = 200
 	DefaultTickInterval = 50 * time.Millisecond
 )
 

@@ -30,7 +30,8 @@ type LoopResult struct {
 	// curl runs beside it each tick, see CurlRSSKiB).
 	RSSKiB int64 `json:"rss_kib"`
 	// CPUPerTickMs is user+system CPU per heartbeat sent (bash: the shell
-	// and the curl children it waited for).
+	// and the curl children it waited for), from /proc/PID/stat in clock
+	// ticks of 10 ms: the resolution is 10 ms / Ticks.
 	CPUPerTickMs float64 `json:"cpu_per_tick_ms"`
 	// CurlRSSKiB is the RSS of one curl while it waits for an answer (bash
 	// loop only), sampled from /proc.
