@@ -407,7 +407,17 @@ func (l *Loop) exitReport(ctx context.Context, why Exit) {
 	now := l.now()
 	age := now.Sub(l.lease.ClaimedAt)
 	if act, err := l.dir.Activity(now, l.cfg.Durations.InFlightMax); err == nil {
-		age = act.Age
+		// The agent is gone: a marker it left behind is no longer a running
+		// tool call, only evidence of activity when the call started. Crediting
+		// it as "in flight now" would keep the lease alive past the death.
+		last := act.LastActivity
+		if act.InFlightSince.After(last) {
+			last = act.InFlightSince
+		}
+		if last.IsZero() {
+			last = now.Add(-act.Age)
+		}
+		age = now.Sub(last)
 	}
 	body := l.v2(max(age, 0), "")
 	body.Exit = string(why)

@@ -677,3 +677,50 @@ func TestNewRefusesBadFiles(t *testing.T) {
 		t.Fatal("schema 3 accepted")
 	}
 }
+
+// An agent killed in the middle of a tool call leaves its in-flight marker
+// behind. The exit report must not credit that marker as a call running
+// now: the server's last_activity_at stays where the last regular
+// heartbeat put it, so the lease lapses one window after the death at most.
+func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	d := worktree(t, ws, "T-midcall", ws.claim("T-midcall", "A"), parent)
+	started := time.Now()
+	if err := d.StartInFlight("toolu_dies", "Bash", started); err != nil {
+		t.Fatal(err)
+	}
+	r := prepareLoop(t, d, nil)
+	var killedAt time.Time
+	var mu sync.Mutex
+	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+		if n == 3 {
+			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
+			mu.Lock()
+			killedAt = time.Now()
+			mu.Unlock()
+		}
+	})
+	r.start()
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q, want parent-exited", exit)
+	}
+	bs := ws.Beats()
+	last := bs[len(bs)-1]
+	if last.Body.Exit != "parent-exited" {
+		t.Fatalf("last POST %+v, want the exit report", last.Body)
+	}
+	mu.Lock()
+	died := killedAt
+	mu.Unlock()
+	// The report's age reaches back to the call's start, not to "now".
+	if age := *last.Body.ActivityAgeS; age < last.At.Sub(started).Seconds()-0.05 {
+		t.Fatalf("exit report activity_age_s %.3f, want about %.3f (since the call started)", age, last.At.Sub(started).Seconds())
+	}
+	// The POST that was on the wire at the kill carried age 0 and lands
+	// just after it; the exit report, a tick later, must add nothing.
+	if l := ws.lease("T-midcall"); l.LastActivityAt.After(died.Add(scaled.Interval / 4)) {
+		t.Fatalf("server last_activity_at %v is %v after the agent died at %v", l.LastActivityAt, l.LastActivityAt.Sub(died), died)
+	}
+}
