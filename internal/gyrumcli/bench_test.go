@@ -145,7 +145,7 @@ func BenchmarkLoopTick(b *testing.B) {
 	e := &env{ws: newWarp(b), home: b.TempDir()}
 	e.vars = map[string]string{"WARP_URL": e.ws.URL(), "GYRUM_HOME": e.home, "HEARTBEAT_INTERVAL_SECS": "0.5",
 		"HEARTBEAT_ACTIVITY_STALENESS_SECS": "3600", "CLAUDE_PID": "", "GYRUM_AGENT_PROCESS": ""}
-	e.ws.create("T-bench")
+	e.ws.Create("T-bench")
 	sleep := exec.Command("sleep", "100000")
 	if err := sleep.Start(); err != nil {
 		b.Fatal(err)
@@ -165,20 +165,20 @@ func BenchmarkLoopTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer proc.Stop(context.Background(), loop, time.Second)
-	for e.ws.count() < 3 { // warm up: connections, first allocations
+	for e.ws.Count() < 3 { // warm up: connections, first allocations
 		time.Sleep(5 * time.Millisecond)
 	}
-	start := e.ws.count()
+	start := e.ws.Count()
 	t0, n0 := cpuOf(b, pid)
 	w0 := switches(pid)
 	b.ResetTimer()
-	for e.ws.count() < start+b.N {
+	for e.ws.Count() < start+b.N {
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
 	t1, n1 := cpuOf(b, pid)
 	w1 := switches(pid)
-	ticks := float64(e.ws.count() - start)
+	ticks := float64(e.ws.Count() - start)
 	b.ReportMetric(float64(w1-w0)/ticks, "ctxsw/tick")
 	b.ReportMetric(float64(t1-t0)*1e6/clockTicks/ticks, "cpu-µs/tick")
 	if n1 > 0 {

@@ -18,7 +18,7 @@ import (
 
 func TestStartWorkBadInput(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-1")
+	e.ws.Create("T-1")
 	_, watched := agent(t, "sleep", "1000")
 	wp := strconv.Itoa(watched.PID)
 	dead := "999999999"
@@ -66,7 +66,7 @@ func TestStartWorkBadInput(t *testing.T) {
 			if ents, _ := os.ReadDir(wt); len(ents) != 0 {
 				t.Fatalf("wrote %v", ents)
 			}
-			if v := e.ws.ticket("T-1"); v.Ticket.State != warp.TicketOpen {
+			if v := e.ws.Ticket("T-1"); v.Ticket.State != warp.TicketOpen {
 				t.Fatalf("T-1 is %s after a refused start-work", v.Ticket.State)
 			}
 		})
@@ -75,8 +75,8 @@ func TestStartWorkBadInput(t *testing.T) {
 
 func TestStartWorkRefusesAHeldWorktree(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-1")
-	e.ws.create("T-2")
+	e.ws.Create("T-1")
+	e.ws.Create("T-2")
 	_, watched := agent(t, "sleep", "1000")
 	wp := strconv.Itoa(watched.PID)
 	wt := mkdir(t)
@@ -91,7 +91,7 @@ func TestStartWorkRefusesAHeldWorktree(t *testing.T) {
 	if string(before) != string(after) {
 		t.Fatal("lease.json changed")
 	}
-	if v := e.ws.ticket("T-2"); v.Ticket.State != warp.TicketOpen {
+	if v := e.ws.Ticket("T-2"); v.Ticket.State != warp.TicketOpen {
 		t.Fatal("T-2 was claimed")
 	}
 	// Claimed elsewhere already: 409, nothing written.
@@ -108,15 +108,15 @@ func TestStartWorkRefusesAHeldWorktree(t *testing.T) {
 
 func TestCompleteAndRelease(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-c")
-	e.ws.create("T-r")
+	e.ws.Create("T-c")
+	e.ws.Create("T-r")
 	_, watched := agent(t, "sleep", "1000")
 	wp := strconv.Itoa(watched.PID)
 
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-c", "--watch-pid", wp, "--json"))
 	loop, _ := proc.Lookup(sr.LoopPID)
-	waitFor(t, "a heartbeat", func() bool { return e.ws.count() >= 1 })
+	waitFor(t, "a heartbeat", func() bool { return e.ws.Count() >= 1 })
 	sub := filepath.Join(wt, "deep")
 	os.Mkdir(sub, 0o755)
 	r := e.gyrum(sub, "", "complete-pr", "--pr", "https://example.com/pr/7", "--json")
@@ -130,7 +130,7 @@ func TestCompleteAndRelease(t *testing.T) {
 	if loop.Alive() {
 		t.Fatal("loop still alive")
 	}
-	v := e.ws.ticket("T-c")
+	v := e.ws.Ticket("T-c")
 	if v.Ticket.State != warp.TicketCompleted || v.Lease.PRURL != "https://example.com/pr/7" {
 		t.Fatalf("server: %+v", v)
 	}
@@ -155,7 +155,7 @@ func TestCompleteAndRelease(t *testing.T) {
 	// local state cleaned anyway.
 	wt2 := mkdir(t)
 	sr = e.startResult(e.gyrum(wt2, "", "start-work", "T-r", "--watch-pid", wp, "--json"))
-	if _, err := e.ws.svc.Release(context.Background(), "T-r", sr.Epoch, "operator"); err != nil {
+	if _, err := e.ws.Svc.Release(context.Background(), "T-r", sr.Epoch, "operator"); err != nil {
 		t.Fatal(err)
 	}
 	r = e.gyrum(wt2, "", "complete-pr")
@@ -172,11 +172,11 @@ func TestCompleteAndRelease(t *testing.T) {
 
 func TestReleaseKeepsStateWhenWarpIsDown(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-d")
+	e.ws.Create("T-d")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-d", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
-	e.ws.down()
+	e.ws.Down()
 	r := e.gyrum(wt, "", "release")
 	if r.code != 1 || !strings.Contains(r.stderr, "lease.json kept") || !strings.Contains(r.stderr, "is warp running") {
 		t.Fatalf("release with warp down: %+v", r)
@@ -188,7 +188,7 @@ func TestReleaseKeepsStateWhenWarpIsDown(t *testing.T) {
 	if loop, _ := proc.Lookup(sr.LoopPID); loop.Alive() {
 		t.Fatal("loop not stopped")
 	}
-	e.ws.up()
+	e.ws.Up()
 	if r := e.gyrum(wt, "", "release"); r.code != 0 || !strings.Contains(r.stdout, "released T-d") {
 		t.Fatalf("retry: %+v", r)
 	}
@@ -216,7 +216,7 @@ func TestCorruptLeaseIsNotTouched(t *testing.T) {
 
 func TestStatusHeartbeatStatusAndKill(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-st")
+	e.ws.Create("T-st")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-st", "--watch-pid", strconv.Itoa(watched.PID), "--json"))

@@ -22,7 +22,7 @@ func TestWatchdogSweepStopsARealOrphanLoop(t *testing.T) {
 	// A long interval: the loop must not notice the deletion itself before
 	// the sweep does.
 	e.vars["HEARTBEAT_INTERVAL_SECS"] = "600"
-	e.ws.create("T-W")
+	e.ws.Create("T-W")
 	_, watched := agent(t, "sleep", "1000")
 	root := t.TempDir()
 	wt := filepath.Join(root, "wt")
@@ -34,7 +34,7 @@ func TestWatchdogSweepStopsARealOrphanLoop(t *testing.T) {
 	}
 	healthyWT := filepath.Join(root, "healthy")
 	os.Mkdir(healthyWT, 0o755)
-	e.ws.create("T-H")
+	e.ws.Create("T-H")
 	sh := e.startResult(e.gyrum(healthyWT, "", "start-work", "T-H", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
 	healthy, err := proc.Lookup(sh.LoopPID)
 	if err != nil {
@@ -185,7 +185,7 @@ func TestDoctorCommand(t *testing.T) {
 	if r := e.inproc(home, "setup", "--watchdog", "none"); r.code != 0 {
 		t.Fatalf("setup: %s", r.stderr)
 	}
-	e.ws.create("T-D")
+	e.ws.Create("T-D")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-D", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
@@ -211,7 +211,7 @@ func TestDoctorCommand(t *testing.T) {
 	}
 
 	// The server goes down, the loop dies.
-	e.ws.down()
+	e.ws.Down()
 	loop, _ := proc.Lookup(sr.LoopPID)
 	proc.Stop(t.Context(), loop, 0)
 	d, _ := gyrumdir.Open(wt)

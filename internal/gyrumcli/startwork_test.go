@@ -38,7 +38,7 @@ func sessionOf(t *testing.T, pid int) int {
 
 func TestStartWorkDetachedLoopOrphaned(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-1")
+	e.ws.Create("T-1")
 	cmd, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	// e.gyrum waits for stdout and stderr to close: it returns only because
@@ -73,7 +73,7 @@ func TestStartWorkDetachedLoopOrphaned(t *testing.T) {
 	}
 	// The agent is SIGKILLed while the loop's third POST is in flight.
 	var killed mark
-	e.ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+	e.ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
 		if n == 3 {
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !watched.Alive() })
@@ -92,7 +92,7 @@ func TestStartWorkDetachedLoopOrphaned(t *testing.T) {
 	if entries, _, _ := gyrumdir.NewRegistry(e.home).List(); len(entries) != 0 {
 		t.Errorf("registry entry left: %+v", entries)
 	}
-	if v := e.ws.ticket("T-1"); v.Lease.Exit != "parent-exited" || v.Verdict != warp.VerdictExited {
+	if v := e.ws.Ticket("T-1"); v.Lease.Exit != "parent-exited" || v.Verdict != warp.VerdictExited {
 		t.Errorf("server: exit %q verdict %q", v.Lease.Exit, v.Verdict)
 	}
 }
@@ -119,7 +119,7 @@ func (m *mark) get() (int, int, bool) {
 func TestWedgedAgentAndTheHook(t *testing.T) {
 	e := newEnv(t)
 	e.vars["HEARTBEAT_ACTIVITY_STALENESS_SECS"] = "1"
-	e.ws.create("T-w")
+	e.ws.Create("T-w")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sub := filepath.Join(wt, "src", "pkg")
@@ -128,28 +128,28 @@ func TestWedgedAgentAndTheHook(t *testing.T) {
 	d, _ := gyrumdir.Open(wt)
 	state := func() gyrumdir.LoopState { s, _ := d.ReadState(); return s }
 	waitFor(t, "stale skips", func() bool { return state().Skips >= 3 })
-	n := e.ws.count()
+	n := e.ws.Count()
 	skips := state().Skips
 	waitFor(t, "more skips", func() bool { return state().Skips >= skips+3 })
-	if e.ws.count() != n {
-		t.Fatalf("POSTs while the agent is wedged: %d, then %d", n, e.ws.count())
+	if e.ws.Count() != n {
+		t.Fatalf("POSTs while the agent is wedged: %d, then %d", n, e.ws.Count())
 	}
 	// A tool call starts (PreToolUse from a subdirectory): in flight counts.
 	pre := `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + sub + `","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make test"},"tool_use_id":"toolu_9"}`
 	if r := e.gyrum(t.TempDir(), pre, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("touch-activity: %+v", r)
 	}
-	waitFor(t, "a heartbeat for the tool call", func() bool { return len(e.ws.answered()) > n })
-	if b := e.ws.answered()[n]; b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
+	waitFor(t, "a heartbeat for the tool call", func() bool { return len(e.ws.Answered()) > n })
+	if b := e.ws.Answered()[n]; b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
 		t.Fatalf("heartbeat during the call: %+v", b.Body)
 	}
 	post := strings.Replace(strings.Replace(pre, "PreToolUse", "PostToolUse", 1), `"tool_use_id"`, `"tool_response":{"stdout":"ok"},"tool_use_id"`, 1)
 	if r := e.gyrum(t.TempDir(), post, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("touch-activity: %+v", r)
 	}
-	m := e.ws.count()
-	waitFor(t, "a heartbeat after the call", func() bool { return len(e.ws.answered()) > m })
-	if b := e.ws.answered()[m]; b.Body.InFlight != "" || *b.Body.ActivityAgeS > 1 {
+	m := e.ws.Count()
+	waitFor(t, "a heartbeat after the call", func() bool { return len(e.ws.Answered()) > m })
+	if b := e.ws.Answered()[m]; b.Body.InFlight != "" || *b.Body.ActivityAgeS > 1 {
 		t.Fatalf("heartbeat after the call: %+v", b.Body)
 	}
 	if ms, _ := d.InFlight(); len(ms) != 0 {
@@ -160,17 +160,17 @@ func TestWedgedAgentAndTheHook(t *testing.T) {
 
 func TestEndedElsewhereLoopExits(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-e")
+	e.ws.Create("T-e")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-e", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
 	loop, _ := proc.Lookup(sr.LoopPID)
-	waitFor(t, "a heartbeat", func() bool { return e.ws.count() >= 1 })
-	if _, err := e.ws.svc.Complete(context.Background(), "T-e", sr.Epoch, ""); err != nil {
+	waitFor(t, "a heartbeat", func() bool { return e.ws.Count() >= 1 })
+	if _, err := e.ws.Svc.Complete(context.Background(), "T-e", sr.Epoch, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the loop to exit on 410", func() bool { return !loop.Alive() })
-	bs := e.ws.answered()
+	bs := e.ws.Answered()
 	if last := bs[len(bs)-1]; last.Status != 410 {
 		t.Fatalf("last answer %d, want 410", last.Status)
 	}
@@ -187,7 +187,7 @@ func TestEndedElsewhereLoopExits(t *testing.T) {
 
 func TestWrapperPassesExitCodeAndEndsLease(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-x")
+	e.ws.Create("T-x")
 	wt := mkdir(t)
 	r := e.gyrum(wt, "", "start-work", "T-x", "--", "sh", "-c", "echo from-cmd; exit 3")
 	if r.code != 3 {
@@ -212,7 +212,7 @@ func assertEnded(t *testing.T, e *env, ticket, wt, reason string) {
 	if live := e.loopsRunning(); len(live) != 0 {
 		t.Errorf("registry lists live loops: %+v", live)
 	}
-	v := e.ws.ticket(ticket)
+	v := e.ws.Ticket(ticket)
 	if v.Ticket.State != warp.TicketOpen || v.Lease == nil || v.Lease.State != warp.LeaseReleased || v.Lease.EndReason != reason {
 		t.Errorf("ticket %s: state %s, lease %+v; want open, released (%s)", ticket, v.Ticket.State, v.Lease, reason)
 	}
@@ -223,7 +223,7 @@ func assertEnded(t *testing.T, e *env, ticket, wt, reason string) {
 
 func TestWrapperSIGTERM(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-s")
+	e.ws.Create("T-s")
 	wt := mkdir(t)
 	cmd := exec.Command(gyrumBin, "start-work", "T-s", "--", "sleep", "1000")
 	cmd.Dir, cmd.Env = wt, e.environ()
@@ -268,7 +268,7 @@ func TestWrapperSIGTERM(t *testing.T) {
 
 func TestWrapperCommandNotFound(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-nf")
+	e.ws.Create("T-nf")
 	wt := mkdir(t)
 	r := e.gyrum(wt, "", "start-work", "T-nf", "--", filepath.Join(t.TempDir(), "no-such-command"))
 	if r.code != 127 || !strings.Contains(r.stderr, "no-such-command") {
@@ -283,7 +283,7 @@ func TestWrapperCommandNotFound(t *testing.T) {
 
 func TestLoopThatCannotRegister(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-r")
+	e.ws.Create("T-r")
 	blocker := filepath.Join(t.TempDir(), "home-is-a-file")
 	os.WriteFile(blocker, []byte("x"), 0o600)
 	e.vars["GYRUM_HOME"] = blocker
@@ -326,7 +326,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 
 func TestStartWorkWorktree(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-7")
+	e.ws.Create("T-7")
 	repo := initRepo(t)
 	root := t.TempDir()
 	e.vars["GYRUM_WORKTREE_ROOT"] = root
@@ -360,7 +360,7 @@ func TestStartWorkWorktree(t *testing.T) {
 
 func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-8")
+	e.ws.Create("T-8")
 	repo := initRepo(t)
 	root := t.TempDir()
 	e.vars["GYRUM_WORKTREE_ROOT"] = root
@@ -380,9 +380,9 @@ func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
 
 func TestStartWorkNext(t *testing.T) {
 	e := newEnv(t)
-	e.ws.create("T-a", "frontend")
-	e.ws.create("T-b", "backend")
-	e.ws.create("T-c", "backend", "db")
+	e.ws.Create("T-a", "frontend")
+	e.ws.Create("T-b", "backend")
+	e.ws.Create("T-c", "backend", "db")
 	_, watched := agent(t, "sleep", "1000")
 	wt := mkdir(t)
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "--next", "--label", "backend", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
@@ -421,7 +421,7 @@ func TestWatchedProcessResolution(t *testing.T) {
 	// keeps bash from exec-ing gyrum, so gyrum's parent is the short-lived bash.
 	run := func(t *testing.T, agentName, ticket string, extra map[string]string) (gyrumcli.StartResult, int) {
 		t.Helper()
-		e.ws.create(ticket)
+		e.ws.Create(ticket)
 		wt := mkdir(t)
 		agentPath := copyBinary(t, sh, bin, agentName)
 		script := fmt.Sprintf("%s -c '%s start-work %s --dir %s --json; true'", bash, gyrumBin, ticket, wt)

@@ -161,9 +161,9 @@ func assertUnregistered(t *testing.T, r *running) {
 func TestRegistersWhileRunning(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-reg", ws.claim("T-reg", "A"), parent)
+	d := worktree(t, ws, "T-reg", ws.Claim("T-reg", "A"), parent)
 	r := startLoop(t, d, nil)
-	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	waitFor(t, "two heartbeats", func() bool { return ws.Count() >= 2 })
 	self, _ := proc.Self()
 	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err != nil || id != self {
 		t.Fatalf("heartbeat.pid: %v, %v, want %v", id, err, self)
@@ -190,10 +190,10 @@ func TestRegistersWhileRunning(t *testing.T) {
 func TestOrphanExitsWithinOneTick(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
-	d := worktree(t, ws, "T-orphan", ws.claim("T-orphan", "A"), parent)
+	d := worktree(t, ws, "T-orphan", ws.Claim("T-orphan", "A"), parent)
 	r := prepareLoop(t, d, nil)
 	var killed mark
-	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
 		if n == 3 { // the agent dies while the loop's third POST is in flight
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
@@ -213,13 +213,13 @@ func TestOrphanExitsWithinOneTick(t *testing.T) {
 		t.Fatalf("loop slept %d times after the kill, want 1 (exit on the next tick)", n)
 	}
 	assertUnregistered(t, r)
-	if l := ws.lease("T-orphan"); l.Exit != "parent-exited" {
+	if l := ws.Lease("T-orphan"); l.Exit != "parent-exited" {
 		t.Fatalf("server lease exit %q", l.Exit)
 	}
 	// Nothing else arrives later.
-	n := ws.count()
+	n := ws.Count()
 	time.Sleep(3 * scaled.Interval)
-	if ws.count() != n {
+	if ws.Count() != n {
 		t.Fatal("heartbeats after the loop exited")
 	}
 }
@@ -228,7 +228,7 @@ func TestRecycledParentPIDIsDead(t *testing.T) {
 	ws := newWarp(t)
 	_, live := watched(t)
 	// A live pid with the wrong start time is what a recycled pid looks like.
-	d := worktree(t, ws, "T-reuse", ws.claim("T-reuse", "A"), proc.Identity{PID: live.PID, StartTime: live.StartTime + 1})
+	d := worktree(t, ws, "T-reuse", ws.Claim("T-reuse", "A"), proc.Identity{PID: live.PID, StartTime: live.StartTime + 1})
 	r := startLoop(t, d, nil)
 	if exit := r.wait(); exit != heartbeat.ExitParentExited {
 		t.Fatalf("exit %q, want parent-exited", exit)
@@ -246,10 +246,10 @@ func TestRecycledParentPIDIsDead(t *testing.T) {
 func TestWedgedAgentStopsAndResumes(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-wedged", ws.claim("T-wedged", "A"), parent)
+	d := worktree(t, ws, "T-wedged", ws.Claim("T-wedged", "A"), parent)
 	r := startLoop(t, d, nil)
 	waitFor(t, "three stale skips", func() bool { return r.state().Skips >= 3 })
-	n := ws.count()
+	n := ws.Count()
 	if n < 2 {
 		t.Fatalf("only %d heartbeats before going stale", n)
 	}
@@ -260,8 +260,8 @@ func TestWedgedAgentStopsAndResumes(t *testing.T) {
 	}
 	skips := r.state().Skips
 	waitFor(t, "three more skips", func() bool { return r.state().Skips >= skips+3 })
-	if ws.count() != n {
-		t.Fatalf("heartbeats went on while stale: %d, then %d", n, ws.count())
+	if ws.Count() != n {
+		t.Fatalf("heartbeats went on while stale: %d, then %d", n, ws.Count())
 	}
 	if st := r.state(); st.LastOutcome != "skipped-stale" {
 		t.Fatalf("state %+v", st)
@@ -271,12 +271,12 @@ func TestWedgedAgentStopsAndResumes(t *testing.T) {
 	if err := d.TouchActivity(touched); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "heartbeats to resume", func() bool { return len(ws.answered()) > n })
-	b := ws.answered()[n]
+	waitFor(t, "heartbeats to resume", func() bool { return len(ws.Answered()) > n })
+	b := ws.Answered()[n]
 	if *b.Body.ActivityAgeS > scaled.Staleness.Seconds() || b.Status != 200 {
 		t.Fatalf("resumed heartbeat %+v", b)
 	}
-	if l := ws.lease("T-wedged"); l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
+	if l := ws.Lease("T-wedged"); l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
 		t.Fatalf("server last_activity_at %v, before the touch at %v", l.LastActivityAt, touched)
 	}
 }
@@ -284,7 +284,7 @@ func TestWedgedAgentStopsAndResumes(t *testing.T) {
 func TestLongToolCallCountsUntilTheCap(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-long", ws.claim("T-long", "A"), parent)
+	d := worktree(t, ws, "T-long", ws.Claim("T-long", "A"), parent)
 	old := time.Now().Add(-time.Hour)
 	d.TouchActivity(old) // already stale
 	start := time.Now()
@@ -306,19 +306,19 @@ func TestLongToolCallCountsUntilTheCap(t *testing.T) {
 	if past < 3 {
 		t.Fatalf("%d heartbeats past the staleness limit, want the long step to keep POSTing", past)
 	}
-	n := ws.count()
+	n := ws.Count()
 	skips := r.state().Skips
 	waitFor(t, "more skips", func() bool { return r.state().Skips >= skips+3 })
-	if ws.count() != n {
+	if ws.Count() != n {
 		t.Fatal("heartbeats after the in-flight cap")
 	}
-	if l := ws.lease("T-long"); !l.LastActivityAt.After(start.Add(scaled.Staleness)) {
+	if l := ws.Lease("T-long"); !l.LastActivityAt.After(start.Add(scaled.Staleness)) {
 		t.Fatalf("server credited activity only up to %v (step started %v)", l.LastActivityAt, start)
 	}
 	// PostToolUse at last: removes the marker, touches, POSTs resume.
 	d.EndInFlight("toolu_long")
 	d.TouchActivity(time.Now())
-	waitFor(t, "heartbeats to resume", func() bool { return ws.count() > n })
+	waitFor(t, "heartbeats to resume", func() bool { return ws.Count() > n })
 	if b := ws.Beats()[n]; b.Body.InFlight != "" {
 		t.Fatalf("in_flight after the call ended: %q", b.Body.InFlight)
 	}
@@ -327,7 +327,7 @@ func TestLongToolCallCountsUntilTheCap(t *testing.T) {
 func TestDeclaredWaitCounts(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-wait", ws.claim("T-wait", "A"), parent)
+	d := worktree(t, ws, "T-wait", ws.Claim("T-wait", "A"), parent)
 	d.TouchActivity(time.Now().Add(-time.Hour))
 	now := time.Now()
 	d.WriteWait(gyrumdir.Wait{Reason: "CI", DeclaredAt: now, Until: now.Add(time.Hour)})
@@ -338,8 +338,8 @@ func TestDeclaredWaitCounts(t *testing.T) {
 			t.Fatalf("heartbeat during the wait: %+v", b.Body)
 		}
 	}
-	if ws.count() < 3 {
-		t.Fatalf("only %d heartbeats during the wait", ws.count())
+	if ws.Count() < 3 {
+		t.Fatalf("only %d heartbeats during the wait", ws.Count())
 	}
 }
 
@@ -349,19 +349,19 @@ func TestEndedElsewhereExitsOn410(t *testing.T) {
 			ws := newWarp(t)
 			_, parent := watched(t)
 			id := "T-" + how
-			epoch := ws.claim(id, "A")
+			epoch := ws.Claim(id, "A")
 			d := worktree(t, ws, id, epoch, parent)
 			r := prepareLoop(t, d, nil)
 			var ended mark
-			ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+			ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
 				if n != 2 {
 					return
 				}
 				var err error
 				if how == "complete" {
-					_, err = ws.svc.Complete(context.Background(), id, epoch, "https://example.com/pr/1")
+					_, err = ws.Svc.Complete(context.Background(), id, epoch, "https://example.com/pr/1")
 				} else {
-					_, err = ws.svc.Release(context.Background(), id, epoch, "operator")
+					_, err = ws.Svc.Release(context.Background(), id, epoch, "operator")
 				}
 				if err != nil {
 					t.Error(err)
@@ -388,12 +388,12 @@ func TestEndedElsewhereExitsOn410(t *testing.T) {
 func TestReclaimedElsewhereExitsOn409(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	epoch := ws.claim("T-steal", "A")
+	epoch := ws.Claim("T-steal", "A")
 	d := worktree(t, ws, "T-steal", epoch, parent)
-	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
 		if n == 2 {
-			ws.svc.Release(context.Background(), "T-steal", epoch, "operator")
-			ws.claim("T-steal", "B")
+			ws.Svc.Release(context.Background(), "T-steal", epoch, "operator")
+			ws.Claim("T-steal", "B")
 		}
 	})
 	r := startLoop(t, d, nil)
@@ -404,7 +404,7 @@ func TestReclaimedElsewhereExitsOn409(t *testing.T) {
 	if last := bs[len(bs)-1]; last.Status != http.StatusConflict || len(bs) != 2 {
 		t.Fatalf("beats %+v, want the second answered 409 and nothing after", bs)
 	}
-	if l := ws.lease("T-steal"); l.Agent != "B" || l.Epoch != epoch+1 || !l.Held() {
+	if l := ws.Lease("T-steal"); l.Agent != "B" || l.Epoch != epoch+1 || !l.Held() {
 		t.Fatalf("new lease disturbed: %+v", l)
 	}
 }
@@ -412,21 +412,21 @@ func TestReclaimedElsewhereExitsOn409(t *testing.T) {
 func TestServerDownBacksOffAndCreditsActivity(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-down", ws.claim("T-down", "A"), parent)
+	d := worktree(t, ws, "T-down", ws.Claim("T-down", "A"), parent)
 	r := startLoop(t, d, func(c *heartbeat.Config) {
 		c.Durations.Staleness = 30 * time.Second // the outage must not look like a wedge
 	})
-	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
-	ws.down()
+	waitFor(t, "two heartbeats", func() bool { return ws.Count() >= 2 })
+	ws.Down()
 	sleepsAtDown := r.sleepCount()
 	waitFor(t, "a failed POST", func() bool { return r.state().Failures >= 1 })
 	touched := time.Now()
 	d.TouchActivity(touched) // the agent works on during the outage
 	waitFor(t, "four failed POSTs", func() bool { return r.state().Failures >= 4 })
-	n := ws.count()
-	ws.up()
+	n := ws.Count()
+	ws.Up()
 	waitFor(t, "heartbeats to resume", func() bool {
-		bs := ws.answered()
+		bs := ws.Answered()
 		return len(bs) > n && bs[len(bs)-1].Status == 200
 	})
 	if r.exited() != "" {
@@ -445,7 +445,7 @@ func TestServerDownBacksOffAndCreditsActivity(t *testing.T) {
 		t.Fatalf("longest wait during the outage %v, want backoff towards 4 intervals (waits %v)", longest, sl)
 	}
 	// The server credits the activity that happened while it was down.
-	l := ws.lease("T-down")
+	l := ws.Lease("T-down")
 	if l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
 		t.Fatalf("last_activity_at %v, before the touch during the outage at %v", l.LastActivityAt, touched)
 	}
@@ -463,10 +463,10 @@ func TestServerDownBacksOffAndCreditsActivity(t *testing.T) {
 func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
-	d := worktree(t, ws, "T-old", ws.claim("T-old", "A"), parent)
+	d := worktree(t, ws, "T-old", ws.Claim("T-old", "A"), parent)
 	// An old server: it rejects schema_version 2 the way warp does for an
 	// unknown version; v1 bodies reach the real server.
-	ws.setAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+	ws.SetAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
 		if b.SchemaVersion == nil {
 			return false
 		}
@@ -476,8 +476,8 @@ func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 		return true
 	})
 	r := startLoop(t, d, nil)
-	waitFor(t, "four heartbeats", func() bool { return len(ws.answered()) >= 4 })
-	bs := ws.answered()
+	waitFor(t, "four heartbeats", func() bool { return len(ws.Answered()) >= 4 })
+	bs := ws.Answered()
 	if bs[0].Body.SchemaVersion == nil || bs[0].Status != 400 {
 		t.Fatalf("first heartbeat %+v, want a rejected v2", bs[0])
 	}
@@ -486,12 +486,12 @@ func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 			t.Fatalf("after the fallback: %+v, want v1 bodies only", b)
 		}
 	}
-	if l := ws.lease("T-old"); l.SchemaVersion != 1 {
+	if l := ws.Lease("T-old"); l.SchemaVersion != 1 {
 		t.Fatalf("server saw schema %d", l.SchemaVersion)
 	}
 	// The checks stay: the agent's death still ends the loop, with no
 	// exit report (v1 has none).
-	n := ws.count()
+	n := ws.Count()
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 	if exit := r.wait(); exit != heartbeat.ExitParentExited {
 		t.Fatalf("exit %q", exit)
@@ -509,23 +509,23 @@ func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 func TestV1LoopBehavesLikeThePreADRLoop(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
-	epoch := ws.claim("T-v1", "A")
+	epoch := ws.Claim("T-v1", "A")
 	d := worktree(t, ws, "T-v1", epoch, parent)
 	d.TouchActivity(time.Now().Add(-time.Hour)) // stale: a v1 loop does not care
 	r := startLoop(t, d, func(c *heartbeat.Config) { c.SchemaVersion = 1 })
-	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	waitFor(t, "two heartbeats", func() bool { return ws.Count() >= 2 })
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 	waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
 	os.Remove(d.File(gyrumdir.LeaseFile))
-	ws.svc.Complete(context.Background(), "T-v1", epoch, "")
-	n := ws.count()
-	waitFor(t, "three more heartbeats", func() bool { return len(ws.answered()) >= n+3 })
-	for _, b := range ws.answered() {
+	ws.Svc.Complete(context.Background(), "T-v1", epoch, "")
+	n := ws.Count()
+	waitFor(t, "three more heartbeats", func() bool { return len(ws.Answered()) >= n+3 })
+	for _, b := range ws.Answered() {
 		if b.Body.SchemaVersion != nil || b.Body.Exit != "" {
 			t.Fatalf("v1 loop sent %+v", b.Body)
 		}
 	}
-	if bs := ws.answered(); bs[len(bs)-1].Status != http.StatusGone {
+	if bs := ws.Answered(); bs[len(bs)-1].Status != http.StatusGone {
 		t.Fatalf("spam after completion answered %d, want 410", bs[len(bs)-1].Status)
 	}
 	if r.exited() != "" {
@@ -541,9 +541,9 @@ func TestV1LoopBehavesLikeThePreADRLoop(t *testing.T) {
 func TestWorktreeGone(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-gone", ws.claim("T-gone", "A"), parent)
+	d := worktree(t, ws, "T-gone", ws.Claim("T-gone", "A"), parent)
 	r := startLoop(t, d, nil)
-	waitFor(t, "two heartbeats", func() bool { return ws.count() >= 2 })
+	waitFor(t, "two heartbeats", func() bool { return ws.Count() >= 2 })
 	// rm -rf may race the loop's state write: retry like a user would.
 	waitFor(t, "the worktree to be deleted", func() bool { return os.RemoveAll(d.Worktree) == nil })
 	if exit := r.wait(); exit != heartbeat.ExitWorktreeGone {
@@ -574,8 +574,8 @@ func TestWorktreeGone(t *testing.T) {
 func TestExitReportRetriedOnceOnly(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
-	d := worktree(t, ws, "T-retry", ws.claim("T-retry", "A"), parent)
-	ws.setAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+	d := worktree(t, ws, "T-retry", ws.Claim("T-retry", "A"), parent)
+	ws.SetAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
 		if b.Exit == "" {
 			return false
 		}
@@ -583,7 +583,7 @@ func TestExitReportRetriedOnceOnly(t *testing.T) {
 		return true
 	})
 	r := startLoop(t, d, nil)
-	waitFor(t, "a heartbeat", func() bool { return ws.count() >= 1 })
+	waitFor(t, "a heartbeat", func() bool { return ws.Count() >= 1 })
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 	if exit := r.wait(); exit != heartbeat.ExitParentExited {
 		t.Fatalf("exit %q", exit)
@@ -602,23 +602,23 @@ func TestExitReportRetriedOnceOnly(t *testing.T) {
 func TestCorruptLeaseSkipsAndSuperseded(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-c", ws.claim("T-c", "A"), parent)
+	d := worktree(t, ws, "T-c", ws.Claim("T-c", "A"), parent)
 	r := startLoop(t, d, nil)
-	waitFor(t, "a heartbeat", func() bool { return ws.count() >= 1 })
+	waitFor(t, "a heartbeat", func() bool { return ws.Count() >= 1 })
 	good, _ := os.ReadFile(d.File(gyrumdir.LeaseFile))
 	os.WriteFile(d.File(gyrumdir.LeaseFile), []byte("{torn"), 0o600)
 	waitFor(t, "a corrupt-lease skip", func() bool { return r.state().LastOutcome == "corrupt-lease" })
-	n := ws.count()
+	n := ws.Count()
 	skips := r.state().Skips
 	waitFor(t, "more skips", func() bool { return r.state().Skips >= skips+2 })
-	if ws.count() != n {
+	if ws.Count() != n {
 		t.Fatal("heartbeats with a corrupt lease.json")
 	}
 	if !strings.Contains(r.state().LastError, "lease.json") {
 		t.Fatalf("state error %q does not name the file", r.state().LastError)
 	}
 	os.WriteFile(d.File(gyrumdir.LeaseFile), good, 0o600)
-	waitFor(t, "heartbeats to resume", func() bool { return ws.count() > n })
+	waitFor(t, "heartbeats to resume", func() bool { return ws.Count() > n })
 	// A newer start-work wrote another lease: this loop leaves quietly.
 	l, _ := d.ReadLease()
 	l.Epoch++
@@ -631,7 +631,7 @@ func TestCorruptLeaseSkipsAndSuperseded(t *testing.T) {
 func TestRefusesSecondLoop(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
-	d := worktree(t, ws, "T-two", ws.claim("T-two", "A"), parent)
+	d := worktree(t, ws, "T-two", ws.Claim("T-two", "A"), parent)
 	_, other := watched(t)
 	d.WritePID(gyrumdir.LoopPIDFile, other) // a live loop of another process
 	reg := gyrumdir.NewRegistry(t.TempDir())
@@ -648,7 +648,7 @@ func TestRefusesSecondLoop(t *testing.T) {
 	if es, _, _ := reg.List(); len(es) != 0 {
 		t.Fatalf("registered anyway: %v", es)
 	}
-	if ws.count() != 0 {
+	if ws.Count() != 0 {
 		t.Fatal("POSTed anyway")
 	}
 }
@@ -685,7 +685,7 @@ func TestNewRefusesBadFiles(t *testing.T) {
 func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
-	d := worktree(t, ws, "T-midcall", ws.claim("T-midcall", "A"), parent)
+	d := worktree(t, ws, "T-midcall", ws.Claim("T-midcall", "A"), parent)
 	started := time.Now()
 	if err := d.StartInFlight("toolu_dies", "Bash", started); err != nil {
 		t.Fatal(err)
@@ -693,7 +693,7 @@ func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
 	r := prepareLoop(t, d, nil)
 	var killedAt time.Time
 	var mu sync.Mutex
-	ws.setBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
 		if n == 3 {
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
@@ -720,7 +720,7 @@ func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
 	}
 	// The POST that was on the wire at the kill carried age 0 and lands
 	// just after it; the exit report, a tick later, must add nothing.
-	if l := ws.lease("T-midcall"); l.LastActivityAt.After(died.Add(scaled.Interval / 4)) {
+	if l := ws.Lease("T-midcall"); l.LastActivityAt.After(died.Add(scaled.Interval / 4)) {
 		t.Fatalf("server last_activity_at %v is %v after the agent died at %v", l.LastActivityAt, l.LastActivityAt.Sub(died), died)
 	}
 }

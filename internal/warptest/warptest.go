@@ -1,0 +1,251 @@
+// Package warptest runs a real warp (SQLite file, service, HTTP API) on
+// 127.0.0.1:0 for the agent side's tests, recording every heartbeat it
+// receives with its arrival time and answer. Nothing is mocked: the
+// recording wraps the real handler.
+package warptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Beat is one heartbeat request as the server received it.
+type Beat struct {
+	At     time.Time
+	Body   httpapi.HeartbeatRequest
+	Status int
+}
+
+// Server is a real warp (SQLite file, service, HTTP API) on
+// 127.0.0.1:0. A thin wrapper records every heartbeat with its arrival
+// time and answer, and may run a hook before the real server answers.
+type Server struct {
+	// Svc is the server's service, for setting up and checking state directly.
+	Svc  *warp.Service
+	t    testing.TB
+	api  http.Handler
+	addr string
+
+	mu     sync.Mutex
+	srv    *http.Server
+	beats  []Beat
+	before func(n int, b httpapi.HeartbeatRequest) // called with the 1-based count before answering
+	answer func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool
+}
+
+// Start starts a warp with the default policy on a fresh SQLite file in
+// t.TempDir(), listening on 127.0.0.1:0, stopped at the end of the test.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := warp.NewService(db, warp.Config{Policy: warp.DefaultPolicy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, Svc: svc, api: api}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	s.serve(ln)
+	t.Cleanup(s.Down)
+	return s
+}
+
+// URL is the server's base address.
+func (s *Server) URL() string { return "http://" + s.addr }
+
+func (s *Server) serve(ln net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(s.handle)}
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/heartbeat" && r.URL.Path != "/heartbeat" {
+		s.api.ServeHTTP(w, r)
+		return
+	}
+	data, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var b httpapi.HeartbeatRequest
+	_ = json.Unmarshal(data, &b)
+	s.mu.Lock()
+	n := len(s.beats) + 1
+	s.beats = append(s.beats, Beat{At: time.Now(), Body: b})
+	before, answer := s.before, s.answer
+	s.mu.Unlock()
+	if before != nil {
+		before(n, b)
+	}
+	// The status is recorded before the answer leaves, so a client that has
+	// its answer always finds it recorded.
+	rec := &statusWriter{ResponseWriter: w, record: func(code int) {
+		s.mu.Lock()
+		s.beats[n-1].Status = code
+		s.mu.Unlock()
+	}}
+	if answer == nil || !answer(b, rec) {
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		s.api.ServeHTTP(rec, r)
+	}
+	rec.WriteHeader(http.StatusOK) // no-op when already written
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	record  func(int)
+	written bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.written {
+		return
+	}
+	w.written = true
+	w.record(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.ResponseWriter.Write(p)
+}
+
+// Down stops the server: the port refuses connections.
+func (s *Server) Down() {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv = nil
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// Up serves again on the same address.
+func (s *Server) Up() {
+	s.t.Helper()
+	var ln net.Listener
+	var err error
+	for range 250 {
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			s.serve(ln)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("listen again on %s: %v", s.addr, err)
+}
+
+// SetBefore sets a hook run with the 1-based count of each heartbeat before the server answers it.
+func (s *Server) SetBefore(f func(n int, b httpapi.HeartbeatRequest)) {
+	s.mu.Lock()
+	s.before = f
+	s.mu.Unlock()
+}
+
+// SetAnswer sets a hook that may answer a heartbeat itself (returning true) instead of the real server.
+func (s *Server) SetAnswer(f func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool) {
+	s.mu.Lock()
+	s.answer = f
+	s.mu.Unlock()
+}
+
+// Beats returns every heartbeat received so far.
+func (s *Server) Beats() []Beat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Beat(nil), s.beats...)
+}
+
+// Answered returns the heartbeats the server has answered, in arrival order
+// up to the first one still being handled.
+func (s *Server) Answered() []Beat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Beat
+	for _, b := range s.beats {
+		if b.Status == 0 {
+			break
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// Count returns how many heartbeats arrived.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.beats)
+}
+
+// Claim creates ticket id and claims it; it returns the lease's epoch.
+func (s *Server) Claim(id, agent string) int64 {
+	s.t.Helper()
+	ctx := context.Background()
+	if _, err := s.Svc.CreateTicket(ctx, warp.NewTicket{ID: id, Title: id}); err != nil && !errors.Is(err, warp.ErrConflict) {
+		s.t.Fatal(err)
+	}
+	v, err := s.Svc.Claim(ctx, id, warp.ClaimRequest{Agent: agent, Host: "test-host"})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return v.Lease.Epoch
+}
+
+// Lease returns the latest lease of ticket id.
+func (s *Server) Lease(id string) warp.Lease {
+	s.t.Helper()
+	v, err := s.Svc.Ticket(context.Background(), id)
+	if err != nil || v.Lease == nil {
+		s.t.Fatalf("ticket %s: %v", id, err)
+	}
+	return *v.Lease
+}
+
+// Create creates an open ticket.
+func (s *Server) Create(id string, labels ...string) {
+	s.t.Helper()
+	if _, err := s.Svc.CreateTicket(context.Background(), warp.NewTicket{ID: id, Title: id, Labels: labels}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Ticket returns ticket id with its latest lease.
+func (s *Server) Ticket(id string) warp.TicketView {
+	s.t.Helper()
+	v, err := s.Svc.Ticket(context.Background(), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return v
+}
