@@ -6,33 +6,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
-
-// clock is the manual clock the server runs on.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
@@ -41,7 +23,7 @@ var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 // sweep runs once at start and then hourly; tests sweep with Sweep.
 type server struct {
 	*warpcli.Main
-	clk    *clock
+	clk    *storetest.Clock
 	client *httpapi.Client
 	url    string
 }
@@ -56,7 +38,7 @@ func withDashboard(d dashboard.Config) option {
 
 func startServer(tb testing.TB, opts ...option) *server {
 	tb.Helper()
-	clk := &clock{t: t0}
+	clk := storetest.NewClock(t0)
 	cfg := warpcli.DefaultServeConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(tb.TempDir(), "warp.db")

@@ -15,25 +15,9 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // outage is the real SQLite store with a switch that makes it unreachable:
 // while down, every transaction fails with warp.ErrUnavailable the way a
@@ -59,7 +43,7 @@ func (o *outage) View(ctx context.Context, fn func(warp.Tx) error) error {
 }
 
 type fixture struct {
-	clock *clock
+	clock *storetest.Clock
 	store *outage
 	svc   *warp.Service
 }
@@ -72,7 +56,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	f := &fixture{clock: &clock{now: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}, store: &outage{Store: db}}
+	f := &fixture{clock: storetest.NewClock(time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)), store: &outage{Store: db}}
 	f.svc, err = warp.NewService(f.store, warp.Config{Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,34 +17,18 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/metrics"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
 const adminToken = "metrics-test-admin"
 
-func startServer(t *testing.T) (*warpcli.Main, *clock, *httpapi.Client) {
+func startServer(t *testing.T) (*warpcli.Main, *storetest.Clock, *httpapi.Client) {
 	t.Helper()
-	clk := &clock{t: t0}
+	clk := storetest.NewClock(t0)
 	cfg := warpcli.DefaultServeConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(t.TempDir(), "warp.db")

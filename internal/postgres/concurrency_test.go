@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // replicas opens n stores on one schema, each with its own pool, as n warp
 // processes would, with a Service each on one shared fake clock.
-func replicas(t *testing.T, n int, clock *clock) ([]*postgres.DB, []*warp.Service) {
+func replicas(t *testing.T, n int, clock *storetest.Clock) ([]*postgres.DB, []*warp.Service) {
 	t.Helper()
 	_, u := newSchema(t)
 	dbs := make([]*postgres.DB, n)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -101,29 +102,10 @@ func openDB(tb testing.TB, opts postgres.Options) *postgres.DB {
 	return db
 }
 
-// clock is a fake clock safe for concurrent use.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
 // t0 is where test clocks start: a whole second.
 var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
-func newClock() *clock { return &clock{now: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
+func newClock() *storetest.Clock { return storetest.NewClock(t0) }
 
 // testPolicy is the documented defaults.
 func testPolicy() warp.Policy { return warp.DefaultPolicy() }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,30 +14,13 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// clock is a manual clock for the service.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
-func mustService(tb testing.TB) (*warp.Service, *clock) {
+func mustService(tb testing.TB) (*warp.Service, *storetest.Clock) {
 	tb.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "warp.db"))
 	if err != nil {
@@ -50,7 +32,7 @@ func mustService(tb testing.TB) (*warp.Service, *clock) {
 
 // postgresService runs the service on a fresh schema of WARP_TEST_POSTGRES,
 // dropped at the end; it skips when the variable is unset.
-func postgresService(tb testing.TB) (*warp.Service, *clock) {
+func postgresService(tb testing.TB) (*warp.Service, *storetest.Clock) {
 	tb.Helper()
 	u := os.Getenv("WARP_TEST_POSTGRES")
 	if u == "" {
@@ -80,10 +62,10 @@ func postgresService(tb testing.TB) (*warp.Service, *clock) {
 	return serviceOn(tb, db)
 }
 
-func serviceOn(tb testing.TB, db warp.Store) (*warp.Service, *clock) {
+func serviceOn(tb testing.TB, db warp.Store) (*warp.Service, *storetest.Clock) {
 	tb.Helper()
 	ctx := context.Background()
-	clk := &clock{t: t0}
+	clk := storetest.NewClock(t0)
 	p := warp.DefaultPolicy()
 	p.StartupGrace = 0
 	svc, err := warp.NewService(db, warp.Config{Policy: p, Now: clk.Now})
@@ -149,7 +131,7 @@ func TestRecordVerdictsPostgres(t *testing.T) {
 	testRecordVerdicts(t, svc, clk)
 }
 
-func testRecordVerdicts(t *testing.T, svc *warp.Service, clk *clock) {
+func testRecordVerdicts(t *testing.T, svc *warp.Service, clk *storetest.Clock) {
 	ctx := context.Background()
 	p := svc.Policy()
 	for _, id := range []string{"A", "B", "C", "D"} {
@@ -264,7 +246,7 @@ func TestRecordVerdictsPagesPostgres(t *testing.T) {
 	testRecordVerdictsPages(t, svc, clk)
 }
 
-func testRecordVerdictsPages(t *testing.T, svc *warp.Service, clk *clock) {
+func testRecordVerdictsPages(t *testing.T, svc *warp.Service, clk *storetest.Clock) {
 	ctx := context.Background()
 	const n = 1234
 	seedHeld(t, svc, n, t0)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
@@ -20,23 +21,6 @@ const (
 	agentToken = "agent-tok"
 	adminToken = "admin-tok"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // syncBuffer collects a server's log from its goroutines.
 type syncBuffer struct {
@@ -60,7 +44,7 @@ func (s *syncBuffer) String() string {
 // in t.TempDir(), with its clock in the test's hands.
 type server struct {
 	*warpcli.Main
-	clock *clock
+	clock *storetest.Clock
 	log   *syncBuffer
 }
 
@@ -71,7 +55,7 @@ func startServer(t *testing.T, edit func(*warpcli.ServeConfig)) *server {
 	if err := os.WriteFile(tokens, []byte("# test fleet\nagent:"+agentToken+"\nadmin:"+adminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC))
 	logs := &syncBuffer{}
 	cfg := warpcli.DefaultServeConfig()
 	cfg.Addr = "127.0.0.1:0"
