@@ -244,7 +244,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if err := d.WritePID(gyrumdir.ParentPIDFile, watched.Identity); err != nil {
 		return err
 	}
-	if err := d.TouchActivity(a.now()); err != nil {
+	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: a.now()}); err != nil {
 		return err
 	}
 	loop, err := a.spawnLoop(ctx, d, o.schema)

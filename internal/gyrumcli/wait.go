@@ -38,7 +38,7 @@ early and touches last-activity. The command returns at once.`,
 				if err := d.RemoveWait(); err != nil {
 					return err
 				}
-				if err := d.TouchActivity(a.now()); err != nil {
+				if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceWait, Event: "done", At: a.now()}); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintln(a.Stdout, "wait ended")

@@ -142,12 +142,12 @@ func (d Dir) file(name string) string { return filepath.Join(d.Path, name) }
 func (d Dir) File(name string) string { return d.file(name) }
 
 // Clear removes the lease, the pid files, the in-flight markers, the wait
-// declaration, the loop state and the activity file: what release and
-// complete-pr leave behind is the directory and the log. Missing files are
-// not an error.
+// declaration, the loop state, the activity file and the hook-event
+// counter: what release and complete-pr leave behind is the directory and
+// the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, ActivityFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, ActivityFile, HookEventsFile, HookEventsOld} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -26,10 +26,14 @@ type LoopState struct {
 	InFlight     string    `json:"in_flight,omitempty"`
 	ExpiresAt    time.Time `json:"expires_at,omitzero"` // from the latest 200
 	Verdict      string    `json:"verdict,omitempty"`   // from the latest 200
-	Posts        int64     `json:"posts"`
-	Skips        int64     `json:"skips"`
-	Failures     int64     `json:"failures"`
-	NextTickAt   time.Time `json:"next_tick_at,omitzero"`
+	// HookSeen reports whether the agent's hook has fired since the loop
+	// started; HookEvents counts its runs since then.
+	HookSeen   bool      `json:"hook_seen"`
+	HookEvents int64     `json:"hook_events"`
+	Posts      int64     `json:"posts"`
+	Skips      int64     `json:"skips"`
+	Failures   int64     `json:"failures"`
+	NextTickAt time.Time `json:"next_tick_at,omitzero"`
 }
 
 // WriteState writes heartbeat.state atomically (rename) but not durably (no

@@ -13,8 +13,12 @@
 //     declared wait runs and is younger than the in-flight cap) is within
 //     the staleness limit — else it skips this POST;
 //
-// and then POSTs a schema_version 2 heartbeat carrying activity_age_s and
-// in_flight. Answers 404, 409 and 410 end the loop quietly; network errors
+// and then POSTs a schema_version 2 heartbeat carrying activity_age_s,
+// in_flight and the hook health: hook_seen (has the agent's hook fired
+// since the loop started — the hook-event counter moved, or last-activity
+// shows a hook record or an unexplained touch newer than the start) and
+// hook_events (hook runs counted since the previous acknowledged POST; a
+// failed POST's count is sent again). Answers 404, 409 and 410 end the loop quietly; network errors
 // and 5xx keep it running with a jittered backoff of up to four intervals;
 // unsupported_schema_version switches it to the v1 body (all the checks
 // stay) for the rest of its life. Cancelling the context (SIGTERM) ends it.
@@ -107,6 +111,15 @@ type Loop struct {
 	failures int  // consecutive failed POSTs
 	stale    bool // the previous tick skipped for staleness
 	state    gyrumdir.LoopState
+
+	// Hook health (issue 8): when the loop started, the hook-event counter,
+	// whether the hook has fired since the start, and the events counted
+	// but not yet acknowledged by a 200 (they are sent again after a
+	// failed POST, so the server's sum loses none).
+	startedAt   time.Time
+	hooks       *gyrumdir.HookCounter
+	hookSeen    bool
+	hookPending int64
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -214,6 +227,7 @@ func (l *Loop) Run(ctx context.Context) (Exit, error) {
 }
 
 func (l *Loop) register() error {
+	var err error
 	self := l.cfg.Self
 	if cur, err := l.dir.ReadPID(gyrumdir.LoopPIDFile); err == nil && cur != self && cur.Alive() {
 		return fmt.Errorf("%w: pid %d (%s)", ErrAlreadyRunning, cur.PID, l.dir.File(gyrumdir.LoopPIDFile))
@@ -226,6 +240,10 @@ func (l *Loop) register() error {
 		return fmt.Errorf("heartbeat: register: %w", err)
 	}
 	now := l.now()
+	l.startedAt = now
+	if l.hooks, err = l.dir.NewHookCounter(); err != nil {
+		l.log.Warn("hook events cannot be counted", "err", err)
+	}
 	l.state = gyrumdir.LoopState{PID: self.PID, StartTime: self.StartTime, SchemaVersion: l.cfg.SchemaVersion,
 		StartedAt: now, UpdatedAt: now, LastOutcome: "started"}
 	l.log.Info("loop starts", "ticket", l.lease.Ticket, "epoch", l.lease.Epoch, "warp", l.lease.WarpURL,
@@ -313,6 +331,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 		l.log.Info("activity resumed", "age", act.Age.Round(time.Millisecond))
 		l.stale = false
 	}
+	l.observeHook()
 	body := l.v2(act.Age, act.InFlight)
 	if l.v1Body {
 		body = l.v1()
@@ -336,8 +355,37 @@ func (l *Loop) v1() httpapi.HeartbeatRequest {
 func (l *Loop) v2(age time.Duration, inFlight string) httpapi.HeartbeatRequest {
 	two := 2
 	secs := age.Seconds()
+	seen := l.hookSeen
 	return httpapi.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
-		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: inFlight}
+		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: inFlight,
+		HookSeen: &seen, HookEvents: l.hookPending}
+}
+
+// observeHook updates hook_seen and the pending hook-event count before a
+// v2 body is built. hook_seen is sticky for the loop's life: once the hook
+// has fired since the start, it is wired. The counter is the exact source;
+// the activity record also covers hooks of an older gyrum, which only
+// touch last-activity and do not count.
+func (l *Loop) observeHook() {
+	if l.hooks != nil {
+		n, err := l.hooks.Take()
+		if err != nil {
+			l.log.Warn("count hook events", "err", err)
+		}
+		l.hookPending += n
+		l.state.HookEvents += n
+		if n > 0 {
+			l.hookSeen = true
+		}
+	}
+	if !l.hookSeen {
+		seen, err := l.dir.HookFiredSince(l.startedAt)
+		if err != nil {
+			l.log.Warn("read activity record", "err", err)
+		}
+		l.hookSeen = seen
+	}
+	l.state.HookSeen = l.hookSeen
 }
 
 // post sends body and turns the answer into the loop's next step.
@@ -346,6 +394,9 @@ func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time
 	l.state.Posts++
 	l.state.LastPOSTAt = now
 	if err == nil {
+		if body.SchemaVersion != nil {
+			l.hookPending -= body.HookEvents // the server has added them
+		}
 		l.failures = 0
 		l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", http.StatusOK, ""
 		l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
@@ -419,6 +470,7 @@ func (l *Loop) exitReport(ctx context.Context, why Exit) {
 		}
 		age = now.Sub(last)
 	}
+	l.observeHook()
 	body := l.v2(max(age, 0), "")
 	body.Exit = string(why)
 	for attempt := 0; attempt < 2; attempt++ {

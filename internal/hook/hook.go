@@ -9,6 +9,11 @@
 //   - any other event, no payload, or a payload that is not a JSON object:
 //     touch last-activity (the hook ran, so the agent did something).
 //
+// "Touch" writes the activity record (source hook, event, tool, time) into
+// last-activity in place and sets its mtime, and every run appends one byte
+// to hook-events, so the loop can report that the hook fires and how often
+// (gyrumdir.ActivityRecord, gyrumdir.HookCounter).
+//
 // It never fails its caller: the command prints nothing and exits 0 on
 // every path; Run's error exists for tests. The payload is scanned, not
 // decoded: only four top-level string fields are kept, so a large
@@ -260,15 +265,18 @@ func Apply(p Payload, o Options) error {
 	if err != nil {
 		return err
 	}
+	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: p.Event, Tool: p.ToolName, At: o.Now}
 	switch p.Event {
 	case EventPreToolUse:
-		return d.StartInFlight(p.ToolUseID, p.ToolName, o.Now)
+		err = d.StartInFlight(p.ToolUseID, p.ToolName, o.Now)
 	case EventPostToolUse, EventPostToolUseFailure:
-		err := endMarker(d, p)
-		return errors.Join(err, d.TouchActivity(o.Now))
+		err = errors.Join(endMarker(d, p), d.WriteActivity(rec))
 	default:
-		return d.TouchActivity(o.Now)
+		err = d.WriteActivity(rec)
 	}
+	// Every run counts, PreToolUse too: the loop's hook_seen and
+	// hook_events report that the hook is wired, whatever the event.
+	return errors.Join(err, d.CountHookEvent())
 }
 
 // endMarker removes the marker of p's tool call. Without a tool_use_id

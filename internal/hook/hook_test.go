@@ -266,3 +266,47 @@ func TestRunStdinNeverClosed(t *testing.T) {
 		t.Fatal("fields read before the stall were not applied")
 	}
 }
+
+// TestRunWritesRecordAndCounts: the hook leaves a record saying it ran
+// (source, event, tool, time) and counts every run, PreToolUse included,
+// so the loop can tell a wired hook from a touch by start-work.
+func TestRunWritesRecordAndCounts(t *testing.T) {
+	d := worktree(t)
+	c, err := d.NewHookCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := hook.Run(strings.NewReader(payload(prePayload, d.Worktree)), hook.Options{Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Take(); n != 1 {
+		t.Errorf("after PreToolUse: %d hook events counted, want 1", n)
+	}
+	if _, err := d.LastActivity(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("PreToolUse wrote last-activity: %v", err)
+	}
+	t1 := t0.Add(time.Minute)
+	if err := hook.Run(strings.NewReader(payload(failurePayload, d.Worktree)), hook.Options{Now: t1}); err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, mtime, err := d.ReadActivity()
+	if err != nil || !ok {
+		t.Fatalf("record after PostToolUseFailure: %v %v", ok, err)
+	}
+	if rec.Source != gyrumdir.SourceHook || rec.Event != "PostToolUseFailure" || rec.Tool != "Bash" || !rec.At.Equal(t1) || !mtime.Equal(t1) {
+		t.Errorf("record: got %+v mtime %v, want hook/PostToolUseFailure/Bash at %v", rec, mtime, t1)
+	}
+	if err := hook.Run(strings.NewReader(""), hook.Options{Cwd: d.Worktree, Now: t1.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok, _, _ := d.ReadActivity(); !ok || rec.Source != gyrumdir.SourceHook || rec.Event != "" {
+		t.Errorf("plain call: record %+v %v, want a hook record without event", rec, ok)
+	}
+	if n, _ := c.Take(); n != 2 {
+		t.Errorf("after two more runs: %d hook events counted, want 2", n)
+	}
+	if fired, err := d.HookFiredSince(t0); !fired || err != nil {
+		t.Errorf("HookFiredSince: %v %v, want true", fired, err)
+	}
+}

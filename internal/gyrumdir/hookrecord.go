@@ -1,0 +1,271 @@
+package gyrumdir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// The activity record and the hook-event counter (issue 8, hook health).
+//
+// last-activity keeps its contract — its mtime is the activity signal — and
+// now also holds one short JSON line saying who wrote it last:
+//
+//	{"src":"hook","event":"PostToolUse","tool":"Bash","at":"2026-05-06T12:00:00.123456789Z"}
+//
+// padded with spaces to RecordSize bytes. The record is written in place
+// (one pwrite at offset 0 of a fixed-size buffer, then the mtime is set),
+// never truncated: two hooks writing at once leave one whole record, and a
+// reader never sees an empty file in between. Readers use the first line.
+//
+// hook-events counts hook invocations: every run of the hook appends one
+// byte with O_APPEND, which the kernel makes atomic across processes, so
+// concurrent hooks (parallel tool calls) never lose a count the way a
+// read-increment-write counter would. The loop reads its size; it rotates
+// the file to hook-events.1 once it passes HookEventsRotate bytes and
+// counts the bytes that late writers still add to the old file, so the
+// count is exact except for a hook that stalls between its open and its
+// one-byte write for longer than a loop interval.
+
+// Files of the hook health signals.
+const (
+	// HookEventsFile gets one byte appended per hook invocation.
+	HookEventsFile = "hook-events"
+	// HookEventsOld is where the loop rotates HookEventsFile.
+	HookEventsOld = HookEventsFile + ".1"
+)
+
+// RecordSize is the size of the activity record in last-activity,
+// newline included.
+const RecordSize = 256
+
+// HookEventsRotate is the size at which the loop rotates hook-events.
+const HookEventsRotate = 4096
+
+// Sources of an activity record.
+const (
+	SourceHook      = "hook"       // gyrum touch-activity
+	SourceStartWork = "start-work" // the claim counts as activity
+	SourceWait      = "wait"       // gyrum wait --done
+)
+
+// ActivityRecord is the content of last-activity.
+type ActivityRecord struct {
+	Source string    `json:"src"`
+	Event  string    `json:"event,omitempty"` // hook_event_name; empty for a plain call
+	Tool   string    `json:"tool,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// encodeRecord returns r as a RecordSize line; event and tool are cut when
+// the line would not fit (escapes can grow them).
+func encodeRecord(r ActivityRecord) []byte {
+	r.Event, r.Tool = truncate(r.Event, 64), truncate(r.Tool, 120)
+	r.At = r.At.UTC()
+	var data []byte
+	for range 3 {
+		data, _ = json.Marshal(r) // a struct of strings and a time cannot fail
+		if len(data) < RecordSize {
+			break
+		}
+		if r.Tool != "" {
+			r.Tool = ""
+		} else {
+			r.Event = ""
+		}
+	}
+	buf := make([]byte, RecordSize)
+	n := copy(buf, data)
+	for i := n; i < RecordSize-1; i++ {
+		buf[i] = ' '
+	}
+	buf[RecordSize-1] = '\n'
+	return buf
+}
+
+// WriteActivity writes r into last-activity in place and sets its mtime to
+// r.At: the activity signal moves exactly as TouchActivity moves it. The
+// file is created when missing.
+func (d Dir) WriteActivity(r ActivityRecord) error {
+	p := d.file(ActivityFile)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
+	if err != nil {
+		return fmt.Errorf("write activity: %w", err)
+	}
+	_, werr := f.WriteAt(encodeRecord(r), 0)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("write activity: %w", err)
+	}
+	if err := os.Chtimes(p, r.At, r.At); err != nil {
+		return fmt.Errorf("write activity: %w", err)
+	}
+	return nil
+}
+
+// CountHookEvent appends one byte to hook-events (created when missing).
+func (d Dir) CountHookEvent() error {
+	f, err := os.OpenFile(d.file(HookEventsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	if err != nil {
+		return fmt.Errorf("count hook event: %w", err)
+	}
+	_, werr := f.Write([]byte{'.'})
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("count hook event: %w", err)
+	}
+	return nil
+}
+
+// ReadActivity returns the record in last-activity and the file's mtime.
+// A file without a record (written by a gyrum from before records, or
+// touched by something else) gives ok false and the mtime. Missing wraps
+// fs.ErrNotExist.
+func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err error) {
+	f, err := os.Open(d.file(ActivityFile))
+	if err != nil {
+		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
+	}
+	buf := make([]byte, RecordSize)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return ActivityRecord{}, false, st.ModTime(), fmt.Errorf("read activity: %w", err)
+	}
+	line := buf[:n]
+	for i, c := range line {
+		if c == '\n' {
+			line = line[:i]
+			break
+		}
+	}
+	if json.Unmarshal(line, &rec) != nil || rec.Source == "" || rec.At.IsZero() {
+		return ActivityRecord{}, false, st.ModTime(), nil
+	}
+	return rec, true, st.ModTime(), nil
+}
+
+// recordSlack is how far the mtime may lie past a record's time and still
+// be that record's write (file systems with coarse timestamps).
+const recordSlack = 2 * time.Second
+
+// HookFiredSince reports whether last-activity shows a hook run after
+// start: a hook record written after start, or an mtime after start that
+// no record explains — the file has no record (an older gyrum's hook only
+// touches it) or its mtime moved past the record's time (touched without a
+// rewrite). Records of start-work and wait are not hook runs. A missing
+// file is false.
+func (d Dir) HookFiredSince(start time.Time) (bool, error) {
+	rec, ok, mtime, err := d.ReadActivity()
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !mtime.After(start) {
+		return false, nil
+	}
+	if !ok {
+		return true, nil
+	}
+	if rec.Source == SourceHook {
+		return true, nil
+	}
+	return mtime.After(rec.At.Add(recordSlack)), nil
+}
+
+// HookCounter reads hook-events for the loop: Take returns how many hook
+// events were appended since the previous Take (or since the counter was
+// made) and rotates the file when it grew past HookEventsRotate bytes.
+// It is not safe for concurrent use; one loop owns it.
+type HookCounter struct {
+	d    Dir
+	base int64 // bytes of hook-events already counted
+	// old is the size of hook-events.1 at rotation, -1 when there is none
+	// to look at.
+	old int64
+}
+
+// NewHookCounter returns a counter that starts from the events already in
+// hook-events: only later ones are counted.
+func (d Dir) NewHookCounter() (*HookCounter, error) {
+	n, err := fileSize(d.file(HookEventsFile))
+	if err != nil {
+		return nil, fmt.Errorf("hook events: %w", err)
+	}
+	return &HookCounter{d: d, base: n, old: -1}, nil
+}
+
+// late returns what writers that opened hook-events before the rotation
+// added to hook-events.1 after it.
+func (c *HookCounter) late() (int64, error) {
+	if c.old < 0 {
+		return 0, nil
+	}
+	n, err := fileSize(c.d.file(HookEventsOld))
+	if err != nil {
+		return 0, fmt.Errorf("hook events: %w", err)
+	}
+	return max(n-c.old, 0), nil
+}
+
+// Take returns the events since the previous Take and marks them counted.
+func (c *HookCounter) Take() (int64, error) {
+	p := c.d.file(HookEventsFile)
+	n, err := fileSize(p)
+	if err != nil {
+		return 0, fmt.Errorf("hook events: %w", err)
+	}
+	late, err := c.late()
+	if err != nil {
+		return 0, err
+	}
+	if c.old >= 0 {
+		// Late writers had a whole interval: the old file is done.
+		if err := os.Remove(c.d.file(HookEventsOld)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("hook events: %w", err)
+		}
+		c.old = -1
+	}
+	if n < c.base {
+		c.base = 0
+	}
+	got := n - c.base + late
+	c.base = n
+	if n >= HookEventsRotate {
+		if err := os.Rename(p, c.d.file(HookEventsOld)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return got, fmt.Errorf("hook events: rotate: %w", err)
+		}
+		// Bytes that land in the old file from now on are late events.
+		// Hooks that open after the rename create a fresh hook-events.
+		if m, err := fileSize(c.d.file(HookEventsOld)); err == nil {
+			got += max(m-n, 0)
+			c.old = m
+		} else {
+			c.old = n
+		}
+		c.base = 0
+	}
+	return got, nil
+}
+
+// fileSize is the size of path, 0 when it is missing.
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
