@@ -5,7 +5,7 @@
 // Counters are fed by hooks the server calls (heartbeats, HTTP requests,
 // sweeps, verdict changes); the gauges of claimed leases by verdict and of
 // hosts by schema version are computed from the database at scrape time
-// (four indexed counts and the adoption query), so they are exact and
+// (one indexed count per verdict and the adoption query), so they are exact and
 // agree across replicas.
 package metrics
 
@@ -254,7 +254,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	svc := m.svc
 	now := svc.Now()
-	verdicts := []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
+	verdicts := warp.Verdicts()
 	counts := make([]int64, len(verdicts))
 	var mode warp.Mode
 	err := svc.Store().View(ctx, func(tx warp.Tx) error {

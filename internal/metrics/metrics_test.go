@@ -213,6 +213,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 		`warp_claimed_leases{verdict="stalled"}`:                                                   1,
 		`warp_claimed_leases{verdict="silent"}`:                                                    1,
 		`warp_claimed_leases{verdict="exited"}`:                                                    0,
+		`warp_claimed_leases{verdict="unwired"}`:                                                   0,
 		`warp_hosts{schema_version="1"}`:                                                           1,
 		`warp_hosts{schema_version="2"}`:                                                           3,
 		`warp_mode{mode="activity"}`:                                                               1,

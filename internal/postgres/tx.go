@@ -223,6 +223,19 @@ func (w *where) bounds(b warp.VerdictBounds) {
 	if !b.ProgressFrom.IsZero() {
 		w.add("l.progress_at >= ?", ts(b.ProgressFrom))
 	}
+	if b.HookNo != nil {
+		if *b.HookNo {
+			w.conds = append(w.conds, "l.hook_seen = 'no'")
+		} else {
+			w.conds = append(w.conds, "l.hook_seen <> 'no'")
+		}
+	}
+	if !b.ClaimedBefore.IsZero() {
+		w.add("l.claimed_at < ?", ts(b.ClaimedBefore))
+	}
+	if !b.NotUnwiredAt.IsZero() {
+		w.add("(l.hook_seen <> 'no' OR l.claimed_at >= ?)", ts(b.NotUnwiredAt))
+	}
 }
 
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {

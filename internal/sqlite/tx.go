@@ -214,6 +214,18 @@ func boundsSQL(b *strings.Builder, args []any, vb warp.VerdictBounds) []any {
 	cond("last_heartbeat_at", ">=", vb.HeartbeatFrom)
 	cond("progress_at", "<", vb.ProgressBefore)
 	cond("progress_at", ">=", vb.ProgressFrom)
+	if vb.HookNo != nil {
+		if *vb.HookNo {
+			b.WriteString(` AND l.hook_seen = 'no'`)
+		} else {
+			b.WriteString(` AND l.hook_seen <> 'no'`)
+		}
+	}
+	cond("claimed_at", "<", vb.ClaimedBefore)
+	if !vb.NotUnwiredAt.IsZero() {
+		b.WriteString(` AND (l.hook_seen <> 'no' OR l.claimed_at >= ?)`)
+		args = append(args, nanos(vb.NotUnwiredAt))
+	}
 	return args
 }
 

@@ -117,6 +117,18 @@ func (e *env) v2(id string, epoch int64, age float64) warp.HeartbeatResult {
 	return res
 }
 
+// v2hook sends a v2 heartbeat with the hook fields of issue 8: seen is the
+// loop's hook_seen, events its hook_events.
+func (e *env) v2hook(id string, epoch int64, age float64, seen bool, events int64) warp.HeartbeatResult {
+	e.t.Helper()
+	res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: epoch, Host: "h2", Agent: "a",
+		ActivityAge: age, HookSeen: &seen, HookEvents: events})
+	if err != nil {
+		e.t.Fatalf("v2 heartbeat %s/%d: %v", id, epoch, err)
+	}
+	return res
+}
+
 func (e *env) v1(id, host string) warp.HeartbeatResult {
 	e.t.Helper()
 	res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 1, Ticket: id, Host: host})

@@ -9,9 +9,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-func allVerdicts() []warp.Verdict {
-	return []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
-}
+func allVerdicts() []warp.Verdict { return warp.Verdicts() }
 
 // checkVerdicts checks, at the clock's time, that every claimed ticket's
 // derived verdict (Service.Ticket) is want[id], that each ListTickets
@@ -115,6 +113,92 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 		e.checkVerdicts("v2 heartbeat with activity 16m old", map[string]warp.Verdict{"T-1": warp.VerdictStalled})
 	})
 
+	t.Run("UnwiredBoundary", func(t *testing.T) {
+		// hook_seen false, claim older than the stall threshold: unwired,
+		// although the loop reports fresh activity.
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(14 * time.Minute)
+		e.v2hook("T-1", 1, 0, false, 0)
+		e.clock.Advance(time.Minute)
+		e.checkVerdicts("claim age == stall threshold, hook not seen", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		e.clock.Advance(time.Nanosecond)
+		e.checkVerdicts("claim age == stall threshold + 1ns, hook not seen", map[string]warp.Verdict{"T-1": warp.VerdictUnwired})
+		// One hook event: the loop says so, and the lease is active again.
+		e.v2hook("T-1", 1, 0, true, 1)
+		e.checkVerdicts("hook seen", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		if l := e.lease("T-1"); l.HookSeen != warp.HookYes || l.HookEvents != 1 {
+			t.Errorf("lease hook health: got %q/%d, want yes/1", l.HookSeen, l.HookEvents)
+		}
+	})
+
+	t.Run("UnwiredPrecedence", func(t *testing.T) {
+		e := newEnv(t, open)
+		for _, id := range []string{"stale-unwired", "stale-wired", "stale-unknown", "silent-unwired", "exited-unwired"} {
+			e.createClaim(id, "h1")
+		}
+		e.clock.Advance(20 * time.Minute)
+		e.v2hook("stale-unwired", 1, secs(20*time.Minute), false, 0)
+		e.v2hook("stale-wired", 1, secs(20*time.Minute), true, 3)
+		e.v2("stale-unknown", 1, secs(20*time.Minute)) // an older loop: no hook fields
+		e.v2hook("exited-unwired", 1, 0, false, 0)
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "exited-unwired", Epoch: 1, Exit: warp.ExitParentExited}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		e.checkVerdicts("stale activity", map[string]warp.Verdict{
+			"stale-unwired":  warp.VerdictUnwired, // unwired names the cause of the staleness
+			"stale-wired":    warp.VerdictStalled,
+			"stale-unknown":  warp.VerdictStalled, // fields absent: as before issue 8
+			"silent-unwired": warp.VerdictSilent,  // never heartbeated: silent as before
+			"exited-unwired": warp.VerdictExited,
+		})
+		e.clock.Advance(9 * time.Minute)
+		e.checkVerdicts("heartbeats stopped", map[string]warp.Verdict{
+			"stale-unwired": warp.VerdictSilent, "stale-wired": warp.VerdictSilent, "stale-unknown": warp.VerdictSilent,
+			"silent-unwired": warp.VerdictSilent, "exited-unwired": warp.VerdictExited,
+		})
+	})
+
+	t.Run("UnknownHookIsNeverUnwired", func(t *testing.T) {
+		// A loop from before issue 8 sends no hook fields: the verdicts are
+		// exactly the old ones, and a later report of a newer loop on the
+		// same lease (hook_seen absent again) does not reset a known state.
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		for range 5 {
+			e.clock.Advance(4 * time.Minute)
+			e.v2("T-1", 1, 0)
+		}
+		e.checkVerdicts("20m of v2 heartbeats without hook fields", map[string]warp.Verdict{"T-1": warp.VerdictActive})
+		if l := e.lease("T-1"); l.HookSeen != warp.HookUnknown {
+			t.Errorf("hook_seen: got %q, want unknown", l.HookSeen)
+		}
+		e.v2hook("T-1", 1, 0, false, 0)
+		e.checkVerdicts("hook not seen", map[string]warp.Verdict{"T-1": warp.VerdictUnwired})
+		e.v2("T-1", 1, 0)
+		e.checkVerdicts("fields absent again: last report stands", map[string]warp.Verdict{"T-1": warp.VerdictUnwired})
+	})
+
+	t.Run("RecordUnwired", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		e.clock.Advance(10 * time.Minute)
+		e.v2hook("T-1", 1, 0, false, 0)
+		e.clock.Advance(6 * time.Minute)
+		changes, err := e.svc.RecordVerdicts(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		since := T0().Add(15 * time.Minute)
+		if len(changes) != 1 || changes[0].To != warp.VerdictUnwired || !changes[0].Since.Equal(since) {
+			t.Fatalf("verdict pass: got %+v, want active → unwired since claim + 15m", changes)
+		}
+		if ev := e.lastEvent("T-1", warp.EventVerdictChanged); ev.Data["to"] != "unwired" {
+			t.Errorf("verdict event: got %+v", ev)
+		}
+	})
+
 	t.Run("RecordVerdicts", func(t *testing.T) {
 		e := newEnv(t, open)
 		e.createClaim("stalls", "h1")
@@ -161,12 +245,16 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 			e.clock.Advance(time.Minute)
 			switch i % 4 {
 			case 0:
-				e.v2(id, 1, float64(i)*60)
+				e.v2hook(id, 1, float64(i)*60, true, 1)
 			case 1:
 				e.v1(id, "h1")
 			case 2:
 				if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Exit: warp.ExitWorktreeGone}); err != nil {
 					t.Fatal(err)
+				}
+			case 3:
+				if i >= 16 { // the others never heartbeat: silent
+					e.v2hook(id, 1, 0, false, 0)
 				}
 			}
 		}

@@ -102,17 +102,36 @@ const (
 	VerdictNone    Verdict = ""
 	VerdictActive  Verdict = "active"
 	VerdictStalled Verdict = "stalled"
+	// VerdictUnwired: the loop says the agent's activity hook has not fired
+	// since it started, and the claim is older than the stall threshold —
+	// the agent may be working, but nothing proves it (issue 8).
+	VerdictUnwired Verdict = "unwired"
 	VerdictSilent  Verdict = "silent"
 	VerdictExited  Verdict = "exited"
 )
 
+// Verdicts returns every verdict of a held lease, in the order of
+// precedence of Policy.Verdict (the first that applies wins).
+func Verdicts() []Verdict {
+	return []Verdict{VerdictExited, VerdictSilent, VerdictUnwired, VerdictStalled, VerdictActive}
+}
+
 // ParseVerdict returns the verdict named s or an ErrInvalid error.
 func ParseVerdict(s string) (Verdict, error) {
 	switch v := Verdict(s); v {
-	case VerdictActive, VerdictStalled, VerdictSilent, VerdictExited:
+	case VerdictActive, VerdictStalled, VerdictUnwired, VerdictSilent, VerdictExited:
 		return v, nil
 	}
-	return "", Errorf(ErrInvalid, "unknown verdict %q: want active, stalled, silent or exited", s)
+	return "", Errorf(ErrInvalid, "unknown verdict %q: want active, stalled, unwired, silent or exited", s)
+}
+
+// UnwiredFix is what an operator does about an unwired lease on host: the
+// text the CLI and the dashboard show next to the verdict.
+func UnwiredFix(host string) string {
+	if host == "" {
+		host = "the agent's host"
+	}
+	return "run `gyrum doctor` on host " + host
 }
 
 // ProgressAt is the time the verdict measures activity from: last_activity_at
@@ -126,7 +145,16 @@ func ProgressAt(l Lease) time.Time {
 
 // Verdict derives the verdict of a held lease at now. Thresholds are
 // exclusive: an age equal to the threshold is still the better verdict.
-// Order of precedence: exited, silent, stalled, active.
+//
+// Order of precedence: exited, silent, unwired, stalled, active. Exited and
+// silent are facts the server holds itself (an exit report; heartbeats
+// stopped), and they decide what happens to the lease next, so they win.
+// Unwired — the loop reports hook_seen false and the claim is older than
+// the stall threshold — beats stalled because it names the cause: without
+// a hook there can be no activity, so "stalled" would send the operator
+// after an idle agent instead of a broken hook. A lease whose loop sends
+// no hook fields (HookUnknown: a loop from before issue 8) is never
+// unwired: verdicts stay what they were.
 func (p Policy) Verdict(l Lease, now time.Time) Verdict {
 	if !l.Held() {
 		return VerdictNone
@@ -136,6 +164,8 @@ func (p Policy) Verdict(l Lease, now time.Time) Verdict {
 		return VerdictExited
 	case now.Sub(l.LastHeartbeatAt) > p.SilentAfter:
 		return VerdictSilent
+	case l.HookSeen == HookNo && now.Sub(l.ClaimedAt) > p.StallAfter:
+		return VerdictUnwired
 	case now.Sub(ProgressAt(l)) > p.StallAfter:
 		return VerdictStalled
 	}
@@ -151,6 +181,14 @@ type VerdictBounds struct {
 	HeartbeatBefore, HeartbeatFrom time.Time
 	// ProgressBefore: progress_at < t. ProgressFrom: >= t.
 	ProgressBefore, ProgressFrom time.Time
+	// HookNo: hook_seen = 'no' when true, hook_seen <> 'no' when false.
+	HookNo *bool
+	// ClaimedBefore: claimed_at < t.
+	ClaimedBefore time.Time
+	// NotUnwiredAt, when not zero, excludes the leases that are unwired at
+	// that stall cut: NOT (hook_seen = 'no' AND claimed_at < t), that is
+	// hook_seen <> 'no' OR claimed_at >= t.
+	NotUnwiredAt time.Time
 }
 
 // Bounds returns the column conditions equivalent to p.Verdict(l, now) == v
@@ -164,9 +202,11 @@ func (p Policy) Bounds(v Verdict, now time.Time) VerdictBounds {
 		return VerdictBounds{Exited: &yes}
 	case VerdictSilent:
 		return VerdictBounds{Exited: &no, HeartbeatBefore: silentCut}
+	case VerdictUnwired:
+		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, HookNo: &yes, ClaimedBefore: stallCut}
 	case VerdictStalled:
-		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressBefore: stallCut}
+		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressBefore: stallCut, NotUnwiredAt: stallCut}
 	default:
-		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressFrom: stallCut}
+		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressFrom: stallCut, NotUnwiredAt: stallCut}
 	}
 }

@@ -18,6 +18,11 @@ func pAt(d time.Duration) time.Time { return p0.Add(d) }
 
 // lease builds a held lease with heartbeat and activity at the offsets
 // from p0 and the given schema of the latest heartbeat.
+func hook(l warp.Lease, seen warp.HookSeen) warp.Lease {
+	l.HookSeen = seen
+	return l
+}
+
 func mkLease(schema int, heartbeat, activity time.Duration) warp.Lease {
 	return warp.Lease{Ticket: "T-1", Epoch: 1, State: warp.LeaseHeld, SchemaVersion: schema,
 		ClaimedAt: p0, LastHeartbeatAt: pAt(heartbeat), LastActivityAt: pAt(activity)}
@@ -53,7 +58,10 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestParseVerdict(t *testing.T) {
-	for _, v := range []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited} {
+	if n := len(warp.Verdicts()); n != 5 {
+		t.Errorf("Verdicts: %d, want 5", n)
+	}
+	for _, v := range warp.Verdicts() {
 		if got, err := warp.ParseVerdict(string(v)); err != nil || got != v {
 			t.Errorf("ParseVerdict(%q): got %q, %v", v, got, err)
 		}
@@ -200,6 +208,12 @@ func TestVerdict(t *testing.T) {
 		{"exited beats everything", exited, pAt(time.Hour), warp.VerdictExited},
 		{"exited even when fresh", exited, p0, warp.VerdictExited},
 		{"ended lease has no verdict", ended, p0, warp.VerdictNone},
+		{"hook not seen, claim age == stall", hook(mkLease(2, 14*time.Minute, 14*time.Minute), warp.HookNo), pAt(15 * time.Minute), warp.VerdictActive},
+		{"hook not seen, claim age == stall + 1ns", hook(mkLease(2, 14*time.Minute, 14*time.Minute), warp.HookNo), pAt(15*time.Minute + ns), warp.VerdictUnwired},
+		{"hook seen: active", hook(mkLease(2, 14*time.Minute, 14*time.Minute), warp.HookYes), pAt(16 * time.Minute), warp.VerdictActive},
+		{"hook unknown: active as before", mkLease(2, 14*time.Minute, 14*time.Minute), pAt(16 * time.Minute), warp.VerdictActive},
+		{"unwired beats stalled", hook(mkLease(2, 14*time.Minute, 0), warp.HookNo), pAt(16 * time.Minute), warp.VerdictUnwired},
+		{"silent beats unwired", hook(mkLease(2, 0, 0), warp.HookNo), pAt(16 * time.Minute), warp.VerdictSilent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := p.Verdict(tc.l, tc.now); got != tc.want {
@@ -227,6 +241,15 @@ func matches(b warp.VerdictBounds, l warp.Lease) bool {
 	if !b.ProgressFrom.IsZero() && pr.Before(b.ProgressFrom) {
 		return false
 	}
+	if b.HookNo != nil && *b.HookNo != (l.HookSeen == warp.HookNo) {
+		return false
+	}
+	if !b.ClaimedBefore.IsZero() && !l.ClaimedAt.Before(b.ClaimedBefore) {
+		return false
+	}
+	if !b.NotUnwiredAt.IsZero() && l.HookSeen == warp.HookNo && l.ClaimedAt.Before(b.NotUnwiredAt) {
+		return false
+	}
 	return true
 }
 
@@ -244,26 +267,39 @@ func TestBoundsAgreeWithVerdict(t *testing.T) {
 	}
 	now := pAt(2 * time.Hour)
 	n := 0
+	seen := map[warp.Verdict]bool{}
 	for _, schema := range []int{0, 1, 2} {
 		for _, hbAge := range offsets {
 			for _, actAge := range offsets {
-				for _, exit := range []string{"", warp.ExitWorktreeGone} {
-					l := warp.Lease{State: warp.LeaseHeld, SchemaVersion: schema, Exit: exit,
-						LastHeartbeatAt: now.Add(-hbAge), LastActivityAt: now.Add(-actAge)}
-					want := p.Verdict(l, now)
-					for _, v := range []warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited} {
-						if got := matches(p.Bounds(v, now), l); got != (v == want) {
-							t.Errorf("schema %d hb age %s activity age %s exit %q: bounds of %s match=%v, but the verdict is %s",
-								schema, hbAge, actAge, exit, v, got, want)
+				for _, claimAge := range offsets {
+					for _, hs := range []warp.HookSeen{warp.HookUnknown, warp.HookNo, warp.HookYes} {
+						for _, exit := range []string{"", warp.ExitWorktreeGone} {
+							// The claim is not required to precede activity here: the
+							// bounds must agree on any columns a store may hold.
+							l := warp.Lease{State: warp.LeaseHeld, SchemaVersion: schema, Exit: exit, HookSeen: hs,
+								ClaimedAt: now.Add(-claimAge), LastHeartbeatAt: now.Add(-hbAge), LastActivityAt: now.Add(-actAge)}
+							want := p.Verdict(l, now)
+							seen[want] = true
+							for _, v := range warp.Verdicts() {
+								if got := matches(p.Bounds(v, now), l); got != (v == want) {
+									t.Errorf("schema %d hb age %s activity age %s claim age %s hook %q exit %q: bounds of %s match=%v, but the verdict is %s",
+										schema, hbAge, actAge, claimAge, hs, exit, v, got, want)
+								}
+							}
+							n++
 						}
 					}
-					n++
 				}
 			}
 		}
 	}
 	if n == 0 {
 		t.Fatal("no case ran")
+	}
+	for _, v := range warp.Verdicts() {
+		if !seen[v] {
+			t.Errorf("the grid never produced %s", v)
+		}
 	}
 }
 

@@ -44,6 +44,8 @@ func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
 		return l.LastHeartbeatAt.Add(p.SilentAfter)
 	case VerdictStalled:
 		return ProgressAt(l).Add(p.StallAfter)
+	case VerdictUnwired:
+		return l.ClaimedAt.Add(p.StallAfter)
 	default: // back to active: the heartbeat that brought fresh activity
 		return l.LastHeartbeatAt
 	}
@@ -63,7 +65,7 @@ func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
 func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 	now := s.now()
 	var out []VerdictChange
-	for _, v := range []Verdict{VerdictExited, VerdictSilent, VerdictStalled, VerdictActive} {
+	for _, v := range Verdicts() {
 		b := s.cfg.Policy.Bounds(v, now)
 		f := TicketFilter{State: TicketClaimed, Verdict: &b, Limit: verdictBatch}
 		for {

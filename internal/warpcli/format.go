@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // Age formats a duration the way the tables show it: whole seconds under
@@ -78,7 +79,48 @@ func ticketTable(w io.Writer, now time.Time, tickets []httpapi.Ticket) error {
 		}
 		row(tw, t.ID, t.State, dash(t.Verdict), fmt.Sprint(t.Epoch), agent, host, schema, act, hb, exp, truncate(t.Title, 60))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return unwiredFixes(w, tickets)
+}
+
+// unwiredFixes prints, after a table, one fix line per host with unwired
+// leases.
+func unwiredFixes(w io.Writer, tickets []httpapi.Ticket) error {
+	byHost := map[string][]string{}
+	var hosts []string
+	for _, t := range tickets {
+		if t.Verdict != string(warp.VerdictUnwired) || t.Lease == nil {
+			continue
+		}
+		if _, ok := byHost[t.Lease.Host]; !ok {
+			hosts = append(hosts, t.Lease.Host)
+		}
+		byHost[t.Lease.Host] = append(byHost[t.Lease.Host], t.ID)
+	}
+	sort.Strings(hosts)
+	for i, h := range hosts {
+		if i == 0 {
+			fmt.Fprintln(w)
+		}
+		if _, err := fmt.Fprintf(w, "unwired (%s): the activity hook has not fired since the loop started: %s\n",
+			strings.Join(byHost[h], ", "), warp.UnwiredFix(h)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hookHealth describes what the loop reported about the activity hook.
+func hookHealth(l httpapi.Lease) string {
+	switch warp.HookSeen(l.HookSeen) {
+	case warp.HookYes:
+		return fmt.Sprintf("fired since the loop started (%d events reported)", l.HookEvents)
+	case warp.HookNo:
+		return "not fired since the loop started"
+	}
+	return "not reported (a loop from before hook reporting)"
 }
 
 func schemaName(v int) string {
@@ -110,6 +152,10 @@ func ticketDetail(w io.Writer, now time.Time, t httpapi.Ticket, events []httpapi
 		if t.Verdict != "" {
 			row(tw, "  verdict", t.Verdict)
 		}
+		if t.Verdict == string(warp.VerdictUnwired) {
+			row(tw, "  fix", warp.UnwiredFix(l.Host)+": the activity hook has not fired since the loop started")
+		}
+		row(tw, "  hook", hookHealth(*l))
 		row(tw, "  claimed", stamp(l.ClaimedAt)+" ("+ago(now, l.ClaimedAt)+")")
 		row(tw, "  last heartbeat", stamp(l.LastHeartbeatAt)+" ("+ago(now, l.LastHeartbeatAt)+"), schema "+schemaName(l.SchemaVersion))
 		row(tw, "  last activity", stamp(l.LastActivityAt)+" ("+ago(now, l.LastActivityAt)+")")

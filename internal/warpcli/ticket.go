@@ -82,7 +82,10 @@ schema of the latest heartbeat, ages of the last activity and heartbeat, and
 when the lease expires. One page (--limit, default 100) unless --all.
 
 Verdicts: active (recent activity), stalled (heartbeats arrive, activity is
-old), silent (no heartbeats), exited (the loop reported the agent gone).`,
+old), unwired (the loop reports that the agent's activity hook has not fired
+since it started, and the claim is older than the stall threshold: run
+'gyrum doctor' on that host), silent (no heartbeats), exited (the loop
+reported the agent gone).`,
 		Example: `  warp ticket list
   warp ticket list --state claimed --verdict stalled
   warp ticket list --host build-3 --all --json`,
@@ -129,7 +132,7 @@ old), silent (no heartbeats), exited (the loop reported the agent gone).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed")
-	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, silent, exited")
+	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, unwired, silent, exited")
 	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
 	f.IntVar(&lo.Limit, "limit", 0, "tickets per page (server default 100)")
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
