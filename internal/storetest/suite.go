@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, open) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, open) })
 	t.Run("Verdicts", func(t *testing.T) { testVerdicts(t, open) })
+	t.Run("HostAlarms", func(t *testing.T) { testHostAlarms(t, open) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
 	t.Run("Adoption", func(t *testing.T) { testAdoption(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })

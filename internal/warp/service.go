@@ -33,6 +33,9 @@ type Config struct {
 	// ReleaseOnExit ends a lease as soon as its loop sends an exit report,
 	// instead of letting it lapse on schedule.
 	ReleaseOnExit bool
+	// HookAlarm holds the thresholds of the fleet alarm; DefaultHookAlarm
+	// when zero.
+	HookAlarm HookAlarm
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -59,6 +62,12 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	}
 	if cfg.InitialMode == "" {
 		cfg.InitialMode = DefaultMode
+	}
+	if cfg.HookAlarm == (HookAlarm{}) {
+		cfg.HookAlarm = DefaultHookAlarm()
+	}
+	if err := cfg.HookAlarm.Validate(); err != nil {
+		return nil, err
 	}
 	if _, err := ParseMode(string(cfg.InitialMode)); err != nil {
 		return nil, err
@@ -800,6 +809,8 @@ type SweepResult struct {
 	// VerdictChanges are the changes of the verdict pass (RecordVerdicts)
 	// that the expiry job runs after each sweep; Sweep itself leaves it empty.
 	VerdictChanges []VerdictChange
+	// HostAlarms are the host alarms that pass raised or cleared.
+	HostAlarms []HostAlarmChange
 }
 
 // Sweep lapses every held lease whose expiry has passed, in batches, and

@@ -63,8 +63,28 @@ func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
 // writes only the leases that changed; each change re-reads its ticket and
 // lease locked, so a heartbeat committed in between is never overwritten.
 func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
+	p, err := s.VerdictPass(ctx)
+	return p.Changes, err
+}
+
+// VerdictPassResult is what one sweep-time verdict pass recorded.
+type VerdictPassResult struct {
+	Changes []VerdictChange
+	Alarms  []HostAlarmChange
+}
+
+// VerdictPass is RecordVerdicts followed by the fleet alarm: while it reads
+// every held lease for the verdicts, it tallies per host the held leases,
+// those that turned stalled or unwired within the last stall window
+// (Policy.StaleSince) and the latest hook-backed activity, then raises and
+// clears host alarms (events host-alarm, host-alarm-cleared; state in
+// MetaHostAlarms). A lease whose columns change between two of the pass's
+// batches may be tallied under both verdicts: the counts are those of one
+// pass, not of one instant.
+func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 	now := s.now()
 	var out []VerdictChange
+	tallies := map[string]*hostTally{}
 	for _, v := range Verdicts() {
 		b := s.cfg.Policy.Bounds(v, now)
 		f := TicketFilter{State: TicketClaimed, Verdict: &b, Limit: verdictBatch}
@@ -72,8 +92,9 @@ func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 			var n int
 			var lastSeq int64
 			var batch []VerdictChange
+			var seen []Lease
 			err := s.store.Update(ctx, func(tx Tx) error {
-				batch, lastSeq = batch[:0], f.AfterSeq // a store may run fn again
+				batch, seen, lastSeq = batch[:0], seen[:0], f.AfterSeq // a store may run fn again
 				rows, err := tx.Tickets(ctx, f)
 				if err != nil {
 					return fmt.Errorf("list %s leases: %w", v, err)
@@ -81,7 +102,11 @@ func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 				n = len(rows)
 				for _, r := range rows {
 					lastSeq = r.Ticket.Seq
-					if r.Lease == nil || !r.Lease.Held() || recordedVerdict(*r.Lease) == v {
+					if r.Lease == nil || !r.Lease.Held() {
+						continue
+					}
+					seen = append(seen, *r.Lease)
+					if recordedVerdict(*r.Lease) == v {
 						continue
 					}
 					c, ok, err := s.recordVerdictTx(ctx, tx, r.Ticket.ID, now)
@@ -95,17 +120,29 @@ func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 				return nil
 			})
 			if err != nil {
-				return out, err
+				return VerdictPassResult{Changes: out}, err
 			}
 			// Only committed changes are reported.
 			out = append(out, batch...)
+			for _, l := range seen {
+				t := tallies[l.Host]
+				if t == nil {
+					t = &hostTally{}
+					tallies[l.Host] = t
+				}
+				s.cfg.Policy.tally(t, l, v, now)
+			}
 			f.AfterSeq = lastSeq
 			if n < verdictBatch {
 				break
 			}
 		}
 	}
-	return out, nil
+	alarms, err := s.recordAlarms(ctx, tallies, now)
+	if err != nil {
+		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
+	}
+	return VerdictPassResult{Changes: out, Alarms: alarms}, nil
 }
 
 // recordVerdictTx re-reads ticket id and its lease locked and records the
