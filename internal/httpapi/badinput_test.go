@@ -87,6 +87,10 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"bad cursor", "GET", "/v1/tickets?cursor=abc", adminToken, ``, 400, "invalid", "cursor"},
 		{"negative window", "GET", "/v1/adoption?window=-1h", adminToken, ``, 400, "invalid", "window"},
 		{"window not a duration", "GET", "/v1/adoption?window=yesterday", adminToken, ``, 400, "invalid", "window"},
+		{"hosts negative window", "GET", "/v1/hosts?window=-1h", adminToken, ``, 400, "invalid", "window"},
+		{"hosts window not a duration", "GET", "/v1/hosts?window=yesterday", adminToken, ``, 400, "invalid", "window"},
+		{"agent reads hosts", "GET", "/v1/hosts", agentToken, ``, 403, "forbidden", ""},
+		{"unknown verdict lists unwired", "GET", "/v1/tickets?verdict=wired", adminToken, ``, 400, "invalid", "unwired"},
 		{"unknown mode", "PUT", "/v1/mode", adminToken, `{"mode":"yolo"}`, 400, "invalid", "yolo"},
 		// Oversized bodies.
 		{"oversized heartbeat", "POST", "/heartbeat", agentToken, big, 413, "body_too_large", "65536"},

@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	s.handle("POST /heartbeat", s.heartbeat, RoleAgent)
 	s.handle("POST /v1/heartbeat", s.heartbeat, RoleAgent)
 	s.handle("GET /v1/adoption", s.adoption, RoleAdmin)
+	s.handle("GET /v1/hosts", s.hosts, RoleAdmin)
 	s.handle("GET /v1/mode", s.getMode, RoleAdmin)
 	s.handle("PUT /v1/mode", s.setMode, RoleAdmin)
 	s.handle("GET /healthz", s.healthz, RoleOpen)

@@ -3,10 +3,11 @@
 // registry), so two servers in one process — tests — never share series.
 //
 // Counters are fed by hooks the server calls (heartbeats, HTTP requests,
-// sweeps, verdict changes); the gauges of claimed leases by verdict and of
-// hosts by schema version are computed from the database at scrape time
-// (one indexed count per verdict and the adoption query), so they are exact and
-// agree across replicas.
+// sweeps, verdict changes); the gauges of claimed leases by verdict, of
+// hosts by schema version and of hosts in alarm (activity hook likely
+// broken) are computed from the database at scrape time (one indexed count
+// per verdict, the adoption query, the stored alarms), so they are exact
+// and agree across replicas.
 package metrics
 
 import (
@@ -69,6 +70,7 @@ const (
 	NameClaimedLeases          = "warp_claimed_leases"
 	NameHosts                  = "warp_hosts"
 	NameMode                   = "warp_mode"
+	NameHostsInAlarm           = "warp_hosts_in_alarm"
 	NameHTTPDuration           = "warp_http_request_duration_seconds"
 )
 
@@ -229,6 +231,7 @@ func (m *Metrics) ObserveVerdictChanges(cs []warp.VerdictChange) {
 type storeCollector struct {
 	m                                *Metrics
 	claimedDesc, hostsDesc, modeDesc *prometheus.Desc
+	alarmDesc                        *prometheus.Desc
 }
 
 func newStoreCollector(m *Metrics) *storeCollector {
@@ -239,6 +242,8 @@ func newStoreCollector(m *Metrics) *storeCollector {
 			"Hosts seen within the adoption window by the schema version of their latest heartbeat.", []string{"schema_version"}, nil),
 		modeDesc: prometheus.NewDesc(NameMode,
 			"The current expiry mode: 1 for the mode in force, 0 for the others.", []string{"mode"}, nil),
+		alarmDesc: prometheus.NewDesc(NameHostsInAlarm,
+			"Hosts whose activity hook is likely broken: most of their leases went stalled or unwired together.", nil, nil),
 	}
 }
 
@@ -246,6 +251,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.claimedDesc
 	ch <- c.hostsDesc
 	ch <- c.modeDesc
+	ch <- c.alarmDesc
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -287,6 +293,12 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		for v, n := range byVersion {
 			ch <- prometheus.MustNewConstMetric(c.hostsDesc, prometheus.GaugeValue, float64(n), v)
 		}
+	}
+	if alarms, err := svc.HostAlarms(ctx); err != nil {
+		m.log.Warn("metrics: scrape host alarms", "err", err)
+		ch <- prometheus.NewInvalidMetric(c.alarmDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(c.alarmDesc, prometheus.GaugeValue, float64(len(alarms)))
 	}
 	if mode, err = svc.Mode(ctx); err != nil {
 		m.log.Warn("metrics: scrape mode", "err", err)

@@ -117,7 +117,7 @@ WARP_TOKEN is the bearer token (or --url / --token).`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(c.serveCommand(), c.ticketCommand(), c.releaseCommand(), c.staleUnlockCommand(),
-		c.adoptionCommand(), c.modeCommand())
+		c.adoptionCommand(), c.hostsCommand(), c.modeCommand())
 	root.AddCommand(c.simulateCommand())
 	return root
 }

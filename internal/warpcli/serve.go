@@ -41,6 +41,9 @@ type ServeConfig struct {
 	Policy        warp.Policy
 	SweepInterval time.Duration
 	ReleaseOnExit bool
+	// HookAlarm holds the fleet alarm's thresholds (--hook-alarm-ratio,
+	// --hook-alarm-min).
+	HookAlarm warp.HookAlarm
 	// TokenFile holds role:token lines; AdminToken (WARP_TOKEN) is one more
 	// admin token. With neither, the server only listens on loopback
 	// unless Insecure.
@@ -65,6 +68,7 @@ func DefaultServeConfig() ServeConfig {
 		Mode:          warp.DefaultMode,
 		Policy:        warp.DefaultPolicy(),
 		SweepInterval: warp.DefaultSweepInterval,
+		HookAlarm:     warp.DefaultHookAlarm(),
 	}
 }
 
@@ -126,7 +130,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.Service, err = warp.NewService(m.Store, warp.Config{
-		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, Now: cfg.Now, Logger: m.log,
+		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
+		Now: cfg.Now, Logger: m.log,
 	})
 	if err != nil {
 		return err
@@ -182,7 +187,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	p := m.Service.Policy()
 	m.log.Info("warp listening on "+m.URL(), "addr", m.ln.Addr().String(), "db", redactDSN(cfg.DB), "mode", mode,
 		"lease_window", p.LeaseWindow, "sweep_interval", cfg.SweepInterval, "startup_grace", p.StartupGrace,
-		"auth", authSummary(tokens))
+		"hook_alarm_ratio", cfg.HookAlarm.Ratio, "hook_alarm_min", cfg.HookAlarm.Min, "auth", authSummary(tokens))
 	return nil
 }
 
@@ -363,6 +368,9 @@ SIGINT or SIGTERM shut it down gracefully.`,
 			if cfg.SweepInterval <= 0 {
 				return usageErrorf("--sweep-interval must be positive, got %s", cfg.SweepInterval)
 			}
+			if err := cfg.HookAlarm.Validate(); err != nil {
+				return usageErrorf("--hook-alarm-ratio/--hook-alarm-min: %s", warp.ErrorMessage(err))
+			}
 			cfg.AdminToken, _ = c.lookupEnv("WARP_TOKEN")
 			cfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 			return c.serve(cmd.Context(), cfg)
@@ -378,6 +386,9 @@ SIGINT or SIGTERM shut it down gracefully.`,
 	f.DurationVar(&cfg.Policy.SilentAfter, "silent-after", cfg.Policy.SilentAfter, "verdict silent: no heartbeat for longer than this")
 	f.DurationVar(&cfg.Policy.StartupGrace, "startup-grace", cfg.Policy.StartupGrace, "after a start, leases refreshed before it do not lapse for this long")
 	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", false, "release a lease as soon as its loop reports the agent exited")
+	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
+		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
+	f.IntVar(&cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens")
 	return cmd

@@ -120,14 +120,16 @@ func serveInProcess(t *testing.T, env map[string]string, args ...string) (url st
 func TestServeCommandFlagsBeatEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{
-		"WARP_DB":             filepath.Join(dir, "from-env.db"),
-		"WARP_MODE":           "activity",
-		"WARP_LEASE_WINDOW":   "45m",
-		"WARP_SWEEP_INTERVAL": "250ms",
-		"WARP_STARTUP_GRACE":  "3m",
-		"WARP_ADDR":           "127.0.0.1:1", // the flag below wins
+		"WARP_DB":               filepath.Join(dir, "from-env.db"),
+		"WARP_MODE":             "activity",
+		"WARP_LEASE_WINDOW":     "45m",
+		"WARP_SWEEP_INTERVAL":   "250ms",
+		"WARP_STARTUP_GRACE":    "3m",
+		"WARP_ADDR":             "127.0.0.1:1", // the flag below wins
+		"WARP_HOOK_ALARM_RATIO": "0.5",
+		"WARP_HOOK_ALARM_MIN":   "9", // the flag below wins
 	}
-	url, _, stop := serveInProcess(t, env, "--addr", "127.0.0.1:0", "--lease-window", "20m")
+	url, _, stop := serveInProcess(t, env, "--addr", "127.0.0.1:0", "--lease-window", "20m", "--hook-alarm-min", "4")
 	cl := httpapi.NewClient(url, "")
 	mode, err := cl.Mode(context.Background())
 	if err != nil {
@@ -143,7 +145,8 @@ func TestServeCommandFlagsBeatEnvironment(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("serve exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"lease_window=20m0s", "sweep_interval=250ms", "startup_grace=3m0s", "mode=activity", "warp shutting down", "warp stopped"} {
+	for _, want := range []string{"lease_window=20m0s", "sweep_interval=250ms", "startup_grace=3m0s", "mode=activity",
+		"hook_alarm_ratio=0.5", "hook_alarm_min=4", "warp shutting down", "warp stopped"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("log does not contain %q:\n%s", want, r.stderr)
 		}
@@ -182,6 +185,11 @@ func TestServeConfigurationErrors(t *testing.T) {
 		{"zero sweep interval", nil, []string{"--sweep-interval", "0s"}, warpcli.ExitUsage, []string{"--sweep-interval"}},
 		{"bad flag value", nil, []string{"--stall-after", "x"}, warpcli.ExitUsage, []string{"stall-after"}},
 		{"stray argument", nil, []string{"now"}, warpcli.ExitUsage, []string{"unknown command"}},
+		{"hook alarm ratio 0", nil, []string{"--hook-alarm-ratio", "0"}, warpcli.ExitUsage, []string{"--hook-alarm-ratio", "(0, 1]"}},
+		{"hook alarm ratio above 1", nil, []string{"--hook-alarm-ratio", "1.5"}, warpcli.ExitUsage, []string{"(0, 1]", "1.5"}},
+		{"hook alarm ratio not a number", nil, []string{"--hook-alarm-ratio", "most"}, warpcli.ExitUsage, []string{"hook-alarm-ratio"}},
+		{"hook alarm min 0 from env", map[string]string{"WARP_HOOK_ALARM_MIN": "0"}, nil, warpcli.ExitUsage, []string{"at least 1 lease"}},
+		{"hook alarm min not a number from env", map[string]string{"WARP_HOOK_ALARM_MIN": "three"}, nil, warpcli.ExitUsage, []string{`WARP_HOOK_ALARM_MIN="three"`}},
 		{"bad token file", nil, []string{"--token-file", badTokens}, warpcli.ExitError, []string{badTokens + " line 3", "superuser"}},
 		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
 		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
