@@ -1,8 +1,9 @@
 // Package doctor checks that the agent side is wired on this host and says
 // how to fix what is not: the touch-activity hook in the effective Claude
-// Code settings and the gyrum binary it runs, the watchdog schedule, the
-// warp server (reachable, speaking heartbeat v2), and the loop of every
-// local lease (alive, matching its pid file).
+// Code settings and the gyrum binary it runs, a live run of each hook
+// command line (exit 0 within its timeout, activity file moved), the
+// watchdog schedule, the warp server (reachable, speaking heartbeat v2),
+// and the loop of every local lease (alive, matching its pid file).
 package doctor
 
 import (
@@ -87,6 +88,7 @@ func Run(ctx context.Context, o Options) Report {
 	hook, commands := checkHook(o)
 	checks = append(checks, hook)
 	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
+	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)))...)
 	checks = append(checks, checkWatchdog(ctx, o))
 	checks = append(checks, checkWarp(ctx, o))
 	checks = append(checks, checkLoops(o)...)
@@ -113,6 +115,22 @@ func settingsFiles(o Options) []string {
 			filepath.Join(o.Cwd, ".claude", "settings.local.json"))
 	}
 	return files
+}
+
+// hookEntries reads our hook entries from every settings file that applies;
+// unreadable and malformed files are checkHook's to report.
+func hookEntries(o Options) []map[string][]setup.HookEntry {
+	var out []map[string][]setup.HookEntry
+	for _, path := range settingsFiles(o) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if m, err := setup.ClaudeHookEntries(path, data); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // checkHook looks for our hook, per event, in the merged settings (Claude

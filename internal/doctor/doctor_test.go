@@ -21,6 +21,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/doctor"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/hook"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
@@ -33,6 +34,13 @@ import (
 const fakeLoopEnv = "GYRUM_DOCTOR_FAKE_LOOP"
 
 func TestMain(m *testing.M) {
+	// Run as <dir>/gyrum touch-activity (the symlink the hook names), the
+	// test binary is the real hook: internal/hook, as cmd/gyrum runs it.
+	if filepath.Base(os.Args[0]) == "gyrum" && len(os.Args) == 2 && os.Args[1] == "touch-activity" {
+		wd, _ := os.Getwd()
+		_ = hook.Run(os.Stdin, hook.Options{Cwd: wd, Now: time.Now()})
+		os.Exit(0)
+	}
 	if os.Getenv(fakeLoopEnv) != "" {
 		fmt.Println("ready")
 		for {
@@ -481,4 +489,148 @@ func TestWatchdogNotScheduled(t *testing.T) {
 func TestNoLoopsIsFine(t *testing.T) {
 	h := newHost(t, warpServer(t, nil))
 	wantStatus(t, h.run(), "loops", doctor.StatusOK, "no heartbeat loop registered")
+}
+
+// script writes an executable sh script named gyrum in a directory of its
+// own, so the hook command "<path> touch-activity" is recognised as ours.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gyrum")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wireHook writes user settings with the hook command of bin for every
+// event, with timeout secs (0: none).
+func (h *host) wireHook(bin string, secs int) {
+	h.t.Helper()
+	entry := `{"type":"command","command":"` + setup.HookCommand(bin) + `"`
+	if secs > 0 {
+		entry += fmt.Sprintf(`,"timeout":%d`, secs)
+	}
+	entry += `}`
+	var evs []string
+	for _, ev := range setup.ClaudeHookEvents() {
+		evs = append(evs, `"`+ev+`":[{"matcher":"*","hooks":[`+entry+`]}]`)
+	}
+	os.MkdirAll(filepath.Join(h.home, ".claude"), 0o755)
+	if err := os.WriteFile(filepath.Join(h.home, ".claude", "settings.json"), []byte(`{"hooks":{`+strings.Join(evs, ",")+`}}`), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestHookRunHealthy(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	h.wire("")
+	rep := h.run()
+	c := wantStatus(t, rep, "hook-run", doctor.StatusOK, "last-activity moved")
+	if !strings.Contains(c.Detail, h.bin+" touch-activity") || !strings.Contains(c.Detail, "timeout 5s") {
+		t.Errorf("detail %q: want the command line and the timeout of the settings", c.Detail)
+	}
+	if strings.Contains(c.Detail, "no hook record") {
+		t.Errorf("the current hook wrote no record: %q", c.Detail)
+	}
+}
+
+func TestHookRunLeavesNoScratchDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := newHost(t, warpServer(t, nil))
+	h.wire("")
+	wantStatus(t, h.run(), "hook-run", doctor.StatusOK, "moved")
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in TMPDIR: %v", ents)
+	}
+}
+
+func TestHookRunAbsent(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	rep := h.run()
+	wantStatus(t, rep, "hook", doctor.StatusFail, "not wired")
+	wantStatus(t, rep, "hook-run", doctor.StatusSkip, "no hook command to run")
+	if rep.OK {
+		t.Error("no hook, but OK")
+	}
+}
+
+func TestHookRunDeletedBinary(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	bin := script(t, "exit 0\n")
+	h.wireHook(bin, 5)
+	os.Remove(bin)
+	rep := h.run()
+	c := wantStatus(t, rep, "hook-run", doctor.StatusFail, "cannot start its program (exit 127")
+	if !strings.Contains(c.Fix, "gyrum setup") {
+		t.Errorf("fix %q: want gyrum setup", c.Fix)
+	}
+	wantStatus(t, rep, "hook-binary", doctor.StatusFail, bin+" does not exist")
+	if rep.OK {
+		t.Error("deleted binary, but OK")
+	}
+}
+
+func TestHookRunExitsNonZero(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	h.wireHook(script(t, "cat >/dev/null\necho 'gyrum: broken install' >&2\nexit 1\n"), 5)
+	rep := h.run()
+	c := wantStatus(t, rep, "hook-run", doctor.StatusFail, "exited 1: gyrum: broken install")
+	if !strings.Contains(c.Fix, "echo '{}' |") {
+		t.Errorf("fix %q: want how to run it by hand", c.Fix)
+	}
+	wantStatus(t, rep, "hook-binary", doctor.StatusOK, "the hook runs")
+	if rep.OK {
+		t.Error("failing hook, but OK")
+	}
+}
+
+func TestHookRunHangsPastItsTimeout(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+	// The hook starts a child and waits for it: killing sh alone would
+	// leave the sleep behind.
+	h.wireHook(script(t, "sleep 30 &\necho $! > "+pidFile+"\nwait\n"), 1)
+	rep := h.run()
+	c := wantStatus(t, rep, "hook-run", doctor.StatusFail, "did not finish within its timeout of 1s and was killed")
+	if !strings.Contains(c.Fix, "milliseconds") {
+		t.Errorf("fix %q", c.Fix)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the hook never ran: %v", err)
+	}
+	var pid int
+	fmt.Sscan(string(data), &pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := proc.Lookup(pid); err != nil {
+			break // gone (or a zombie waiting for its reaper)
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the hook's child %d outlived the kill of its process group", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHookRunDoesNotTouch(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	h.wireHook(script(t, "cat >/dev/null\nexit 0\n"), 5)
+	rep := h.run()
+	wantStatus(t, rep, "hook-run", doctor.StatusFail, "exited 0")
+	c := check(t, rep, "hook-run")
+	if !strings.Contains(c.Detail, "did not move last-activity") {
+		t.Errorf("detail %q", c.Detail)
+	}
+}
+
+func TestHookRunOlderGyrum(t *testing.T) {
+	// An older gyrum's hook only touches the file: it works, and doctor
+	// says it cannot report hook_seen.
+	h := newHost(t, warpServer(t, nil))
+	h.wireHook(script(t, "cat >/dev/null\ntouch \"$CLAUDE_PROJECT_DIR/.gyrum/last-activity\"\n"), 5)
+	rep := h.run()
+	wantStatus(t, rep, "hook-run", doctor.StatusOK, "no hook record")
 }

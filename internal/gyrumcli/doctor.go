@@ -15,6 +15,10 @@ func (a *App) doctorCommand() *cobra.Command {
   hook         gyrum touch-activity is in the effective Claude Code settings
                (user, and ./.claude/settings.json and settings.local.json)
   hook-binary  the gyrum the hook runs exists and is executable
+  hook-run     each hook command line, run through sh -c as Claude Code does
+               with a sample PostToolUse payload in a scratch .gyrum/, exits 0
+               within its timeout and moves last-activity (a hung hook's
+               process group is killed at the timeout)
   watchdog     the systemd timer is enabled, or the crontab line is there
   warp         WARP_URL answers and accepts schema_version 2 heartbeats
                (probed with a heartbeat for the ticket gyrum-doctor-probe)

@@ -199,7 +199,7 @@ func TestDoctorCommand(t *testing.T) {
 	for _, c := range rep.Checks {
 		status[c.Name] = c.Status
 	}
-	for name, want := range map[string]string{"hook": "ok", "hook-binary": "ok", "warp": "ok", "loop T-D": "ok"} {
+	for name, want := range map[string]string{"hook": "ok", "hook-binary": "ok", "hook-run": "ok", "warp": "ok", "loop T-D": "ok"} {
 		if status[name] != want {
 			t.Errorf("check %s = %q, want %q (%+v)", name, status[name], want, rep.Checks)
 		}
@@ -222,5 +222,31 @@ func TestDoctorCommand(t *testing.T) {
 	r = e.inproc(wt, "doctor")
 	if r.code != 1 || !strings.Contains(r.stdout, "fail  warp ") || !strings.Contains(r.stdout, "cannot reach warp") || !strings.Contains(r.stdout, "is not running") {
 		t.Errorf("doctor, server down and loop dead: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestDoctorBrokenHookExitsNonZero: the real binary, a hook command that
+// fails when run (its program exits 1): doctor says so, with the fix, and
+// exits 1.
+func TestDoctorBrokenHookExitsNonZero(t *testing.T) {
+	e := newEnv(t)
+	home := t.TempDir()
+	e.vars["HOME"] = home
+	e.vars["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
+	bad := filepath.Join(t.TempDir(), "gyrum")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho 'cannot load' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := bad + " touch-activity"
+	var evs []string
+	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
+		evs = append(evs, `"`+ev+`":[{"matcher":"*","hooks":[{"type":"command","command":"`+cmd+`","timeout":5}]}]`)
+	}
+	os.MkdirAll(filepath.Join(home, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"hooks":{`+strings.Join(evs, ",")+`}}`), 0o644)
+	r := e.gyrum(home, "", "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "fail  hook-run") || !strings.Contains(r.stdout, "exited 1: cannot load") ||
+		!strings.Contains(r.stdout, "ok    hook ") {
+		t.Errorf("doctor with a failing hook: exit %d\n%s", r.code, r.stdout)
 	}
 }

@@ -2,6 +2,7 @@ package setup
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -308,11 +309,34 @@ func removeOurs(arr *node) bool {
 // commands returns the command of every one of our hooks in data, per
 // event, for doctor. A file that does not parse is an error.
 func (f matcherFormat) commands(path string, data []byte) (map[string][]string, error) {
-	doc, err := parseDocument(path, data)
+	entries, err := f.entries(path, data)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
+	for ev, es := range entries {
+		for _, e := range es {
+			out[ev] = append(out[ev], e.Command)
+		}
+	}
+	return out, nil
+}
+
+// HookEntry is one gyrum touch-activity hook of a settings file: its
+// command line and its timeout in seconds (0 when the entry has none, and
+// the agent's default applies).
+type HookEntry struct {
+	Command string
+	Timeout float64
+}
+
+// entries returns, per event, our hooks of data with their timeouts.
+func (f matcherFormat) entries(path string, data []byte) (map[string][]HookEntry, error) {
+	doc, err := parseDocument(path, data)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]HookEntry{}
 	if !doc.isObj {
 		return out, nil
 	}
@@ -331,15 +355,30 @@ func (f matcherFormat) commands(path string, data []byte) (map[string][]string, 
 				continue
 			}
 			for _, h := range gh.arr {
-				if isOurHook(h) {
-					c, _ := h.get("command")
-					s, _ := c.str()
-					out[ev] = append(out[ev], s)
+				if !isOurHook(h) {
+					continue
 				}
+				c, _ := h.get("command")
+				cmd, _ := c.str()
+				e := HookEntry{Command: cmd}
+				if t, _ := h.get("timeout"); t != nil && t.kind() == "a number" {
+					var secs float64
+					if json.Unmarshal(t.scalar, &secs) == nil && secs > 0 {
+						e.Timeout = secs
+					}
+				}
+				out[ev] = append(out[ev], e)
 			}
 		}
 	}
 	return out, nil
+}
+
+// ClaudeHookEntries returns, per Claude Code event setup wires, the gyrum
+// touch-activity hooks of data (the settings file at path) with their
+// timeouts. A file that does not parse is a *ParseError.
+func ClaudeHookEntries(path string, data []byte) (map[string][]HookEntry, error) {
+	return claudeFormat().entries(path, data)
 }
 
 // ClaudeHookCommands returns, per Claude Code event setup wires, the

@@ -1,0 +1,195 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/setup"
+)
+
+// DefaultHookTimeout is how long Claude Code lets a command hook without a
+// "timeout" run (60 s); the self-test allows the same.
+const DefaultHookTimeout = 60 * time.Second
+
+// SelfTestTicket names the lease of the self-test's scratch worktree. No
+// loop and no server ever see it.
+const SelfTestTicket = "gyrum-doctor-selftest"
+
+// hookCommands merges the hook entries of the effective settings into one
+// entry per distinct command line, with the shortest timeout any entry of
+// it sets (the strictest the agent applies).
+func hookCommands(byEvent []map[string][]setup.HookEntry) []setup.HookEntry {
+	var out []setup.HookEntry
+	idx := map[string]int{}
+	for _, m := range byEvent {
+		for _, ev := range setup.ClaudeHookEvents() {
+			for _, e := range m[ev] {
+				i, ok := idx[e.Command]
+				if !ok {
+					idx[e.Command] = len(out)
+					out = append(out, e)
+					continue
+				}
+				if e.Timeout > 0 && (out[i].Timeout == 0 || e.Timeout < out[i].Timeout) {
+					out[i].Timeout = e.Timeout
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkHookRuns runs each hook command as Claude Code would and checks
+// that it moved the activity signal.
+func checkHookRuns(ctx context.Context, entries []setup.HookEntry) []Check {
+	if len(entries) == 0 {
+		return []Check{{Name: "hook-run", Status: StatusSkip, Detail: "no hook command to run"}}
+	}
+	var out []Check
+	for _, e := range entries {
+		out = append(out, checkHookRun(ctx, e))
+	}
+	return out
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// firstLine is the first non-empty line of s, for details.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// checkHookRun is the live self-test of one hook command: in a scratch
+// worktree whose .gyrum/ holds a lease and a last-activity an hour old, it
+// runs the command line through sh -c with a sample PostToolUse payload on
+// stdin (cwd the scratch worktree, as Claude Code sends it), in its own
+// process group, and kills that group when the hook outlives its timeout.
+// The hook passes when it exits 0 within the timeout and last-activity
+// moved.
+func checkHookRun(ctx context.Context, e setup.HookEntry) Check {
+	c := Check{Name: "hook-run"}
+	timeout := DefaultHookTimeout
+	if e.Timeout > 0 {
+		timeout = time.Duration(e.Timeout * float64(time.Second))
+	}
+	fail := func(detail, fix string) Check {
+		c.Status, c.Detail, c.Fix = StatusFail, detail, fix
+		return c
+	}
+	dir, err := os.MkdirTemp("", "gyrum-doctor-selftest-")
+	if err != nil {
+		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	}
+	defer os.RemoveAll(dir)
+	d, err := gyrumdir.Create(dir)
+	if err != nil {
+		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	host, _ := os.Hostname()
+	if err := d.WriteLease(gyrumdir.Lease{Ticket: SelfTestTicket, Epoch: 1, WarpURL: "http://127.0.0.1:1", Agent: "gyrum-doctor", Host: host, ClaimedAt: old}); err != nil {
+		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	}
+	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: old}); err != nil {
+		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"session_id": "gyrum-doctor-selftest", "transcript_path": "", "cwd": dir, "permission_mode": "default",
+		"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "true"},
+		"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}, "tool_use_id": "toolu_gyrum_doctor_selftest",
+	})
+
+	cmd := exec.Command("/bin/sh", "-c", e.Command)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(payload)
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+dir)
+	var stdout, stderr limitedBuffer
+	stdout.max, stderr.max = 4096, 4096
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second // a grandchild holding the pipes must not hold doctor
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Sprintf("cannot run the hook %q: %v", e.Command, err), "check that /bin/sh exists and runs")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var runErr error
+	timedOut := false
+	select {
+	case runErr = <-done:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		timedOut = true
+	}
+	if timedOut {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole group: sh and whatever it started
+		<-done
+		if ctx.Err() != nil {
+			return fail(fmt.Sprintf("the hook %q was still running when doctor was stopped", e.Command), "run doctor again")
+		}
+		return fail(fmt.Sprintf("the hook %q did not finish within its timeout of %s and was killed: the agent kills it the same way, and no activity is recorded",
+			e.Command, timeout), fmt.Sprintf("the hook must return in milliseconds: run it by hand (echo '{}' | %s) to see where it blocks, then gyrum setup to rewrite it", e.Command))
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(runErr, &exitErr):
+		code = exitErr.ExitCode()
+	case runErr != nil && !errors.Is(runErr, exec.ErrWaitDelay):
+		return fail(fmt.Sprintf("the hook %q: %v", e.Command, runErr), "run gyrum setup to rewrite the hook")
+	}
+	errLine := firstLine(stderr.b.String())
+	if errLine != "" {
+		errLine = ": " + errLine
+	}
+	switch code {
+	case 0:
+	case 126, 127: // sh: not executable, not found
+		return fail(fmt.Sprintf("the hook %q cannot start its program (exit %d%s)", e.Command, code, errLine),
+			"run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path")
+	default:
+		return fail(fmt.Sprintf("the hook %q exited %d%s", e.Command, code, errLine),
+			fmt.Sprintf("run it by hand to see why (echo '{}' | %s); a gyrum that fails here is broken: reinstall it and run gyrum setup", e.Command))
+	}
+	rec, ok, mtime, err := d.ReadActivity()
+	if err != nil || !mtime.After(old) {
+		return fail(fmt.Sprintf("the hook %q exited 0 in %s but did not move %s: it is not the activity hook, or it looks for .gyrum/ elsewhere",
+			e.Command, took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum touch-activity")
+	}
+	c.Status = StatusOK
+	c.Detail = fmt.Sprintf("ran %q with a PostToolUse payload: exit 0 in %s (timeout %s), %s moved", e.Command, took, timeout, gyrumdir.ActivityFile)
+	if !ok || rec.Source != gyrumdir.SourceHook {
+		c.Detail += "; it wrote no hook record (a gyrum from before hook reporting: upgrade it so loops report hook_seen)"
+	}
+	return c
+}
