@@ -63,7 +63,10 @@ The worktree is the working directory, --dir D, or with --worktree a new git
 worktree of the repository holding --dir (or the working directory) at
 <root>/<repo>-<ticket> on a new branch gyrum/<ticket> (an existing branch of
 that name is checked out instead); root is GYRUM_WORKTREE_ROOT, else the
-repository's parent directory.
+repository's parent directory. In a git work tree, start-work adds .gyrum/
+to the repository's info/exclude (once; the file git rev-parse --git-path
+names, so linked worktrees and submodules get theirs), so lease files are
+never committed.
 
 The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
 whose executable is a known agent (claude, codex, gemini, cursor-agent, aider,
@@ -237,6 +240,10 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		return err
 	}
 	u.add(func() { _ = d.Clear() })
+	// Agents must never commit lease files: keep .gyrum/ out of git.
+	if p, _, err := excludeGyrum(ctx, wt); err != nil {
+		fmt.Fprintf(a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
+	}
 	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: client.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt}
 	if err := d.WriteLease(lease); err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
 // BranchPrefix starts the branch start-work --worktree creates: gyrum/<ticket>.
@@ -81,4 +83,56 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// excludeLine is what start-work adds to the repository's info/exclude:
+// .gyrum/ at any depth, so a --dir below the top level is covered too.
+const excludeLine = gyrumdir.DirName + "/"
+
+// excludeGyrum adds .gyrum/ to the info/exclude of the repository holding
+// dir, once, so agents never commit lease files. It does nothing outside a
+// git work tree (or without git). The file comes from git rev-parse
+// --git-path, so linked worktrees and submodules get the file git reads for
+// them; it and its directory are created when missing. It returns the file
+// and whether the line was added.
+func excludeGyrum(ctx context.Context, dir string) (string, bool, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", false, nil
+	}
+	if in, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil || in != "true" {
+		return "", false, nil
+	}
+	p, err := git(ctx, dir, "rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return "", false, err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return p, false, fmt.Errorf("read %s: %w", p, err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) == excludeLine {
+			return p, false, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return p, false, fmt.Errorf("create %s: %w", filepath.Dir(p), err)
+	}
+	var add []byte
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		add = append(add, '\n')
+	}
+	add = append(add, "# gyrum start-work: lease files and loop state\n"+excludeLine+"\n"...)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return p, false, fmt.Errorf("open %s: %w", p, err)
+	}
+	_, werr := f.Write(add)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return p, false, fmt.Errorf("write %s: %w", p, err)
+	}
+	return p, true, nil
 }
