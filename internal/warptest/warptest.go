@@ -50,13 +50,20 @@ type Server struct {
 // t.TempDir(), listening on 127.0.0.1:0, stopped at the end of the test.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWithPolicy(t, warp.DefaultPolicy())
+}
+
+// StartWithPolicy is Start with policy p: scaled-down stall and silent
+// thresholds let a test see verdicts change in seconds.
+func StartWithPolicy(t testing.TB, p warp.Policy) *Server {
+	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc, err := warp.NewService(db, warp.Config{Policy: warp.DefaultPolicy()})
+	svc, err := warp.NewService(db, warp.Config{Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
