@@ -25,6 +25,9 @@ const (
 	KindLapsed    = "lapsed"
 	KindVerdict   = "verdict-changed"
 	KindMode      = "mode-changed"
+	// KindHostAlarm: a host alarm was raised or cleared (To is the host,
+	// Reason "raised" or the clearing reason).
+	KindHostAlarm = "host-alarm"
 )
 
 // Notice is what a writer tells the broker: something about a ticket (or

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -212,6 +213,13 @@ func (d *Dashboard) OnSweep(res warp.SweepResult) {
 	for _, c := range res.VerdictChanges {
 		d.broker.Notify(Notice{Kind: KindVerdict, Ticket: c.Ticket, Epoch: c.Epoch, From: string(c.From), To: string(c.To)})
 	}
+	for _, a := range res.HostAlarms {
+		reason := "raised"
+		if !a.Raised {
+			reason = a.Reason
+		}
+		d.broker.Notify(Notice{Kind: KindHostAlarm, To: a.Host, Reason: reason})
+	}
 }
 
 // page is what every page's layout needs.
@@ -250,6 +258,7 @@ type rowView struct {
 	ExpiresIn     string
 	ActivityIsHB  bool // v1 or claim only: the heartbeat stands in for activity
 	HostFilterURL string
+	Fix           string // what to do about the verdict (unwired: run gyrum doctor on the host)
 }
 
 func newRowView(v warp.TicketView, now time.Time) rowView {
@@ -262,6 +271,9 @@ func newRowView(v warp.TicketView, now time.Time) rowView {
 		r.ExpiresIn = FormatUntil(l.ExpiresAt.Sub(now))
 		r.ActivityIsHB = l.SchemaVersion != 2
 		r.HostFilterURL = "/?" + url.Values{"host": {l.Host}}.Encode()
+		if v.Verdict == warp.VerdictUnwired {
+			r.Fix = warp.UnwiredFix(l.Host) + ": the activity hook has not fired since the loop started"
+		}
 	}
 	return r
 }
@@ -448,8 +460,21 @@ type hostView struct {
 	V2Percent   int // share of v2 heartbeats in the window
 }
 
+// alarmView is one raised host alarm of the hosts page.
+type alarmView struct {
+	Host     string
+	Since    time.Time
+	SinceAge string
+	Message  string
+	Fix      string
+	Leases   int
+	Stale    int
+}
+
 type hostsData struct {
 	page
+	Alarms    []alarmView
+	Alarmed   map[string]bool
 	Adoption  warp.Adoption
 	Hosts     []hostView
 	Percent   int // hosts on v2 only
@@ -494,6 +519,18 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 		data.Hosts = append(data.Hosts, hv)
 	}
 	data.CanSwitch = a.ReadyForActivityMode && data.Mode != warp.ModeActivity
+	alarms, err := d.svc.HostAlarms(ctx)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Alarmed = map[string]bool{}
+	for h, al := range alarms {
+		data.Alarmed[h] = true
+		data.Alarms = append(data.Alarms, alarmView{Host: h, Since: al.Since, SinceAge: FormatAge(data.Now.Sub(al.Since)),
+			Message: warp.AlarmMessage(h), Fix: warp.UnwiredFix(h), Leases: al.Leases, Stale: al.Stale})
+	}
+	sort.Slice(data.Alarms, func(i, j int) bool { return data.Alarms[i].Host < data.Alarms[j].Host })
 	d.render(w, r, http.StatusOK, "hosts.html", data)
 }
 

@@ -13,10 +13,10 @@ import (
 const DefaultSummaryTTL = 2 * time.Second
 
 // verdicts are the verdicts the summary counts, in display order.
-var verdicts = [...]warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictSilent, warp.VerdictExited}
+var verdicts = [...]warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictUnwired, warp.VerdictSilent, warp.VerdictExited}
 
 // summaryCache holds the held-lease counts per verdict. Counting reads
-// every held lease (four Tx.CountHeld), the one part of the main page
+// every held lease (one Tx.CountHeld per verdict), the one part of the main page
 // whose cost grows with the fleet; every open page re-fetches itself on
 // live updates, so the counts are shared for a short while (Config.SummaryTTL)
 // instead of being recounted for each viewer and each refresh.
