@@ -290,6 +290,12 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			if p.Class == ClassWedged {
 				detectable = detectable.Add(realD(t.Staleness))
 			}
+			// The loop checks before it POSTs: one heartbeat whose check
+			// passed just before the failure may land after it, later still
+			// on a loaded machine. The first such heartbeat within one
+			// interval is excused; a loop that does not check sends one
+			// every interval, so its second is always counted.
+			excused := false
 			for _, h := range o.Heartbeats {
 				if h.Exit != "" {
 					continue
@@ -298,6 +304,10 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 					ar.AfterFailure++
 				}
 				if h.At.After(detectable) {
+					if !excused && h.At.Sub(detectable) <= realD(t.Interval) {
+						excused = true
+						continue
+					}
 					ar.AfterDetectable++
 				}
 			}

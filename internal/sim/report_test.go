@@ -262,3 +262,25 @@ func TestSummarizeActivityCreditedAfterFailure(t *testing.T) {
 		t.Errorf("orphan row: got %+v, want one credited, all three caught in time", r)
 	}
 }
+
+// A heartbeat whose parent check passed just before the kill may land late
+// on a loaded machine: the first one within an interval is excused, every
+// later one counts, so a loop that never checks is still caught.
+func TestSummarizeExcusesOnlyOneLateHeartbeat(t *testing.T) {
+	late := sim.Observation{Plan: agent("o1", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(10),
+		LapsedAt: pm(40.5), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1,
+		Heartbeats: append(hbs(2, 6, 11.5), exitReport(14))}
+	rep := sim.Summarize(info(), []sim.Observation{late, healthy("h1")})
+	if o := row(t, rep, sim.ClassOrphan); o.HeartbeatsAfterDetectable != 0 {
+		t.Errorf("one late in-flight heartbeat: got %d after detectable, want 0 (excused)", o.HeartbeatsAfterDetectable)
+	}
+	spam := late
+	spam.Heartbeats = append(hbs(2, 6, 11.5, 15.5, 19.5), exitReport(20))
+	rep = sim.Summarize(info(), []sim.Observation{spam, healthy("h1")})
+	if o := row(t, rep, sim.ClassOrphan); o.HeartbeatsAfterDetectable != 2 {
+		t.Errorf("a loop that keeps POSTing: got %d after detectable, want 2 (only the first excused)", o.HeartbeatsAfterDetectable)
+	}
+	if c := check(t, rep, "no heartbeat after a failure"); c.OK {
+		t.Errorf("claim %q passed for a spamming loop", c.Name)
+	}
+}
