@@ -17,6 +17,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // gyrumBin is the gyrum binary built once for the package's tests.
@@ -198,31 +199,13 @@ func heartbeatProcesses(dir string) []int {
 // agent starts a real process standing in for the agent; it is killed and
 // reaped at the end of the test.
 func agent(t *testing.T, name string, args ...string) (*exec.Cmd, proc.Identity) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	id, err := proc.Lookup(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd, id
+	return warptest.StartProcess(t, name, args...)
 }
 
 // waitFor polls cond every 10 ms for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	warptest.WaitFor(t, what, cond)
 }
 
 func mkdir(t *testing.T) string {

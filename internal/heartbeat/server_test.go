@@ -18,31 +18,13 @@ func newWarp(t testing.TB) *warpServer { return warptest.Start(t) }
 // watched starts a real process standing in for the agent; it is killed
 // and reaped at the end of the test.
 func watched(t *testing.T) (*exec.Cmd, proc.Identity) {
-	t.Helper()
-	cmd := exec.Command("sleep", "1000")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	id, err := proc.Lookup(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd, id
+	return warptest.StartProcess(t, "sleep", "1000")
 }
 
 // waitFor polls cond every 10 ms for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	warptest.WaitFor(t, what, cond)
 }
 
 // worktree prepares .gyrum/ as start-work does: lease, watched identity,

@@ -12,12 +12,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -255,4 +257,36 @@ func (s *Server) Ticket(id string) warp.TicketView {
 		s.t.Fatal(err)
 	}
 	return v
+}
+
+// StartProcess starts name with args as a real process standing in for an
+// agent and returns it with its identity; it is killed and reaped at the
+// end of the test.
+func StartProcess(t testing.TB, name string, args ...string) (*exec.Cmd, proc.Identity) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	id, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, id
+}
+
+// WaitFor polls cond every 10 ms for up to 10 s and fails the test, naming
+// what it waited for, when cond never holds.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
