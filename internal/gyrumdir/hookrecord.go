@@ -205,8 +205,8 @@ func (d Dir) NewHookCounter() (*HookCounter, error) {
 	return &HookCounter{d: d, base: n, old: -1}, nil
 }
 
-// late returns what writers that opened hook-events before the rotation
-// added to hook-events.1 after it.
+// late returns what writers that opened hook-events before the last
+// rotation added to hook-events.1 since the previous look.
 func (c *HookCounter) late() (int64, error) {
 	if c.old < 0 {
 		return 0, nil
@@ -215,7 +215,9 @@ func (c *HookCounter) late() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("hook events: %w", err)
 	}
-	return max(n-c.old, 0), nil
+	delta := max(n-c.old, 0)
+	c.old = max(n, c.old)
+	return delta, nil
 }
 
 // Take returns the events since the previous Take and marks them counted.
@@ -229,19 +231,19 @@ func (c *HookCounter) Take() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.old >= 0 {
-		// Late writers had a whole interval: the old file is done.
-		if err := os.Remove(c.d.file(HookEventsOld)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, fmt.Errorf("hook events: %w", err)
-		}
-		c.old = -1
-	}
 	if n < c.base {
 		c.base = 0
 	}
 	got := n - c.base + late
 	c.base = n
 	if n >= HookEventsRotate {
+		// The previous old file has been read up to now and had a whole
+		// rotation cycle for late writers: it is done. Keeping it that long
+		// (not one Take) is what makes the count exact unless a hook stalls
+		// between open and write for a whole cycle of HookEventsRotate events.
+		if err := os.Remove(c.d.file(HookEventsOld)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return got, fmt.Errorf("hook events: %w", err)
+		}
 		if err := os.Rename(p, c.d.file(HookEventsOld)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return got, fmt.Errorf("hook events: rotate: %w", err)
 		}
