@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -151,10 +151,10 @@ func TestRestartAfterSIGKILLLosesNothingAndHonoursGrace(t *testing.T) {
 		"--lease-window", "1s", "--sweep-interval", "100ms"}
 	first := startServe(t, args...)
 	ctx := context.Background()
-	admin := httpapi.NewClient(first.url, "")
+	admin := client.NewClient(first.url, "")
 	const tickets = 40
 	for i := range tickets {
-		if _, err := admin.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: fmt.Sprintf("R-%02d", i)}); err != nil {
+		if _, err := admin.CreateTicket(ctx, client.CreateTicketRequest{ID: fmt.Sprintf("R-%02d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,29 +177,29 @@ func TestRestartAfterSIGKILLLosesNothingAndHonoursGrace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := httpapi.NewClient(first.url, "")
+			cl := client.NewClient(first.url, "")
 			host := fmt.Sprintf("load-%d", g)
 			held := map[string]int64{}
 			for {
 				if len(held) < 5 {
 					sent := time.Now()
-					tk, err := cl.ClaimNext(ctx, httpapi.ClaimNextRequest{Agent: host, Host: host})
+					tk, err := cl.ClaimNext(ctx, client.ClaimNextRequest{Agent: host, Host: host})
 					switch {
 					case err == nil:
 						held[tk.ID] = tk.Lease.Epoch
 						record(tk.ID, ack{epoch: tk.Lease.Epoch, sent: sent, exp: tk.Lease.ExpiresAt})
-					case errors.Is(err, warp.ErrNoOpenTicket):
+					case errors.Is(err, client.ErrNoOpenTicket):
 					default:
 						return // the server is gone
 					}
 				}
 				for id, epoch := range held {
 					sent := time.Now()
-					hb, err := cl.Heartbeat(ctx, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: epoch, Host: host, ActivityAgeS: ptr(0.0)})
+					hb, err := cl.Heartbeat(ctx, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: epoch, Host: host, ActivityAgeS: ptr(0.0)})
 					switch {
 					case err == nil:
 						record(id, ack{epoch: epoch, sent: sent, exp: hb.ExpiresAt})
-					case errors.Is(err, warp.ErrLeaseEnded) || errors.Is(err, warp.ErrStaleEpoch):
+					case errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrStaleEpoch):
 						delete(held, id) // lapsed under load: let it go
 					default:
 						return
@@ -228,7 +228,7 @@ func TestRestartAfterSIGKILLLosesNothingAndHonoursGrace(t *testing.T) {
 
 	restarted := time.Now() // the new process's start, hence its grace, is later
 	second := startServe(t, args...)
-	cl := httpapi.NewClient(second.url, "")
+	cl := client.NewClient(second.url, "")
 	for id, a := range final {
 		tk, err := cl.Ticket(ctx, id)
 		if err != nil {
@@ -251,7 +251,7 @@ func TestRestartAfterSIGKILLLosesNothingAndHonoursGrace(t *testing.T) {
 	// before restart + grace; with nobody heartbeating, all lapse after it.
 	deadline = time.Now().Add(15 * time.Second)
 	for {
-		claimed, err := cl.ListTickets(ctx, httpapi.ListOptions{State: "claimed"})
+		claimed, err := cl.ListTickets(ctx, client.ListOptions{State: "claimed"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +290,7 @@ func TestRestartAfterSIGKILLLosesNothingAndHonoursGrace(t *testing.T) {
 func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "warp.db")
 	p := startServe(t, "--addr", "127.0.0.1:0", "--db", db)
-	if _, err := httpapi.NewClient(p.url, "").CreateTicket(context.Background(), httpapi.CreateTicketRequest{ID: "KEEP"}); err != nil {
+	if _, err := client.NewClient(p.url, "").CreateTicket(context.Background(), client.CreateTicketRequest{ID: "KEEP"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -303,7 +303,7 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 		t.Errorf("no shutdown line in the log:\n%s", p.log.String())
 	}
 	q := startServe(t, "--addr", "127.0.0.1:0", "--db", db)
-	if _, err := httpapi.NewClient(q.url, "").Ticket(context.Background(), "KEEP"); err != nil {
+	if _, err := client.NewClient(q.url, "").Ticket(context.Background(), "KEEP"); err != nil {
 		t.Fatalf("ticket after a graceful restart: %v", err)
 	}
 }

@@ -26,11 +26,14 @@ func main() {
 	var gyrum string
 	var large, asJSON bool
 	flag.StringVar(&gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
-	flag.BoolVar(&large, "large", false, "also sweep over 1M active leases (minutes to load)")
+	flag.BoolVar(&large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of markdown")
 	flag.IntVar(&cfg.Requests, "requests", bench.DefaultRequests, "heartbeats per ingest target")
 	flag.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent load-generator clients")
 	flag.DurationVar(&cfg.MaxDuration, "max-duration", bench.DefaultMaxDuration, "time cap per ingest target")
+	flag.StringVar(&cfg.PostgresURL, "postgres", "", "also measure ingest on PostgreSQL at this URL (a schema of its own, dropped after)")
+	flag.Float64Var(&cfg.LoadRate, "load-rate", bench.DefaultLoadRate, "heartbeats per second while ticks are timed under load, per sweep size (0: skip)")
+	flag.DurationVar(&cfg.LoadDuration, "load-duration", bench.DefaultLoadDuration, "how long each under-load phase lasts")
 	flag.IntVar(&cfg.Execs, "execs", bench.DefaultExecs, "execs of touch-activity and of touch")
 	flag.IntVar(&cfg.Ticks, "ticks", bench.DefaultTicks, "heartbeats measured per loop")
 	flag.DurationVar(&cfg.TickInterval, "tick-interval", bench.DefaultTickInterval, "interval of both loops while measured")
@@ -48,7 +51,8 @@ func main() {
 	}
 	cfg.Gyrum = g
 	if large {
-		cfg.SweepSizes = append(append([]int{}, bench.DefaultSweepSizes...), bench.LargeSweepSize)
+		cfg.SweepSizes = append(append([]int{}, bench.DefaultSweepSizes...), 100_000, bench.LargeSweepSize)
+		cfg.IngestHosts = bench.LargeIngestHosts
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

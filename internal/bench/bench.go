@@ -33,11 +33,22 @@ type Config struct {
 	Concurrency  int
 	MaxDuration  time.Duration
 	IngestLeases int
+	// IngestHosts are the host counts warp's ingest is measured at (the
+	// leases spread over them); DefaultIngestHosts when empty.
+	IngestHosts []int
+	// PostgresURL, when set, adds warp on PostgreSQL (one server, 50
+	// hosts, a schema of its own dropped after) to the ingest targets.
+	PostgresURL string
 	// Sweep sizes (active leases); DefaultSweepSizes when empty. Due is the
 	// number of leases each measured sweep lapses; Sweeps the sweeps per size.
 	SweepSizes []int
 	Due        int
 	Sweeps     int
+	// Under load, per sweep size: heartbeats per second (0: skip the
+	// phase), for how long, and how often a tick runs meanwhile.
+	LoadRate      float64
+	LoadDuration  time.Duration
+	LoadTickEvery time.Duration
 	// Execs is how many times touch-activity and touch are each exec'd.
 	Execs int
 	// Ticks is how many heartbeats each loop sends while measured, and
@@ -59,8 +70,20 @@ const (
 	DefaultDue          = 1000
 	DefaultSweeps       = 5
 	DefaultExecs        = 300
-	DefaultTicks        = 200
-	DefaultTickInterval = 50 * time.Millisecond
+	// DefaultLoadRate is 1M held leases heartbeating every 240 s, the
+	// default interval.
+	DefaultLoadRate      = 1_000_000.0 / 240
+	DefaultLoadDuration  = 10 * time.Second
+	DefaultLoadTickEvery = time.Second
+	DefaultTicks         = 20
+	DefaultTickInterval  = 500 * time.Millisecond
+)
+
+// DefaultIngestHosts is the ingest's host count without --large;
+// LargeIngestHosts the axis with it.
+var (
+	DefaultIngestHosts = []int{50}
+	LargeIngestHosts   = []int{1, 50, 1000}
 )
 
 // DefaultSweepSizes are the sweep sizes without --large; LargeSweepSize is
@@ -86,6 +109,14 @@ func (c *Config) defaults() error {
 	if c.IngestLeases <= 0 {
 		c.IngestLeases = DefaultIngestLeases
 	}
+	if len(c.IngestHosts) == 0 {
+		c.IngestHosts = DefaultIngestHosts
+	}
+	for _, h := range c.IngestHosts {
+		if h <= 0 || h > c.IngestLeases {
+			return fmt.Errorf("bench: %d ingest hosts: want 1..%d (the ingest leases)", h, c.IngestLeases)
+		}
+	}
 	if len(c.SweepSizes) == 0 {
 		c.SweepSizes = DefaultSweepSizes
 	}
@@ -99,6 +130,15 @@ func (c *Config) defaults() error {
 		if n < c.Due*(c.Sweeps+1) {
 			return fmt.Errorf("bench: sweep size %d is too small for %d sweeps of %d due leases", n, c.Sweeps, c.Due)
 		}
+	}
+	if c.LoadRate < 0 {
+		return fmt.Errorf("bench: load rate %v is negative", c.LoadRate)
+	}
+	if c.LoadDuration <= 0 {
+		c.LoadDuration = DefaultLoadDuration
+	}
+	if c.LoadTickEvery <= 0 {
+		c.LoadTickEvery = DefaultLoadTickEvery
 	}
 	if c.Execs <= 0 {
 		c.Execs = DefaultExecs
@@ -119,11 +159,14 @@ func (c *Config) defaults() error {
 type Results struct {
 	Machine Machine        `json:"machine"`
 	Ingest  []IngestResult `json:"ingest"`
-	// IngestRatio is warp's throughput divided by the no-op handler's.
-	IngestRatio float64       `json:"ingest_ratio"`
-	Sweep       []SweepResult `json:"sweep"`
-	Exec        []ExecResult  `json:"exec"`
-	Loop        []LoopResult  `json:"loop"`
+	// IngestRatio is warp's throughput on SQLite (at 50 hosts, else the
+	// first host count) divided by the no-op handler's; PostgresRatio the
+	// same on PostgreSQL (0 when not measured).
+	IngestRatio   float64       `json:"ingest_ratio"`
+	PostgresRatio float64       `json:"postgres_ratio,omitempty"`
+	Sweep         []SweepResult `json:"sweep"`
+	Exec          []ExecResult  `json:"exec"`
+	Loop          []LoopResult  `json:"loop"`
 }
 
 // Machine describes where the figures come from.
@@ -154,8 +197,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if res.Ingest, err = benchIngest(ctx, cfg, root); err != nil {
 		return nil, err
 	}
-	if len(res.Ingest) == 2 && res.Ingest[1].PerSecond > 0 {
-		res.IngestRatio = res.Ingest[0].PerSecond / res.Ingest[1].PerSecond
+	if k := len(res.Ingest); k >= 2 && res.Ingest[k-1].PerSecond > 0 {
+		w := res.Ingest[0]
+		for _, x := range res.Ingest[:k-1] {
+			if x.Postgres {
+				res.PostgresRatio = x.PerSecond / res.Ingest[k-1].PerSecond
+			} else if x.Hosts == 50 {
+				w = x
+			}
+		}
+		res.IngestRatio = w.PerSecond / res.Ingest[k-1].PerSecond
 	}
 	for _, n := range cfg.SweepSizes {
 		cfg.Logger.Info("sweep", "active_leases", n, "due", cfg.Due)

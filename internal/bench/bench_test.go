@@ -5,38 +5,27 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/bench"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 var gyrum string
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "bench-bin-")
+		// gyrum with gyrum-hook and gyrum-loop beside it, as a release.
+		path, remove, err := warptest.BuildGyrum()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		mod, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
-			return 1
-		}
-		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gyrum")
-		build.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build gyrum: %v\n%s", err, out)
-			return 1
-		}
-		gyrum = filepath.Join(dir, "gyrum")
+		defer remove()
+		gyrum = path
 		return m.Run()
 	}())
 }
@@ -51,34 +40,43 @@ func TestRunSmall(t *testing.T) {
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := bench.Run(ctx, bench.Config{Gyrum: gyrum, Requests: 200, Concurrency: 4, IngestLeases: 20,
-		SweepSizes: []int{2000}, Due: 100, Sweeps: 3, Execs: 5, Ticks: 10, TickInterval: 20 * time.Millisecond, TempDir: tmp})
+	res, err := bench.Run(ctx, bench.Config{Gyrum: gyrum, Requests: 200, Concurrency: 4, IngestLeases: 20, IngestHosts: []int{1, 20},
+		SweepSizes: []int{2000}, Due: 100, Sweeps: 3, LoadRate: 200, LoadDuration: time.Second, LoadTickEvery: 200 * time.Millisecond, Execs: 5, Ticks: 10, TickInterval: 20 * time.Millisecond, TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Ingest) != 2 || res.IngestRatio <= 0 {
-		t.Fatalf("ingest: got %+v ratio %v, want warp and the no-op handler", res.Ingest, res.IngestRatio)
+	if len(res.Ingest) != 3 || res.Ingest[0].Hosts != 1 || res.Ingest[1].Hosts != 20 || res.IngestRatio <= 0 {
+		t.Fatalf("ingest: got %+v ratio %v, want warp at 1 and 20 hosts and the no-op handler", res.Ingest, res.IngestRatio)
 	}
 	for _, in := range res.Ingest {
 		if in.Requests != 200 || in.Errors != 0 || in.PerSecond <= 0 || in.P50Ms > in.P90Ms || in.P90Ms > in.P99Ms {
 			t.Errorf("ingest %s: got %+v, want 200 requests, no error, ordered percentiles", in.Target, in)
 		}
 	}
-	if len(res.Sweep) != 1 || res.Sweep[0].Active != 2000 || res.Sweep[0].Sweeps != 3 || res.Sweep[0].P50Ms > res.Sweep[0].MaxMs {
+	if len(res.Sweep) != 1 || res.Sweep[0].Active != 2000 || res.Sweep[0].Sweeps != 3 || res.Sweep[0].P50Ms > res.Sweep[0].MaxMs || res.Sweep[0].ScrapeMs <= 0 || res.Sweep[0].HostsMs <= 0 {
 		t.Errorf("sweep: got %+v", res.Sweep)
+	} else if u := res.Sweep[0].UnderLoad; u == nil || u.Achieved <= 0 || u.Ticks < 2 || u.TickP50Ms > u.TickMaxMs || u.P50Ms > u.P99Ms {
+		t.Errorf("under load: got %+v, want heartbeats answered and ticks timed", u)
 	}
-	if len(res.Exec) != 2 || res.Exec[0].N != 5 || res.Exec[1].N != 5 {
-		t.Errorf("exec: got %+v", res.Exec)
+	// touch-activity and touch, then gyrum-hook (beside gyrum) interleaved with touch.
+	if len(res.Exec) != 4 || !strings.HasPrefix(res.Exec[2].Command, "gyrum-hook") {
+		t.Errorf("exec: got %+v, want touch-activity, touch, gyrum-hook, touch", res.Exec)
 	}
-	if len(res.Loop) != 2 {
-		t.Fatalf("loops: got %+v", res.Loop)
-	}
-	for _, l := range res.Loop {
-		if l.Ticks < 10 || l.RSSKiB <= 0 || l.CPUPerTickMs < 0 {
-			t.Errorf("loop %s: got %+v, want 10 ticks or more and an RSS", l.Loop, l)
+	for _, e := range res.Exec {
+		if e.N != 5 {
+			t.Errorf("exec %s: %d runs, want 5", e.Command, e.N)
 		}
 	}
-	if res.Loop[1].CurlRSSKiB <= 0 {
+	if len(res.Loop) != 3 || !strings.HasPrefix(res.Loop[0].Loop, "gyrum-loop ") ||
+		!strings.HasPrefix(res.Loop[1].Loop, "gyrum heartbeat run") || !strings.HasPrefix(res.Loop[2].Loop, "bash") {
+		t.Fatalf("loops: got %+v, want gyrum-loop, gyrum alone, bash", res.Loop)
+	}
+	for _, l := range res.Loop {
+		if l.Ticks < 10 || l.RSSKiB <= 0 || l.AnonKiB <= 0 || l.AnonKiB > l.RSSKiB || l.CPUPerTickMs < 0 {
+			t.Errorf("loop %s: got %+v, want 10 ticks or more and an RSS with its own part", l.Loop, l)
+		}
+	}
+	if res.Loop[2].CurlRSSKiB <= 0 {
 		t.Errorf("bash loop: no curl RSS")
 	}
 	var md bytes.Buffer
@@ -103,5 +101,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	_, err := bench.Run(ctx, bench.Config{Gyrum: gyrum, SweepSizes: []int{500}, Due: 100, Sweeps: 5})
 	if err == nil || !strings.Contains(err.Error(), "too small") {
 		t.Errorf("sweep size below the sweeps: got %v", err)
+	}
+}
+
+func TestRunRejectsMoreHostsThanLeases(t *testing.T) {
+	_, err := bench.Run(context.Background(), bench.Config{Gyrum: gyrum, IngestLeases: 10, IngestHosts: []int{50}})
+	if err == nil || !strings.Contains(err.Error(), "50 ingest hosts: want 1..10") {
+		t.Errorf("got %v", err)
 	}
 }

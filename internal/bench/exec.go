@@ -34,10 +34,14 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if err := mkdir(wt); err != nil {
 		return nil, err
 	}
-	// What start-work leaves: .gyrum/ with a lease (the hook looks for it).
+	// What start-work leaves: .gyrum/ with a lease (the hook looks for it),
+	// recorded as prepared in GYRUM_HOME (the hook writes only there).
 	d, err := gyrumdir.Create(wt)
 	if err == nil {
 		err = d.WriteLease(gyrumdir.Lease{Ticket: "B-1", Epoch: 1, WarpURL: "http://127.0.0.1:1", Agent: "bench", Host: "bench", ClaimedAt: time.Now()})
+	}
+	if err == nil {
+		err = gyrumdir.NewPrepared(filepath.Join(root, "home")).Add(d.Worktree)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -59,13 +63,60 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if _, err := d.LastActivity(); err != nil {
 		return nil, fmt.Errorf("bench: touch-activity did not touch the activity file: %w", err)
 	}
-	tch, err := execN(ctx, cfg.Execs, "touch", func() *exec.Cmd {
-		return exec.Command(touch, d.File(gyrumdir.ActivityFile))
-	})
+	mkTouch := func() *exec.Cmd { return exec.Command(touch, d.File(gyrumdir.ActivityFile)) }
+	tch, err := execN(ctx, cfg.Execs, "touch", mkTouch)
 	if err != nil {
 		return nil, err
 	}
-	return []ExecResult{hook, tch}, nil
+	out := []ExecResult{hook, tch}
+	// gyrum-hook, the hook alone (what gyrum setup installs when it sits
+	// beside gyrum), timed against touch interleaved: A B A B.
+	small := filepath.Join(filepath.Dir(cfg.Gyrum), "gyrum-hook")
+	if _, err := os.Stat(small); err == nil {
+		pair, err := execPairs(ctx, cfg.Execs, "gyrum-hook (PostToolUse on stdin), interleaved with touch", func() *exec.Cmd {
+			c := exec.Command(small)
+			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
+			return c
+		}, "touch, interleaved with gyrum-hook", mkTouch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pair...)
+	}
+	return out, nil
+}
+
+// execPairs exec's a and b in turn, n times each (A B A B ...), so a
+// machine whose speed drifts weighs on both alike.
+func execPairs(ctx context.Context, n int, nameA string, a func() *exec.Cmd, nameB string, b func() *exec.Cmd) ([]ExecResult, error) {
+	var ra, rb []ExecResult
+	for range n {
+		x, err := execN(ctx, 1, nameA, a)
+		if err != nil {
+			return nil, err
+		}
+		y, err := execN(ctx, 1, nameB, b)
+		if err != nil {
+			return nil, err
+		}
+		ra, rb = append(ra, x), append(rb, y)
+	}
+	return []ExecResult{merge(nameA, ra), merge(nameB, rb)}, nil
+}
+
+// merge folds single-exec results into one.
+func merge(name string, rs []ExecResult) ExecResult {
+	walls := make([]time.Duration, len(rs))
+	var sum, cpu float64
+	for i, r := range rs {
+		walls[i] = time.Duration(r.MeanMs * float64(time.Millisecond))
+		sum += r.MeanMs
+		cpu += r.CPUMs
+	}
+	slices.Sort(walls)
+	n := float64(len(rs))
+	return ExecResult{Command: name, N: len(rs), MeanMs: sum / n, P50Ms: ms(percentile(walls, 0.5)),
+		P99Ms: ms(percentile(walls, 0.99)), CPUMs: cpu / n}
 }
 
 func execN(ctx context.Context, n int, name string, mk func() *exec.Cmd) (ExecResult, error) {

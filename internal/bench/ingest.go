@@ -1,27 +1,34 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // IngestResult is the load generator's view of one target.
 type IngestResult struct {
-	Target    string  `json:"target"`
+	Target string `json:"target"`
+	// Hosts the leases spread over (warp targets only); Postgres says
+	// the store was PostgreSQL (else SQLite).
+	Hosts     int     `json:"hosts,omitempty"`
+	Postgres  bool    `json:"postgres,omitempty"`
 	Requests  int     `json:"requests"`
 	Errors    int     `json:"errors"`
 	Seconds   float64 `json:"seconds"`
@@ -62,19 +69,25 @@ func (s *server) close() {
 	<-s.done
 }
 
-// warpServer is the real API on a SQLite file with n tickets B-1..B-n,
-// claimed (epoch 1) when claim is set.
+// warpServer is the real API on a store (a SQLite file unless said
+// otherwise) with n tickets B-1..B-n, claimed (epoch 1) when claim is set.
 type warpServer struct {
 	*server
-	db  *sqlite.DB
+	db  warp.Store
 	svc *warp.Service
 }
 
-func startWarp(ctx context.Context, dir string, n int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
+// hosts is how many hosts the claims spread over (host-i%hosts).
+func startWarp(ctx context.Context, dir string, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
 	if err != nil {
 		return nil, err
 	}
+	return startWarpOn(ctx, db, n, hosts, claim, wrap)
+}
+
+// startWarpOn is startWarp on store db, which it closes with the server.
+func startWarpOn(ctx context.Context, db warp.Store, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	svc, err := warp.NewService(db, warp.Config{})
 	if err == nil {
 		err = svc.Init(ctx)
@@ -86,7 +99,7 @@ func startWarp(ctx context.Context, dir string, n int, claim bool, wrap func(htt
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("B-%d", i)
 		if _, err = svc.CreateTicket(ctx, warp.NewTicket{ID: id}); err == nil && claim {
-			_, err = svc.Claim(ctx, id, warp.ClaimRequest{Agent: "bench", Host: fmt.Sprintf("host-%d", i%50)})
+			_, err = svc.Claim(ctx, id, warp.ClaimRequest{Agent: "bench", Host: fmt.Sprintf("host-%d", i%hosts)})
 		}
 		if err != nil {
 			db.Close()
@@ -112,6 +125,7 @@ func startWarp(ctx context.Context, dir string, n int, claim bool, wrap func(htt
 
 func (w *warpServer) close() {
 	w.server.close()
+	w.svc.Close()
 	w.db.Close()
 }
 
@@ -127,60 +141,95 @@ func noop() http.Handler {
 }
 
 func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, error) {
-	dir := filepath.Join(root, "ingest")
-	if err := mkdir(dir); err != nil {
-		return nil, err
+	var out []IngestResult
+	for _, hosts := range cfg.IngestHosts {
+		dir := filepath.Join(root, fmt.Sprintf("ingest-%d", hosts))
+		if err := mkdir(dir); err != nil {
+			return nil, err
+		}
+		ws, err := startWarp(ctx, dir, cfg.IngestLeases, hosts, true, nil)
+		if err != nil {
+			return nil, err
+		}
+		w, err := load(ctx, cfg, fmt.Sprintf("warp (SQLite, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+		ws.close()
+		if err != nil {
+			return nil, err
+		}
+		w.Hosts = hosts
+		out = append(out, w)
 	}
-	ws, err := startWarp(ctx, dir, cfg.IngestLeases, true, nil)
-	if err != nil {
-		return nil, err
-	}
-	w, err := load(ctx, cfg, "warp (SQLite, POST /v1/heartbeat v2)", ws.url())
-	ws.close()
-	if err != nil {
-		return nil, err
+	if cfg.PostgresURL != "" {
+		p, err := ingestPostgres(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
 	ns, err := serve(noop())
 	if err != nil {
 		return nil, err
 	}
-	n, err := load(ctx, cfg, "no-op Go handler", ns.url())
+	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
 	ns.close()
 	if err != nil {
 		return nil, err
 	}
-	return []IngestResult{w, n}, nil
+	return append(out, n), nil
+}
+
+// ingestPostgres measures one warp on PostgreSQL at 50 hosts (fewer when
+// there are fewer leases), in a schema of its own that it drops after.
+func ingestPostgres(ctx context.Context, cfg Config) (IngestResult, error) {
+	schema := fmt.Sprintf("warpbench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	db, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{Schema: schema})
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("bench: postgres: %w", err)
+	}
+	defer func() {
+		if err := dropSchema(cfg.PostgresURL, schema); err != nil {
+			cfg.Logger.Warn("could not drop the bench schema", "schema", schema, "err", err)
+		}
+	}()
+	hosts := min(50, cfg.IngestLeases)
+	ws, err := startWarpOn(ctx, db, cfg.IngestLeases, hosts, true, nil)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	r, err := load(ctx, cfg, fmt.Sprintf("warp (PostgreSQL, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+	ws.close()
+	r.Hosts, r.Postgres = hosts, true
+	return r, err
+}
+
+// dropSchema drops the bench's schema with a connection of its own.
+func dropSchema(url, schema string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	return err
 }
 
 // load runs the load generator against base: Concurrency clients send v2
-// heartbeats round-robin over IngestLeases tickets until Requests were
+// heartbeats round-robin over IngestLeases tickets (host-i%hosts) until Requests were
 // sent or MaxDuration passed, after a warm-up that is not measured.
-func load(ctx context.Context, cfg Config, target, base string) (IngestResult, error) {
+func load(ctx context.Context, cfg Config, target, base string, hosts int) (IngestResult, error) {
 	tr := &http.Transport{MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	bodies := make([][]byte, cfg.IngestLeases)
 	for i := range bodies {
-		bodies[i] = fmt.Appendf(nil, `{"schema_version":2,"ticket":"B-%d","epoch":1,"host":"host-%d","agent":"bench","activity_age_s":3.5}`, i+1, (i+1)%50)
+		bodies[i] = fmt.Appendf(nil, `{"schema_version":2,"ticket":"B-%d","epoch":1,"host":"host-%d","agent":"bench","activity_age_s":3.5}`, i+1, (i+1)%hosts)
 	}
 	post := func(i int64) (time.Duration, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/heartbeat", bytes.NewReader(bodies[i%int64(len(bodies))]))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
 		start := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		d := time.Since(start)
-		if resp.StatusCode != http.StatusOK {
-			return d, fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return d, nil
+		err := postOnce(ctx, hc, base+"/v1/heartbeat", bodies[i%int64(len(bodies))])
+		return time.Since(start), err
 	}
 	run := func(total int, deadline time.Time) ([]time.Duration, int, time.Duration, error) {
 		var next atomic.Int64

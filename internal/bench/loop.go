@@ -29,9 +29,14 @@ type LoopResult struct {
 	// RSSKiB is the loop's resident memory at the end (bash: the shell; a
 	// curl runs beside it each tick, see CurlRSSKiB).
 	RSSKiB int64 `json:"rss_kib"`
-	// CPUPerTickMs is user+system CPU per heartbeat sent (bash: the shell
-	// and the curl children it waited for), from /proc/PID/stat in clock
-	// ticks of 10 ms: the resolution is 10 ms / Ticks.
+	// AnonKiB is the part of RSSKiB that is the loop's own (RssAnon): the
+	// rest are pages of its binary and libraries, shared by every loop
+	// of a host.
+	AnonKiB int64 `json:"anon_kib"`
+	// CPUPerTickMs is CPU per heartbeat sent: for a gyrum loop the time
+	// its threads spent on a CPU (schedstat, in ns); for bash the shell
+	// and the curl children it waited for, from /proc/PID/stat in clock
+	// ticks of 10 ms (resolution 10 ms / Ticks).
 	CPUPerTickMs float64 `json:"cpu_per_tick_ms"`
 	// CurlRSSKiB is the RSS of one curl while it waits for an answer (bash
 	// loop only), sampled from /proc.
@@ -103,8 +108,9 @@ func benchLoops(ctx context.Context, cfg Config, root string) ([]LoopResult, err
 		return nil, err
 	}
 	tc := &tickCounter{n: map[string]int{}}
-	// Heartbeats are told apart by ticket: B-1 gyrum, B-2 bash.
-	ws, err := startWarp(ctx, dir, 2, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
+	// Heartbeats are told apart by ticket: B-1 gyrum-loop, B-2 bash, B-3
+	// gyrum alone.
+	ws, err := startWarp(ctx, dir, 3, 1, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
 	if err != nil {
 		return nil, err
 	}
@@ -112,19 +118,51 @@ func benchLoops(ctx context.Context, cfg Config, root string) ([]LoopResult, err
 	if _, err := ws.svc.Claim(ctx, "B-2", warp.ClaimRequest{Agent: "bash", Host: "bench"}); err != nil {
 		return nil, fmt.Errorf("bench: claim B-2: %w", err)
 	}
-	g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc)
+	var out []LoopResult
+	// The loop as start-work spawns it from a release: gyrum-loop beside
+	// gyrum when it is there; then, for comparison, gyrum alone (a copy
+	// in a directory of its own, so start-work runs gyrum heartbeat run).
+	if _, err := os.Stat(filepath.Join(filepath.Dir(cfg.Gyrum), "gyrum-loop")); err == nil {
+		g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc, cfg.Gyrum, "B-1")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	alone, err := copyAlone(cfg.Gyrum, filepath.Join(dir, "gyrum-alone"))
 	if err != nil {
 		return nil, err
 	}
+	g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc, alone, "B-3")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, g)
 	b, err := bashLoop(ctx, cfg, dir, ws.url(), tc)
 	if err != nil {
 		return nil, err
 	}
-	return []LoopResult{g, b}, nil
+	return append(out, b), nil
 }
 
-func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter) (LoopResult, error) {
-	wt := filepath.Join(dir, "worktree")
+// copyAlone copies the binary exe into dir, alone, and returns the copy's path.
+func copyAlone(exe, dir string) (string, error) {
+	if err := mkdir(dir); err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	out := filepath.Join(dir, filepath.Base(exe))
+	if err := os.WriteFile(out, data, 0o755); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return out, nil
+}
+
+func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter, gyrum, ticket string) (LoopResult, error) {
+	wt := filepath.Join(dir, "worktree-"+ticket)
 	if err := mkdir(wt); err != nil {
 		return LoopResult{}, err
 	}
@@ -138,7 +176,7 @@ func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter
 		_ = watched.Wait()
 	}()
 	iv := secs(cfg.TickInterval)
-	sw := exec.CommandContext(ctx, cfg.Gyrum, "start-work", "B-1", "--dir", wt, "--watch-pid", strconv.Itoa(watched.Process.Pid))
+	sw := exec.CommandContext(ctx, gyrum, "start-work", ticket, "--dir", wt, "--watch-pid", strconv.Itoa(watched.Process.Pid))
 	sw.Env = append(os.Environ(), "WARP_URL="+url, "GYRUM_HOME="+filepath.Join(dir, "home"),
 		"HEARTBEAT_INTERVAL_SECS="+iv, "HEARTBEAT_ACTIVITY_STALENESS_SECS=100000", "HEARTBEAT_INFLIGHT_MAX_SECS=100000")
 	if out, err := sw.CombinedOutput(); err != nil {
@@ -176,8 +214,11 @@ func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter
 			}
 		}
 	}()
-	r, err := measure(ctx, cfg, loop.PID, "B-1", tc, false)
+	r, err := measure(ctx, cfg, loop.PID, ticket, tc, false)
 	r.Loop = "gyrum heartbeat run (v2, activity-gated)"
+	if argv, aerr := proc.Cmdline(loop.PID); aerr == nil && len(argv) > 0 && filepath.Base(argv[0]) == "gyrum-loop" {
+		r.Loop = "gyrum-loop heartbeat run (v2, activity-gated; what start-work spawns beside a release's gyrum)"
+	}
 	return r, err
 }
 
@@ -190,7 +231,7 @@ func bashLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter)
 	if err != nil {
 		return LoopResult{}, fmt.Errorf("bench: %w", err)
 	}
-	// lib/heartbeat.sh of the warp#683 contract, as the ADR describes it.
+	// lib/heartbeat.sh of the v1 heartbeat contract, as the decision record describes it.
 	script := `while sleep "$IV"; do curl -s -o /dev/null -X POST -H 'Content-Type: application/json' -d '{"ticket":"B-2","host":"bench","agent":"bash"}' "$URL/heartbeat"; done`
 	cmd := exec.Command(bash, "-c", script)
 	cmd.Env = append(os.Environ(), "IV="+secs(cfg.TickInterval), "URL="+url, "PATH="+filepath.Dir(curl)+":"+os.Getenv("PATH"))
@@ -290,7 +331,11 @@ func measure(ctx context.Context, cfg Config, pid int, ticket string, tc *tickCo
 	if err != nil {
 		return LoopResult{}, err
 	}
-	return LoopResult{Ticks: ticks, RSSKiB: rss, CPUPerTickMs: ms(cpu1-cpu0) / float64(ticks)}, nil
+	anon, err := anonKiB(pid)
+	if err != nil {
+		return LoopResult{}, err
+	}
+	return LoopResult{Ticks: ticks, RSSKiB: rss, AnonKiB: anon, CPUPerTickMs: ms(cpu1-cpu0) / float64(ticks)}, nil
 }
 
 func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }

@@ -10,3 +10,5 @@ var errNoProc = errors.New("bench: the loop measurement reads /proc and runs on 
 func cpuTime(pid int, children bool) (time.Duration, error) { return 0, errNoProc }
 
 func rssKiB(pid int) (int64, error) { return 0, errNoProc }
+
+func anonKiB(pid int) (int64, error) { return 0, errNoProc }

@@ -25,6 +25,19 @@ type SweepResult struct {
 	MaxMs float64 `json:"max_ms"`
 	// IdleMs is a sweep with nothing due: the cost every interval pays.
 	IdleMs float64 `json:"idle_ms"`
+	// A sweep tick as the expiry job runs it: the sweep (Due lapses) and
+	// the verdict pass (Due leases turning silent): median and worst, and
+	// a tick with nothing due or changing.
+	TickP50Ms  float64 `json:"tick_p50_ms"`
+	TickMaxMs  float64 `json:"tick_max_ms"`
+	TickIdleMs float64 `json:"tick_idle_ms"`
+	// ScrapeMs is a /metrics scrape (median of three) once the ticks ran;
+	// HostsMs the hosts overview (Service.Hosts: what GET /v1/hosts, the
+	// hosts page and warp hosts read), median of three.
+	ScrapeMs float64 `json:"scrape_ms"`
+	HostsMs  float64 `json:"hosts_ms"`
+	// UnderLoad: ticks while heartbeats arrive (absent when LoadRate is 0).
+	UnderLoad *UnderLoad `json:"under_load,omitempty"`
 }
 
 // clock is a settable clock for the service.
@@ -79,19 +92,35 @@ func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResul
 	start := time.Now()
 	for from := 0; from < n; from += loadBatch {
 		err := db.Update(ctx, func(tx warp.Tx) error {
+			// The held-lease counts a claim keeps (the gauges and the
+			// fleet alarm read them), as the claims would have left them.
+			held := map[string]int64{}
 			for i := from; i < min(from+loadBatch, n); i++ {
 				id := fmt.Sprintf("S-%d", i)
 				if _, err := tx.CreateTicket(ctx, warp.Ticket{ID: id, State: warp.TicketClaimed, Epoch: 1, CreatedAt: base, UpdatedAt: base}); err != nil {
 					return err
 				}
-				exp := base.Add(time.Hour)
+				// The first Sweeps×Due leases lapse, Due at each tick; the
+				// next Sweeps×Due turn silent, Due at each tick (their last
+				// heartbeat crosses the silent threshold); the rest stay
+				// active past the run.
+				hb, exp := base, base.Add(time.Hour)
 				if i < cfg.Sweeps*cfg.Due {
 					exp = base.Add(time.Duration(i/cfg.Due+1) * time.Second)
+				} else if j := i - cfg.Sweeps*cfg.Due; j < cfg.Sweeps*cfg.Due {
+					hb = base.Add(-pol.SilentAfter + time.Duration(j/cfg.Due)*time.Second + 500*time.Millisecond)
 				}
-				l := warp.Lease{Ticket: id, Epoch: 1, Agent: "bench", Host: fmt.Sprintf("host-%d", i%50), State: warp.LeaseHeld,
-					ClaimedAt: base, LastHeartbeatAt: base, LastActivityAt: base, SchemaVersion: 2, FirstV2At: base,
-					RefreshedAt: base, ExpiresAt: exp}
+				l := warp.Lease{Ticket: id, Epoch: 1, Agent: "bench", Host: fmt.Sprintf("host-%d", i%1000), State: warp.LeaseHeld,
+					ClaimedAt: hb, LastHeartbeatAt: hb, LastActivityAt: hb, SchemaVersion: 2, FirstV2At: hb,
+					RefreshedAt: hb, ExpiresAt: exp}
+				l.VerdictDueAt = pol.VerdictDue(l, base)
 				if err := tx.InsertLease(ctx, l); err != nil {
+					return err
+				}
+				held[l.Host]++
+			}
+			for h, k := range held {
+				if err := tx.AddVerdictCounts(ctx, h, map[warp.Verdict]int64{warp.VerdictActive: k, warp.HookCountKey(warp.HookUnknown): k}); err != nil {
 					return err
 				}
 			}
@@ -115,9 +144,15 @@ func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResul
 		return res, fmt.Errorf("bench: idle sweep lapsed %d leases, want 0", len(idle.Lapsed))
 	}
 	res.IdleMs = ms(idle.Duration)
-	var ds []time.Duration
+	t0 := time.Now()
+	if vp, err := svc.VerdictPass(ctx); err != nil || len(vp.Changes) != 0 {
+		return res, fmt.Errorf("bench: idle verdict pass: %d changes, %v; want none", len(vp.Changes), err)
+	}
+	res.TickIdleMs = ms(idle.Duration + time.Since(t0))
+	var ds, ticks []time.Duration
 	for k := range cfg.Sweeps {
 		clk.Set(base.Add(time.Duration(k+1)*time.Second + 500*time.Millisecond))
+		start := time.Now()
 		sr, err := svc.Sweep(ctx)
 		if err != nil {
 			return res, fmt.Errorf("bench: sweep: %w", err)
@@ -125,10 +160,35 @@ func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResul
 		if len(sr.Lapsed) != cfg.Due {
 			return res, fmt.Errorf("bench: sweep %d lapsed %d leases, want %d", k, len(sr.Lapsed), cfg.Due)
 		}
+		vp, err := svc.VerdictPass(ctx)
+		if err != nil {
+			return res, fmt.Errorf("bench: verdict pass: %w", err)
+		}
+		if len(vp.Changes) != cfg.Due {
+			return res, fmt.Errorf("bench: verdict pass %d recorded %d changes, want %d", k, len(vp.Changes), cfg.Due)
+		}
+		ticks = append(ticks, time.Since(start))
 		ds = append(ds, sr.Duration)
 	}
 	slices.Sort(ds)
+	slices.Sort(ticks)
 	res.P50Ms, res.MaxMs = ms(percentile(ds, 0.5)), ms(ds[len(ds)-1])
+	res.TickP50Ms, res.TickMaxMs = ms(percentile(ticks, 0.5)), ms(ticks[len(ticks)-1])
+	if res.ScrapeMs, err = scrapeMs(svc); err != nil {
+		return res, err
+	}
+	if res.HostsMs, err = hostsMs(ctx, svc); err != nil {
+		return res, err
+	}
+	if cfg.LoadRate > 0 {
+		// Every lease still held: all but those the sweeps lapsed (the
+		// ones that turned silent come back to life).
+		ul, err := underLoad(ctx, cfg, svc, cfg.Sweeps*cfg.Due, n)
+		if err != nil {
+			return res, err
+		}
+		res.UnderLoad = &ul
+	}
 	return res, nil
 }
 

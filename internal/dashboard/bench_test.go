@@ -13,6 +13,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
 )
 
 // Shape of the benchmark database: 100k tickets, of which 10k are claimed
@@ -58,7 +59,7 @@ func seedBench(b *testing.B, now time.Time) string {
 					n := i / 10
 					l = benchLease(id, n, now, p)
 					tk.State = warp.TicketClaimed
-					if err := tx.RecordHeartbeat(ctx, l.Host, 2, l.LastHeartbeatAt.Add(-time.Duration(n)*time.Second)); err != nil {
+					if _, err := tx.RecordHeartbeat(ctx, warp.HeartbeatCount{Host: l.Host, SchemaVersion: 2, At: l.LastHeartbeatAt.Add(-time.Duration(n) * time.Second), N: 1}); err != nil {
 						return err
 					}
 				case i%10 <= 5: // 50k completed
@@ -114,6 +115,7 @@ func benchLease(id string, n int, now time.Time, p warp.Policy) warp.Lease {
 	}
 	// Far in the future, so the server's start sweep lapses nothing.
 	l.RefreshedAt, l.ExpiresAt = l.LastHeartbeatAt, now.Add(24*time.Hour)
+	l.VerdictDueAt = p.VerdictDue(l, now)
 	return l
 }
 
@@ -126,23 +128,16 @@ func BenchmarkDashboard100k(b *testing.B) {
 	start := time.Now()
 	path := seedBench(b, now)
 	b.Logf("seeded %d tickets in %s", benchTickets, time.Since(start))
-	cfg := warpcli.DefaultServeConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = path
-	cfg.SweepInterval = time.Hour
-	cfg.Now = func() time.Time { return now }
-	m := warpcli.NewMain(cfg)
-	if err := m.Run(context.Background()); err != nil {
-		b.Fatal(err)
+	onBench := func(c *warpcli.ServeConfig) {
+		c.DB = path
+		c.Now = func() time.Time { return now }
 	}
-	b.Cleanup(func() { m.Close() })
+	m := warpclitest.Start(b, onBench)
 	// A second server on the same file counts the verdicts on every page.
-	cfg.Dashboard.SummaryTTL = -1
-	fresh := warpcli.NewMain(cfg)
-	if err := fresh.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { fresh.Close() })
+	fresh := warpclitest.Start(b, func(c *warpcli.ServeConfig) {
+		onBench(c)
+		c.Dashboard.SummaryTTL = -1
+	})
 	hc := &http.Client{}
 	base := m.URL()
 	fetch := func(b *testing.B, path string) string {

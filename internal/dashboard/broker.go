@@ -99,11 +99,14 @@ func RowOf(v warp.TicketView) Row {
 type BrokerConfig struct {
 	// Load reads a ticket's current state for a message; required.
 	Load func(ctx context.Context, id string) (warp.TicketView, error)
-	// Now is the server clock stamped on messages; time.Now when nil.
+	// Now is the server clock the broker runs on: messages are stamped
+	// with it and heartbeats are coalesced by it. time.Now when nil.
 	Now func() time.Time
-	// Coalesce is the least time between two heartbeat messages of one
-	// ticket; heartbeats in between are folded into the next message.
-	// 1 s when zero.
+	// Coalesce is the least time, on the Now clock, between two heartbeat
+	// messages of one ticket; heartbeats in between are folded into the
+	// next message. A folded heartbeat goes out once the clock has moved
+	// Coalesce past the previous message; the broker looks again at least
+	// every Coalesce of waiting. 1 s when zero.
 	Coalesce time.Duration
 	// Ping is how often an idle stream gets a ": ping" comment; 15 s when zero.
 	Ping time.Duration
@@ -249,8 +252,17 @@ func (b *Broker) Clients() int {
 }
 
 func (b *Broker) run(ctx context.Context) {
-	last := map[string]time.Time{} // ticket → when its latest heartbeat message went out
+	last := map[string]time.Time{} // ticket → when (Now) its latest heartbeat message went out
 	pending := map[string]Notice{} // ticket → heartbeat waiting for its slot
+	// wait is how long the heartbeat message of a ticket sent at t must
+	// wait at now; 0 when its slot is free. A clock that went back behind
+	// t frees the slot.
+	wait := func(t, now time.Time) time.Duration {
+		if d := now.Sub(t); d >= 0 && d < b.cfg.Coalesce {
+			return b.cfg.Coalesce - d
+		}
+		return 0
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
@@ -258,11 +270,9 @@ func (b *Broker) run(ctx context.Context) {
 		if armed || len(pending) == 0 {
 			return
 		}
-		next := time.Duration(-1)
+		next := b.cfg.Coalesce
 		for id := range pending {
-			if d := b.cfg.Coalesce - now.Sub(last[id]); next < 0 || d < next {
-				next = d
-			}
+			next = min(next, wait(last[id], now))
 		}
 		timer.Reset(max(next, time.Millisecond))
 		armed = true
@@ -273,10 +283,10 @@ func (b *Broker) run(ctx context.Context) {
 			timer.Stop()
 			return
 		case n := <-b.queue:
-			now := time.Now()
+			now := b.cfg.Now()
 			switch {
 			case n.Kind == KindHeartbeat:
-				if t, ok := last[n.Ticket]; ok && now.Sub(t) < b.cfg.Coalesce {
+				if t, ok := last[n.Ticket]; ok && wait(t, now) > 0 {
 					pending[n.Ticket] = n
 					arm(now)
 					continue
@@ -290,16 +300,16 @@ func (b *Broker) run(ctx context.Context) {
 			b.send(ctx, n)
 		case <-timer.C:
 			armed = false
-			now := time.Now()
+			now := b.cfg.Now()
 			for id, n := range pending {
-				if now.Sub(last[id]) >= b.cfg.Coalesce {
+				if wait(last[id], now) == 0 {
 					delete(pending, id)
 					last[id] = now
 					b.send(ctx, n)
 				}
 			}
 			for id, t := range last {
-				if _, waiting := pending[id]; !waiting && now.Sub(t) >= b.cfg.Coalesce {
+				if _, waiting := pending[id]; !waiting && wait(t, now) == 0 {
 					delete(last, id)
 				}
 			}
@@ -386,6 +396,8 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	write := func(p []byte) bool {
+		// A connection's deadline is on the machine's clock, whatever
+		// clock the broker runs on.
 		_ = rc.SetWriteDeadline(time.Now().Add(b.cfg.WriteTimeout))
 		if _, err := w.Write(p); err != nil {
 			return false

@@ -33,7 +33,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -61,8 +62,9 @@ type Config struct {
 	RecentLimit int
 	// Refresh is the period of the no-JavaScript page refresh.
 	Refresh time.Duration
-	// SummaryTTL is how long the main page's verdict counts are reused
-	// across requests; DefaultSummaryTTL when zero, never when negative.
+	// SummaryTTL is how long, on the service clock, the main page's
+	// verdict counts are reused across requests; DefaultSummaryTTL when
+	// zero, never when negative.
 	SummaryTTL time.Duration
 	// Coalesce, Ping, ClientBuffer and WriteTimeout tune the event stream (see BrokerConfig).
 	Coalesce     time.Duration
@@ -106,7 +108,7 @@ func New(svc *warp.Service, cfg Config) (*Dashboard, error) {
 	if cfg.SummaryTTL == 0 {
 		cfg.SummaryTTL = DefaultSummaryTTL
 	}
-	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger, summary: &summaryCache{ttl: cfg.SummaryTTL}}
+	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger, summary: &summaryCache{ttl: cfg.SummaryTTL, count: svc.CountVerdicts, now: svc.Now}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -155,34 +157,43 @@ func (d *Dashboard) Start(ctx context.Context) error { return d.broker.Start(ctx
 // graceful HTTP shutdown, which would otherwise wait for the streams.
 func (d *Dashboard) Close() error { return d.broker.Close() }
 
-// Mount registers the pages and the event stream on s. Pages and the
-// stream need the admin role when tokens are configured (a browser
-// presents its token once as ?token= and then holds it in a cookie, see
-// httpapi.TokenCookie); the static assets are open.
-func (d *Dashboard) Mount(s *httpapi.Server) {
-	s.Mount("GET /{$}", http.HandlerFunc(d.index), httpapi.RoleAdmin)
-	s.Mount("GET /tickets/{id}", http.HandlerFunc(d.ticket), httpapi.RoleAdmin)
-	s.Mount("GET /hosts", http.HandlerFunc(d.hosts), httpapi.RoleAdmin)
-	s.Mount("GET "+StreamPath, d.broker, httpapi.RoleAdmin)
-	s.Mount("GET /assets/", d.assets, httpapi.RoleOpen)
+// Route is one route of the dashboard, for the server that serves it to
+// mount behind its own authorisation.
+type Route struct {
+	// Pattern is the route in http.ServeMux syntax ("GET /hosts").
+	Pattern string
+	Handler http.Handler
+	// Open routes (the static assets) are for anyone who can reach the
+	// server. The others are for operators: when the server has tokens
+	// they need the admin role (warp serve lets a browser present its
+	// token once as ?token= and then hold it in a cookie).
+	Open bool
 }
 
-// Handler returns the pages, the stream and the assets on their own mux,
-// without authorisation: for tests and for embedding behind another
-// server's auth.
+// Routes returns the pages, the event stream and the static assets.
+func (d *Dashboard) Routes() []Route {
+	return []Route{
+		{Pattern: "GET /{$}", Handler: http.HandlerFunc(d.index)},
+		{Pattern: "GET /tickets/{id}", Handler: http.HandlerFunc(d.ticket)},
+		{Pattern: "GET /hosts", Handler: http.HandlerFunc(d.hosts)},
+		{Pattern: "GET " + StreamPath, Handler: d.broker},
+		{Pattern: "GET /assets/", Handler: d.assets, Open: true},
+	}
+}
+
+// Handler returns the Routes on their own mux, without authorisation: for
+// tests and for embedding behind another server's auth.
 func (d *Dashboard) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", d.index)
-	mux.HandleFunc("GET /tickets/{id}", d.ticket)
-	mux.HandleFunc("GET /hosts", d.hosts)
-	mux.Handle("GET "+StreamPath, d.broker)
-	mux.Handle("GET /assets/", d.assets)
+	for _, r := range d.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	return mux
 }
 
 // OnHeartbeat feeds an accepted heartbeat (or exit report) to the stream;
-// it fits httpapi.ServerConfig.OnHeartbeat.
-func (d *Dashboard) OnHeartbeat(o httpapi.HeartbeatOutcome) {
+// it fits the API server's heartbeat hook.
+func (d *Dashboard) OnHeartbeat(o apihook.HeartbeatOutcome) {
 	if o.Code != "ok" || o.Ticket == "" {
 		return
 	}
@@ -194,8 +205,8 @@ func (d *Dashboard) OnHeartbeat(o httpapi.HeartbeatOutcome) {
 }
 
 // OnChange feeds a claim, release, completion, creation or mode change to
-// the stream; it fits httpapi.ServerConfig.OnChange.
-func (d *Dashboard) OnChange(c httpapi.Change) {
+// the stream; it fits the API server's change hook.
+func (d *Dashboard) OnChange(c apihook.Change) {
 	n := Notice{Kind: string(c.Kind), Ticket: c.Ticket, Epoch: c.Epoch, Reason: c.Reason}
 	if c.Kind == warp.EventModeChanged {
 		n.To = c.Mode
@@ -364,29 +375,22 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		data.NextURL = "/?" + next.Encode()
 	}
 
-	counts, countedAt, err := d.summary.get(ctx, d.svc, now)
+	counts, err := d.summary.get(ctx)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	data.CountedAt = countedAt
-	for i, v := range verdicts {
+	data.CountedAt = counts.At
+	for _, v := range verdicts {
 		u := url.Values{"verdict": {string(v)}}
 		if data.Host != "" {
 			u.Set("host", data.Host)
 		}
-		data.Counts = append(data.Counts, verdictCount{Verdict: v, N: counts[i], URL: "/?" + u.Encode(), Selected: v == data.Verdict})
-		data.Held += counts[i]
+		n := counts.Counts[v]
+		data.Counts = append(data.Counts, verdictCount{Verdict: v, N: n, URL: "/?" + u.Encode(), Selected: v == data.Verdict})
+		data.Held += n
 	}
-	var events []warp.Event
-	err = d.svc.Store().View(ctx, func(tx warp.Tx) error {
-		var err error
-		events, err = tx.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted}, d.cfg.RecentLimit)
-		if err != nil {
-			return fmt.Errorf("recent events: %w", err)
-		}
-		return nil
-	})
+	events, err := d.svc.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted}, d.cfg.RecentLimit)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -479,9 +483,16 @@ type hostsData struct {
 	Hosts     []hostView
 	Percent   int // hosts on v2 only
 	V1Hosts   []string
+	V1More    int // v1 hosts not named (the list is capped)
+	V1Total   int
 	Window    string
 	CanSwitch bool // ready, and not already in activity mode
+	// Next is the cursor of the next page of hosts, "" on the last.
+	Next string
 }
+
+// maxNamedV1Hosts caps the v1 hosts the adoption line names.
+const maxNamedV1Hosts = 20
 
 func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -495,7 +506,11 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 		window = dur
 	}
 	data := hostsData{Window: window.String()}
-	var err error
+	limit, cursor, err := httpkit.PageParams(r.URL.Query())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
 	if data.page, err = d.newPage(ctx, "warp · hosts", "hosts"); err != nil {
 		d.fail(w, r, err)
 		return
@@ -509,12 +524,22 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 		data.Percent = a.V2Hosts * 100 / a.HostCount
 	}
 	for _, h := range a.Hosts {
+		if h.V1Count == 0 {
+			continue
+		}
+		data.V1Total++
+		if len(data.V1Hosts) < maxNamedV1Hosts {
+			data.V1Hosts = append(data.V1Hosts, h.Host)
+		} else {
+			data.V1More++
+		}
+	}
+	shown, next := httpkit.Page(a.Hosts, func(h warp.HostAdoption) string { return h.Host }, cursor, limit)
+	data.Next = next
+	for _, h := range shown {
 		hv := hostView{HostAdoption: h, LastSeenAge: FormatAge(data.Now.Sub(h.LastSeen))}
 		if total := h.V1Count + h.V2Count; total > 0 {
 			hv.V2Percent = int(h.V2Count * 100 / total)
-		}
-		if h.V1Count > 0 {
-			data.V1Hosts = append(data.V1Hosts, h.Host)
 		}
 		data.Hosts = append(data.Hosts, hv)
 	}
@@ -543,7 +568,7 @@ type errorData struct {
 
 // fail renders err as an HTML page with the status of the error table.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code, status := httpapi.ErrorStatus(err)
+	code, status := httpkit.ErrorStatus(err)
 	msg := warp.ErrorMessage(err)
 	if status >= 500 {
 		if r.Context().Err() == nil {

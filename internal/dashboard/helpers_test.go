@@ -4,27 +4,27 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/dashboard"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
 )
 
-var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+var t0 = warpclitest.T0
 
 // server is a warp server running in-process on 127.0.0.1:0, on a fresh
-// SQLite file, with a manual clock and default durations. The background
-// sweep runs once at start and then hourly; tests sweep with Sweep.
+// SQLite file, with a manual clock, no startup grace and default
+// durations otherwise. The background sweep runs once at start and then
+// hourly; tests sweep with Sweep.
 type server struct {
-	*warpcli.Main
+	*warpclitest.Server
 	clk    *storetest.Clock
-	client *httpapi.Client
+	client *client.Client
 	url    string
 }
 
@@ -38,22 +38,15 @@ func withDashboard(d dashboard.Config) option {
 
 func startServer(tb testing.TB, opts ...option) *server {
 	tb.Helper()
-	clk := storetest.NewClock(t0)
-	cfg := warpcli.DefaultServeConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(tb.TempDir(), "warp.db")
-	cfg.Policy.StartupGrace = 0
-	cfg.SweepInterval = time.Hour
-	cfg.Now = clk.Now
-	for _, o := range opts {
-		o(&cfg)
-	}
-	m := warpcli.NewMain(cfg)
-	if err := m.Run(context.Background()); err != nil {
-		tb.Fatalf("start warp: %v", err)
-	}
-	tb.Cleanup(func() { m.Close() })
-	return &server{Main: m, clk: clk, url: m.URL(), client: httpapi.NewClient(m.URL(), cfg.AdminToken)}
+	var admin string
+	s := warpclitest.Start(tb, func(c *warpcli.ServeConfig) {
+		c.Policy.StartupGrace = 0
+		for _, o := range opts {
+			o(c)
+		}
+		admin = c.AdminToken
+	})
+	return &server{Server: s, clk: s.Clock, url: s.URL(), client: s.Client(admin)}
 }
 
 // Sweep runs one sweep and its verdict pass, and reports it to the
@@ -70,14 +63,14 @@ func (s *server) Sweep(tb testing.TB) warp.SweepResult {
 
 func (s *server) create(tb testing.TB, id, title string) {
 	tb.Helper()
-	if _, err := s.client.CreateTicket(context.Background(), httpapi.CreateTicketRequest{ID: id, Title: title}); err != nil {
+	if _, err := s.client.CreateTicket(context.Background(), client.CreateTicketRequest{ID: id, Title: title}); err != nil {
 		tb.Fatalf("create %s: %v", id, err)
 	}
 }
 
-func (s *server) claim(tb testing.TB, id, agent, host string) httpapi.Ticket {
+func (s *server) claim(tb testing.TB, id, agent, host string) client.Ticket {
 	tb.Helper()
-	t, err := s.client.Claim(context.Background(), id, httpapi.ClaimRequest{Agent: agent, Host: host})
+	t, err := s.client.Claim(context.Background(), id, client.ClaimRequest{Agent: agent, Host: host})
 	if err != nil {
 		tb.Fatalf("claim %s: %v", id, err)
 	}
@@ -87,9 +80,9 @@ func (s *server) claim(tb testing.TB, id, agent, host string) httpapi.Ticket {
 func ptr[T any](v T) *T { return &v }
 
 // heartbeat2 sends a v2 heartbeat.
-func (s *server) heartbeat2(tb testing.TB, id string, epoch int64, host string, age float64, exit string) httpapi.HeartbeatResponse {
+func (s *server) heartbeat2(tb testing.TB, id string, epoch int64, host string, age float64, exit string) client.HeartbeatResponse {
 	tb.Helper()
-	r, err := s.client.Heartbeat(context.Background(), httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id,
+	r, err := s.client.Heartbeat(context.Background(), client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id,
 		Epoch: epoch, Host: host, Agent: "agent", ActivityAgeS: ptr(age), Exit: exit})
 	if err != nil {
 		tb.Fatalf("heartbeat %s: %v", id, err)

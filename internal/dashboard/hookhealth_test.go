@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/dashboard"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 )
 
 // beatHook sends a v2 heartbeat with the loop's hook report.
 func (s *server) beatHook(tb testing.TB, id, host string, age time.Duration, seen bool) {
 	tb.Helper()
-	if _, err := s.client.Heartbeat(context.Background(), httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: 1,
+	if _, err := s.client.Heartbeat(context.Background(), client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: 1,
 		Host: host, Agent: "agent", ActivityAgeS: ptr(age.Seconds()), HookSeen: ptr(seen), HookEvents: 1}); err != nil {
 		tb.Fatalf("heartbeat %s: %v", id, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 )
@@ -133,16 +134,16 @@ func TestRecentAndTimeline(t *testing.T) {
 	// E is a v1 host: its lapse is extended by the fallback.
 	s.create(t, "E", "legacy host work")
 	s.claim(t, "E", "agent-E", "h-E")
-	if _, err := s.client.Complete(ctx, "A", httpapi.CompleteRequest{Epoch: 1, PRURL: "https://example.com/pr/1"}); err != nil {
+	if _, err := s.client.Complete(ctx, "A", client.CompleteRequest{Epoch: 1, PRURL: "https://example.com/pr/1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.client.Release(ctx, "X", httpapi.ReleaseRequest{Epoch: 1, Reason: "handing over"}); err != nil {
+	if _, err := s.client.Release(ctx, "X", client.ReleaseRequest{Epoch: 1, Reason: "handing over"}); err != nil {
 		t.Fatal(err)
 	}
 	// B comes back to work; then time passes until C, D and E lapse.
 	s.clk.Advance(time.Minute)
 	s.heartbeat2(t, "B", 1, "h-B", 0, "")
-	if _, err := s.client.Heartbeat(ctx, httpapi.HeartbeatRequest{Ticket: "E", Host: "h-E"}); err != nil {
+	if _, err := s.client.Heartbeat(ctx, client.HeartbeatRequest{Ticket: "E", Host: "h-E"}); err != nil {
 		t.Fatal(err)
 	}
 	s.Sweep(t)
@@ -218,7 +219,7 @@ func TestHostsPage(t *testing.T) {
 
 	s.create(t, "L", "legacy")
 	s.claim(t, "L", "agent-L", "h-legacy")
-	if _, err := s.client.Heartbeat(context.Background(), httpapi.HeartbeatRequest{Ticket: "L", Host: "h-legacy"}); err != nil {
+	if _, err := s.client.Heartbeat(context.Background(), client.HeartbeatRequest{Ticket: "L", Host: "h-legacy"}); err != nil {
 		t.Fatal(err)
 	}
 	_, body, _ = get(t, hc, s.url+"/hosts")

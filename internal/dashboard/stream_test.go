@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/dashboard"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 )
 
 // sse is one event or comment read from the stream.
@@ -159,10 +159,10 @@ func TestStreamCarriesEveryWrite(t *testing.T) {
 		t.Errorf("exit report: got %+v", m)
 	}
 	// The failed heartbeat is not news.
-	if _, err := s.client.Heartbeat(ctx, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T1", Epoch: 7, ActivityAgeS: ptr(0.0)}); err == nil {
+	if _, err := s.client.Heartbeat(ctx, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T1", Epoch: 7, ActivityAgeS: ptr(0.0)}); err == nil {
 		t.Fatal("stale epoch accepted")
 	}
-	if _, err := s.client.Release(ctx, "T1", httpapi.ReleaseRequest{Epoch: 1, Reason: "later"}); err != nil {
+	if _, err := s.client.Release(ctx, "T1", client.ReleaseRequest{Epoch: 1, Reason: "later"}); err != nil {
 		t.Fatal(err)
 	}
 	m, before := st.until(t, "released T1", kind(dashboard.KindReleased, "T1"))
@@ -175,7 +175,7 @@ func TestStreamCarriesEveryWrite(t *testing.T) {
 		}
 	}
 	s.claim(t, "T1", "Q", "h1")
-	if _, err := s.client.Complete(ctx, "T1", httpapi.CompleteRequest{Epoch: 2, PRURL: "https://example.com/1"}); err != nil {
+	if _, err := s.client.Complete(ctx, "T1", client.CompleteRequest{Epoch: 2, PRURL: "https://example.com/1"}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ = st.until(t, "completed T1", kind(dashboard.KindCompleted, "T1"))
@@ -203,80 +203,6 @@ func TestStreamCarriesEveryWrite(t *testing.T) {
 	m, _ = st.until(t, "verdict change of T3", kind(dashboard.KindVerdict, "T3"))
 	if m.From != "active" || m.To != "silent" || m.Ticket.Verdict != "silent" {
 		t.Errorf("verdict change: got %+v", m)
-	}
-}
-
-func TestStreamCoalescesHeartbeats(t *testing.T) {
-	const window = 300 * time.Millisecond
-	s := startServer(t, withDashboard(dashboard.Config{Coalesce: window}))
-	st := openStream(t, s.url)
-	for _, id := range []string{"T", "U"} {
-		s.create(t, id, id)
-		s.claim(t, id, "O", "h")
-	}
-	st.until(t, "claimed U", kind(dashboard.KindClaimed, "U"))
-
-	// Ten heartbeats of T, one (server) second apart: the stream sends the
-	// first at once and folds the rest into one message after the window,
-	// which carries the latest state.
-	start := time.Now()
-	const n = 10
-	for range n {
-		s.clk.Advance(time.Second)
-		s.heartbeat2(t, "T", 1, "h", 0, "")
-	}
-	elapsed := time.Since(start)
-	last := s.clk.Now().UnixMilli()
-	m, before := st.until(t, "T's latest heartbeat", func(m dashboard.Message) bool {
-		return m.Kind == dashboard.KindHeartbeat && m.ID == "T" && m.Ticket.HeartbeatAt == last
-	})
-	got := len(before) + 1
-	if maxMsgs := 2 + int(elapsed/window); got > maxMsgs || got >= n {
-		t.Errorf("%d heartbeats in %s made %d messages, want at most %d", n, elapsed, got, maxMsgs)
-	}
-	if m.Ticket.HeartbeatAt != last {
-		t.Errorf("last message carries heartbeat_at %d, want %d", m.Ticket.HeartbeatAt, last)
-	}
-
-	// A heartbeat waiting for its slot is superseded by a release: no stale
-	// "claimed" state arrives after the release.
-	s.heartbeat2(t, "T", 1, "h", 0, "")
-	if _, err := s.client.Release(context.Background(), "T", httpapi.ReleaseRequest{Epoch: 1}); err != nil {
-		t.Fatal(err)
-	}
-	st.until(t, "released T", kind(dashboard.KindReleased, "T"))
-	// U's second heartbeat is flushed by the same timer as T's would have
-	// been; reading it proves T's pending heartbeat is gone.
-	s.heartbeat2(t, "U", 1, "h", 0, "")
-	s.clk.Advance(time.Second)
-	s.heartbeat2(t, "U", 1, "h", 0, "")
-	lastU := s.clk.Now().UnixMilli()
-	_, before = st.until(t, "U's flushed heartbeat", func(m dashboard.Message) bool {
-		return m.Kind == dashboard.KindHeartbeat && m.ID == "U" && m.Ticket.HeartbeatAt == lastU
-	})
-	for _, b := range before {
-		if b.ID == "T" {
-			t.Errorf("message about T after its release: %+v", b)
-		}
-	}
-}
-
-func TestStreamPingsWhileIdle(t *testing.T) {
-	s := startServer(t, withDashboard(dashboard.Config{Ping: 20 * time.Millisecond}))
-	st := openStream(t, s.url)
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case it, ok := <-st.items:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			if it.comment == "ping" {
-				return
-			}
-		case <-deadline:
-			t.Fatal("no : ping comment within 10 s")
-		}
 	}
 }
 

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -67,16 +67,22 @@ type Options struct {
 	// looked for.
 	Cwd string
 	// WarpURL and WarpToken are the server doctor probes (WARP_URL,
-	// WARP_TOKEN; "" → httpapi.DefaultURL).
+	// WARP_TOKEN; "" → client.DefaultURL).
 	WarpURL   string
 	WarpToken string
 	// Registry is the registry of running loops ($GYRUM_HOME/run).
 	Registry gyrumdir.Registry
+	// Prepared is $GYRUM_HOME/worktrees, where the self-test records its
+	// scratch worktree so the hook writes into it; zero: not recorded.
+	Prepared gyrumdir.Prepared
 	// Systemd and Cron are where the watchdog schedule is looked for.
 	Systemd setup.Systemd
 	Cron    setup.Cron
 	// Timeout bounds the server probe; 0 → 5 s.
 	Timeout time.Duration
+	// ManagedSettings are the administrator's settings files, which win
+	// over every other; nil → ManagedSettingsFiles() of this platform.
+	ManagedSettings []string
 }
 
 // Run performs every check.
@@ -88,7 +94,7 @@ func Run(ctx context.Context, o Options) Report {
 	hook, commands := checkHook(o)
 	checks = append(checks, hook)
 	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
-	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)))...)
+	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)), o.Prepared)...)
 	checks = append(checks, checkWatchdog(ctx, o))
 	checks = append(checks, checkWarp(ctx, o))
 	checks = append(checks, checkLoops(o)...)
@@ -135,8 +141,14 @@ func hookEntries(o Options) []map[string][]setup.HookEntry {
 
 // checkHook looks for our hook, per event, in the merged settings (Claude
 // Code runs the hooks of every file). It returns the hook commands found.
+// Hooks switched off ("disableAllHooks": true, or managed settings that
+// allow managed hooks only) fail the check whatever is wired.
 func checkHook(o Options) (Check, []string) {
 	c := Check{Name: "hook"}
+	if off, fix := hooksDisabled(o); off != "" {
+		c.Status, c.Detail, c.Fix = StatusFail, off, fix
+		return c, nil
+	}
 	found := map[string]bool{}
 	seen := map[string]bool{}
 	var commands, read []string
@@ -177,12 +189,12 @@ func checkHook(o Options) (Check, []string) {
 	}
 	if len(missing) > 0 {
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("gyrum touch-activity is not wired for %s %s", strings.Join(missing, ", "), where)
+		c.Detail = fmt.Sprintf("gyrum's hook (gyrum-hook or gyrum touch-activity) is not wired for %s %s", strings.Join(missing, ", "), where)
 		c.Fix = "run gyrum setup (or gyrum setup --project DIR for this project only)"
 		return c, commands
 	}
 	c.Status = StatusOK
-	c.Detail = fmt.Sprintf("gyrum touch-activity wired for %s %s", strings.Join(setup.ClaudeHookEvents(), ", "), where)
+	c.Detail = fmt.Sprintf("gyrum's hook wired for %s %s", strings.Join(setup.ClaudeHookEvents(), ", "), where)
 	return c, commands
 }
 
@@ -284,33 +296,33 @@ func checkWarp(ctx context.Context, o Options) Check {
 	c := Check{Name: "warp"}
 	url := o.WarpURL
 	if url == "" {
-		url = httpapi.DefaultURL
+		url = client.DefaultURL
 	}
-	client := httpapi.NewClient(url, o.WarpToken).WithHTTPClient(&http.Client{Timeout: o.Timeout})
+	api := client.NewClient(url, o.WarpToken).WithHTTPClient(&http.Client{Timeout: o.Timeout})
 	v2 := 2
 	age := 0.0
 	host, _ := os.Hostname()
-	_, err := client.Heartbeat(ctx, httpapi.HeartbeatRequest{SchemaVersion: &v2, Ticket: ProbeTicket, Epoch: 1, Host: host, Agent: "gyrum-doctor", ActivityAgeS: &age})
-	var ae *httpapi.APIError
+	_, err := api.Heartbeat(ctx, client.HeartbeatRequest{SchemaVersion: &v2, Ticket: ProbeTicket, Epoch: 1, Host: host, Agent: "gyrum-doctor", ActivityAgeS: &age})
+	var ae *client.APIError
 	switch {
-	case err == nil, errors.Is(err, warp.ErrNotFound), errors.Is(err, warp.ErrStaleEpoch), errors.Is(err, warp.ErrLeaseEnded):
+	case err == nil, errors.Is(err, client.ErrNotFound), errors.Is(err, client.ErrStaleEpoch), errors.Is(err, client.ErrLeaseEnded):
 		// Any answer past validation means the v2 body was understood.
-		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats", client.BaseURL())
-	case errors.Is(err, warp.ErrUnsupportedSchema):
+		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats", api.BaseURL())
+	case errors.Is(err, client.ErrUnsupportedSchema):
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", client.BaseURL(), warp.ErrorMessage(err))
+		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", api.BaseURL(), warp.ErrorMessage(err))
 		c.Fix = "upgrade warp on that server (loops fall back to v1 meanwhile, which activity mode does not count)"
-	case errors.As(err, &ae) && (ae.Code == httpapi.CodeUnauthorized || ae.Code == httpapi.CodeForbidden):
+	case errors.As(err, &ae) && (ae.Code == client.CodeUnauthorized || ae.Code == client.CodeForbidden):
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("%s refused the token: %s", client.BaseURL(), ae.Message)
+		c.Detail = fmt.Sprintf("%s refused the token: %s", api.BaseURL(), ae.Message)
 		c.Fix = "set WARP_TOKEN to an agent token of that server"
 	case errors.As(err, &ae):
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("%s answered the v2 probe with %d %s: %s", client.BaseURL(), ae.Status, ae.Code, ae.Message)
+		c.Detail = fmt.Sprintf("%s answered the v2 probe with %d %s: %s", api.BaseURL(), ae.Status, ae.Code, ae.Message)
 		c.Fix = "check that WARP_URL points at a warp server"
 	default:
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("cannot reach warp at %s: %v", client.BaseURL(), err)
+		c.Detail = fmt.Sprintf("cannot reach warp at %s: %v", api.BaseURL(), err)
 		c.Fix = "start warp (warp serve) or set WARP_URL to where it runs"
 	}
 	return c
@@ -443,4 +455,66 @@ func WriteJSON(w io.Writer, rep Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// hooksDisabled reports whether Claude Code runs none of gyrum's hooks on
+// this host, and the fix. "disableAllHooks" counts from the file of
+// highest precedence that sets it (managed > project-local > project >
+// user); managed settings with "allowManagedHooksOnly" ignore every hook
+// but their own. A managed settings file that cannot be read may do
+// either: that is said too.
+func hooksDisabled(o Options) (problem, fix string) {
+	managed := o.ManagedSettings
+	if managed == nil {
+		managed = ManagedSettingsFiles()
+	}
+	for _, path := range managed {
+		v, err := settingsFlags(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Sprintf("managed settings %s cannot be read (%v): hooks may be disabled by your administrator", path, err),
+				"ask the administrator whether " + path + " sets disableAllHooks or allowManagedHooksOnly"
+		case v.disableAll != nil && *v.disableAll:
+			return fmt.Sprintf("Claude Code runs no hook: managed settings %s set \"disableAllHooks\": true", path),
+				"ask the administrator to allow hooks (only they can change " + path + ")"
+		case v.managedOnly:
+			return fmt.Sprintf("Claude Code runs only managed hooks: %s sets \"allowManagedHooksOnly\": true, so gyrum's hook never runs", path),
+				"ask the administrator to add gyrum's hook (gyrum-hook or gyrum touch-activity) to " + path + " or to lift allowManagedHooksOnly"
+		}
+	}
+	files := settingsFiles(o)
+	for i := len(files) - 1; i >= 0; i-- {
+		v, err := settingsFlags(files[i])
+		if err != nil || v.disableAll == nil {
+			continue // unreadable files are the hook check's to report
+		}
+		if *v.disableAll {
+			return fmt.Sprintf("Claude Code runs no hook: %s sets \"disableAllHooks\": true", files[i]),
+				"remove \"disableAllHooks\" from " + files[i] + " (or set it to false)"
+		}
+		break
+	}
+	return "", ""
+}
+
+type hookFlags struct {
+	disableAll  *bool
+	managedOnly bool
+}
+
+func settingsFlags(path string) (hookFlags, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return hookFlags{}, err
+	}
+	var v struct {
+		DisableAllHooks       *bool `json:"disableAllHooks"`
+		AllowManagedHooksOnly bool  `json:"allowManagedHooksOnly"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return hookFlags{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return hookFlags{disableAll: v.DisableAllHooks, managedOnly: v.AllowManagedHooksOnly}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/doctor"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/hook"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 	// test binary is the real hook: internal/hook, as cmd/gyrum runs it.
 	if filepath.Base(os.Args[0]) == "gyrum" && len(os.Args) == 2 && os.Args[1] == "touch-activity" {
 		wd, _ := os.Getwd()
-		_ = hook.Run(os.Stdin, hook.Options{Cwd: wd, Now: time.Now()})
+		_, _ = hook.Run(os.Stdin, hook.Options{Cwd: wd, Now: time.Now()})
 		os.Exit(0)
 	}
 	if os.Getenv(fakeLoopEnv) != "" {
@@ -164,6 +165,8 @@ func newHost(t *testing.T, warpURL string) *host {
 		Systemd: setup.Systemd{Systemctl: filepath.Join(root, "no-systemctl")},
 		Cron:    setup.Cron{Crontab: filepath.Join(root, "no-crontab")},
 		Timeout: 5 * time.Second,
+		// Nor at the administrator's settings of the machine.
+		ManagedSettings: []string{filepath.Join(root, "managed-settings.json")},
 	}
 	return h
 }
@@ -402,7 +405,7 @@ func TestServerWithoutV2(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(httpapi.ErrorBody{Error: httpapi.ErrorDetail{Code: httpapi.CodeUnsupportedSchema, Message: "schema_version 2 is not supported"}})
+		json.NewEncoder(w).Encode(client.ErrorBody{Error: client.ErrorDetail{Code: client.CodeUnsupportedSchema, Message: "schema_version 2 is not supported"}})
 	}))
 	t.Cleanup(old.Close)
 	h := newHost(t, old.URL)
@@ -633,4 +636,56 @@ func TestHookRunOlderGyrum(t *testing.T) {
 	h.wireHook(script(t, "cat >/dev/null\ntouch \"$CLAUDE_PROJECT_DIR/.gyrum/last-activity\"\n"), 5)
 	rep := h.run()
 	wantStatus(t, rep, "hook-run", doctor.StatusOK, "no hook record")
+}
+
+// Hooks switched off in the settings fail the hook check even though the
+// hook is wired: Claude Code would run none of them.
+func TestHooksDisabled(t *testing.T) {
+	user := scratchUser(t)
+	h := newHost(t, warpServer(t, nil))
+	h.wire(user)
+	userSettings := filepath.Join(h.home, ".claude", "settings.json")
+	data, err := os.ReadFile(userSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wired := string(data)
+	disabled := strings.Replace(wired, "{", `{"disableAllHooks": true,`, 1)
+	if err := os.WriteFile(userSettings, []byte(disabled), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := h.run()
+	c := wantStatus(t, rep, "hook", doctor.StatusFail, `sets "disableAllHooks": true`)
+	if !strings.Contains(c.Fix, "remove \"disableAllHooks\" from "+userSettings) {
+		t.Errorf("fix = %q", c.Fix)
+	}
+
+	// A project-local file of higher precedence that sets it to false wins.
+	local := filepath.Join(h.project, ".claude", "settings.local.json")
+	os.MkdirAll(filepath.Dir(local), 0o755)
+	if err := os.WriteFile(local, []byte(`{"disableAllHooks": false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.run(), "hook", doctor.StatusOK, "wired for")
+
+	// Managed settings win over every file, and only the administrator can
+	// change them; unreadable ones may hide either switch.
+	managed := h.opts.ManagedSettings[0]
+	for _, c := range []struct{ content, detail, fix string }{
+		{`{"disableAllHooks": true}`, "managed settings " + managed + ` set "disableAllHooks": true`, "administrator"},
+		{`{"allowManagedHooksOnly": true}`, "runs only managed hooks", "allowManagedHooksOnly"},
+		{`{"disableAllHooks":`, "hooks may be disabled by your administrator", "ask the administrator"},
+	} {
+		if err := os.WriteFile(managed, []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := wantStatus(t, h.run(), "hook", doctor.StatusFail, c.detail)
+		if !strings.Contains(got.Fix, c.fix) {
+			t.Errorf("managed %s: fix = %q, want it to mention %q", c.content, got.Fix, c.fix)
+		}
+	}
+	if err := os.WriteFile(managed, []byte(`{"disableAllHooks": false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.run(), "hook", doctor.StatusOK, "wired for")
 }

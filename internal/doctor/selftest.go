@@ -50,13 +50,13 @@ func hookCommands(byEvent []map[string][]setup.HookEntry) []setup.HookEntry {
 
 // checkHookRuns runs each hook command as Claude Code would and checks
 // that it moved the activity signal.
-func checkHookRuns(ctx context.Context, entries []setup.HookEntry) []Check {
+func checkHookRuns(ctx context.Context, entries []setup.HookEntry, prepared gyrumdir.Prepared) []Check {
 	if len(entries) == 0 {
 		return []Check{{Name: "hook-run", Status: StatusSkip, Detail: "no hook command to run"}}
 	}
 	var out []Check
 	for _, e := range entries {
-		out = append(out, checkHookRun(ctx, e))
+		out = append(out, checkHookRun(ctx, e, prepared))
 	}
 	return out
 }
@@ -91,7 +91,7 @@ func firstLine(s string) string {
 // process group, and kills that group when the hook outlives its timeout.
 // The hook passes when it exits 0 within the timeout and last-activity
 // moved.
-func checkHookRun(ctx context.Context, e setup.HookEntry) Check {
+func checkHookRun(ctx context.Context, e setup.HookEntry, prepared gyrumdir.Prepared) Check {
 	c := Check{Name: "hook-run"}
 	timeout := DefaultHookTimeout
 	if e.Timeout > 0 {
@@ -110,6 +110,14 @@ func checkHookRun(ctx context.Context, e setup.HookEntry) Check {
 	if err != nil {
 		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
 	}
+	// The hook writes only into worktrees a start-work prepared: the
+	// scratch one is, for the length of the test.
+	if prepared != (gyrumdir.Prepared{}) {
+		if err := prepared.Add(d.Worktree); err != nil {
+			return fail("cannot record the scratch worktree in $GYRUM_HOME: "+err.Error(), "make $GYRUM_HOME (default ~/.gyrum) writable")
+		}
+		defer prepared.Remove(d.Worktree)
+	}
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	host, _ := os.Hostname()
 	if err := d.WriteLease(gyrumdir.Lease{Ticket: SelfTestTicket, Epoch: 1, WarpURL: "http://127.0.0.1:1", Agent: "gyrum-doctor", Host: host, ClaimedAt: old}); err != nil {
@@ -127,7 +135,12 @@ func checkHookRun(ctx context.Context, e setup.HookEntry) Check {
 	cmd := exec.Command("/bin/sh", "-c", e.Command)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(payload)
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+dir)
+	// No CLAUDE_PID: run inside a Claude session, the hook would credit
+	// that agent's own lease instead of the scratch worktree.
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+dir, "CLAUDE_PID=")
+	if prepared != (gyrumdir.Prepared{}) {
+		cmd.Env = append(cmd.Env, "GYRUM_HOME="+prepared.Home())
+	}
 	var stdout, stderr limitedBuffer
 	stdout.max, stderr.max = 4096, 4096
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -184,7 +197,7 @@ func checkHookRun(ctx context.Context, e setup.HookEntry) Check {
 	rec, ok, mtime, err := d.ReadActivity()
 	if err != nil || !mtime.After(old) {
 		return fail(fmt.Sprintf("the hook %q exited 0 in %s but did not move %s: it is not the activity hook, or it looks for .gyrum/ elsewhere",
-			e.Command, took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum touch-activity")
+			e.Command, took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum's hook")
 	}
 	c.Status = StatusOK
 	c.Detail = fmt.Sprintf("ran %q with a PostToolUse payload: exit 0 in %s (timeout %s), %s moved", e.Command, took, timeout, gyrumdir.ActivityFile)

@@ -25,6 +25,11 @@ type Config struct {
 	OnSweep func(warp.SweepResult)
 	// OnError, when set, is called after every failed sweep with its error.
 	OnError func(error)
+	// Locker, when set, makes the job sweep on a tick only while it holds
+	// the lock, so one of several replicas sharing a database sweeps per
+	// interval. The server composes it from the store (internal/postgres
+	// implements it); nil sweeps on every tick.
+	Locker SweepLocker
 }
 
 // validate fills defaults and rejects a configuration that cannot work.
@@ -50,6 +55,9 @@ type Job struct {
 	cancel  context.CancelFunc
 	started bool
 	wg      sync.WaitGroup
+	// first is closed once the first sweep after Start has run (or was
+	// skipped for the lock, or failed).
+	first chan struct{}
 }
 
 // New returns a Job sweeping svc. It validates cfg and fills its defaults.
@@ -60,8 +68,14 @@ func New(svc *warp.Service, cfg Config) (*Job, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Job{svc: svc, cfg: cfg}, nil
+	return &Job{svc: svc, cfg: cfg, first: make(chan struct{})}, nil
 }
+
+// FirstSweep is closed once the first sweep after Start has run, been
+// skipped (another replica holds the sweep lock) or failed: a caller that
+// drives the clock itself (tests) waits for it so that sweep cannot land
+// in the middle of its own steps.
+func (j *Job) FirstSweep() <-chan struct{} { return j.first }
 
 // Interval returns the time between sweeps.
 func (j *Job) Interval() time.Duration { return j.cfg.Interval }
@@ -88,8 +102,13 @@ func (j *Job) Start(ctx context.Context) error {
 func (j *Job) loop(ctx context.Context) {
 	t := time.NewTicker(j.cfg.Interval)
 	defer t.Stop()
+	first := true
 	for {
 		j.sweep(ctx)
+		if first {
+			close(j.first)
+			first = false
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -109,8 +128,8 @@ type SweepLocker interface {
 // sweep runs one sweep and reports it; errors are logged, never returned,
 // so a database outage only costs the ticks it lasts.
 func (j *Job) sweep(ctx context.Context) {
-	if l, ok := j.svc.Store().(SweepLocker); ok {
-		release, held, err := l.TrySweepLock(ctx)
+	if j.cfg.Locker != nil {
+		release, held, err := j.cfg.Locker.TrySweepLock(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -152,17 +171,9 @@ func (j *Job) RunOnce(ctx context.Context) (warp.SweepResult, error) {
 	if len(res.Lapsed) == 0 {
 		return res, err
 	}
-	// The sweep decided each reason under the mode it read; read it again
-	// for the log (a mode change in between only mislabels the log line,
-	// the events hold the truth).
-	mode, merr := j.svc.Mode(ctx)
 	for _, l := range res.Lapsed {
-		args := []any{"ticket", l.Ticket, "epoch", l.Epoch, "agent", l.Agent, "host", l.Host, "expires_at", l.ExpiresAt}
-		if merr == nil {
-			reason, fallback := warp.LapseReason(mode, l)
-			args = append(args, "reason", reason, "fallback_extended", fallback)
-		}
-		j.cfg.Logger.Info("lease lapsed", args...)
+		j.cfg.Logger.Info("lease lapsed", "ticket", l.Ticket, "epoch", l.Epoch, "agent", l.Agent, "host", l.Host,
+			"expires_at", l.ExpiresAt, "reason", l.EndReason, "fallback_extended", l.FallbackExtended)
 	}
 	return res, err
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/expiry"
@@ -120,44 +121,6 @@ func TestRunOnceLapsesExactlyTheDueLeases(t *testing.T) {
 	res, err = j.RunOnce(ctx)
 	if err != nil || len(res.Lapsed) != 0 {
 		t.Fatalf("second sweep: %v, lapsed %d, want none", err, len(res.Lapsed))
-	}
-}
-
-// TestStartSweepsAtOnceThenEveryInterval waits on the OnSweep signal, never
-// on a sleep: the first sweep comes at Start, later ones on the ticker.
-func TestStartSweepsAtOnceThenEveryInterval(t *testing.T) {
-	f := newFixture(t)
-	sweeps := make(chan warp.SweepResult, 100)
-	j, err := expiry.New(f.svc, expiry.Config{Interval: 5 * time.Millisecond, OnSweep: func(r warp.SweepResult) { sweeps <- r }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.claim(t, "T-1")
-	f.clock.Advance(warp.DefaultLeaseWindow + time.Second)
-	if err := j.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	if err := j.Start(context.Background()); err == nil {
-		t.Error("second Start accepted")
-	}
-	first := waitSweep(t, sweeps)
-	if len(first.Lapsed) != 1 || first.Lapsed[0].Ticket != "T-1" {
-		t.Fatalf("initial sweep lapsed %+v, want T-1", first.Lapsed)
-	}
-	f.claim(t, "T-2")
-	f.clock.Advance(warp.DefaultLeaseWindow + time.Second)
-	for {
-		r := waitSweep(t, sweeps)
-		if len(r.Lapsed) == 1 && r.Lapsed[0].Ticket == "T-2" {
-			break
-		}
-		if len(r.Lapsed) != 0 {
-			t.Fatalf("a later sweep lapsed %+v", r.Lapsed)
-		}
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -274,4 +237,108 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestSweepsOnTheIntervalInABubble runs the job on its real default
+// interval inside a testing/synctest bubble, where time.Now and the
+// job's ticker run on the bubble's fake clock: the first sweep comes at
+// Start, the next exactly one interval later and none in between, and a
+// lease claimed at the start lapses at the first tick that finds its
+// expiry passed.
+func TestSweepsOnTheIntervalInABubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		svc, err := warp.NewService(db, warp.Config{}) // time.Now: the bubble's clock
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Claim(ctx, "T-1", warp.ClaimRequest{Agent: "O", Host: "h1"}); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var at []time.Duration
+		lapsedAt := time.Duration(-1)
+		j, err := expiry.New(svc, expiry.Config{OnSweep: func(r warp.SweepResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			if len(r.Lapsed) > 0 {
+				lapsedAt = time.Since(start)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Start(ctx); err == nil {
+			t.Error("second Start accepted")
+		}
+		sweeps := func() []time.Duration {
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]time.Duration(nil), at...)
+		}
+		if got := sweeps(); len(got) != 1 || got[0] != 0 {
+			t.Fatalf("sweeps after Start at %v, want one at once", got)
+		}
+		time.Sleep(warp.DefaultSweepInterval - time.Nanosecond)
+		if got := sweeps(); len(got) != 1 {
+			t.Fatalf("sweeps %v before one interval passed, want only the first", got)
+		}
+		time.Sleep(time.Nanosecond)
+		if got := sweeps(); len(got) != 2 || got[1] != warp.DefaultSweepInterval {
+			t.Fatalf("sweeps %v, want the second exactly one interval after Start", got)
+		}
+		time.Sleep(warp.DefaultLeaseWindow)
+		synctest.Wait()
+		mu.Lock()
+		got := lapsedAt
+		mu.Unlock()
+		if got != warp.DefaultLeaseWindow {
+			t.Errorf("T-1 lapsed at %v, want at the tick of its expiry %v", got, warp.DefaultLeaseWindow)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FirstSweep closes once the sweep at start has run.
+func TestFirstSweep(t *testing.T) {
+	svc := newFixture(t).svc
+	swept := make(chan struct{}, 1)
+	j, err := expiry.New(svc, expiry.Config{Interval: time.Hour, OnSweep: func(warp.SweepResult) { swept <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-j.FirstSweep():
+		t.Fatal("FirstSweep closed before Start")
+	default:
+	}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	<-j.FirstSweep()
+	select {
+	case <-swept:
+	default:
+		t.Fatal("FirstSweep closed before the first sweep ran")
+	}
 }

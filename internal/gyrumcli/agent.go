@@ -9,17 +9,39 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
-// knownAgent reports whether name is an executable the ancestor walk
-// recognises as an agent.
-func knownAgent(name string) bool {
+// knownAgent returns the agent an executable (or script) base name is,
+// as the ancestor walk recognises it: Claude Code's npm package runs the
+// native bin/claude.exe (the `claude` symlink's target), older ones
+// cli.js under node; Codex ships a native `codex` (and codex.js for node);
+// Gemini CLI and cursor-agent are node scripts or binaries of their name;
+// aider is a Python entry point.
+func knownAgent(name string) (string, bool) {
 	switch name {
-	case "claude", "codex", "gemini", "cursor-agent", "aider":
-		return true
+	case "claude", "claude.exe":
+		return "claude", true
+	case "codex", "codex.js", "codex-linux-x64", "codex-darwin-arm64", "codex-x86_64-unknown-linux-musl", "codex-aarch64-apple-darwin":
+		return "codex", true
+	case "gemini", "gemini.js":
+		return "gemini", true
+	case "cursor-agent":
+		return "cursor-agent", true
+	case "aider":
+		return "aider", true
 	}
-	return false
+	return "", false
+}
+
+// agentPackages are path fragments of agent CLIs that run under an
+// interpreter: a script argument containing one names the agent.
+var agentPackages = []struct{ fragment, agent string }{
+	{"@anthropic-ai/claude-code/", "claude"},
+	{"@openai/codex/", "codex"},
+	{"@google/gemini-cli/", "gemini"},
+	{"/aider/", "aider"},
 }
 
 // interpreter reports whether name runs agents written as scripts: for
@@ -49,7 +71,7 @@ func (a *App) resolveWatched(watchPID int) (Watched, error) {
 	if v := strings.TrimSpace(a.getenv("CLAUDE_PID")); v != "" {
 		pid, err := strconv.Atoi(v)
 		if err != nil || pid <= 0 {
-			return Watched{}, usageErrorf("CLAUDE_PID=%q is not a pid", v)
+			return Watched{}, clikit.Usagef("CLAUDE_PID=%q is not a pid", v)
 		}
 		return lookupWatched(pid, "CLAUDE_PID")
 	}
@@ -57,7 +79,7 @@ func (a *App) resolveWatched(watchPID int) (Watched, error) {
 	if v := a.getenv("GYRUM_AGENT_PROCESS"); v != "" {
 		re, err := regexp.Compile(v)
 		if err != nil {
-			return Watched{}, usageErrorf("GYRUM_AGENT_PROCESS=%q is not a regular expression: %v", v, err)
+			return Watched{}, clikit.Usagef("GYRUM_AGENT_PROCESS=%q is not a regular expression: %v", v, err)
 		}
 		extra = re
 	}
@@ -71,7 +93,7 @@ func lookupWatched(pid int, how string) (Watched, error) {
 	id, err := proc.Lookup(pid)
 	if err != nil {
 		if errors.Is(err, proc.ErrNoProcess) {
-			return Watched{}, usageErrorf("%s %d: no such live process", how, pid)
+			return Watched{}, clikit.Usagef("%s %d: no such live process", how, pid)
 		}
 		return Watched{}, fmt.Errorf("%s %d: %w", how, pid, err)
 	}
@@ -107,12 +129,21 @@ func agentName(comm string, args []string, extra *regexp.Regexp) (string, bool) 
 		b := filepath.Base(args[0])
 		cands = append(cands, b)
 		if interpreter(b) && len(args) > 1 {
-			cands = append(cands, filepath.Base(args[1]))
+			script := args[1]
+			if script == "-m" && len(args) > 2 { // python -m aider
+				script = args[2]
+			}
+			cands = append(cands, filepath.Base(script))
+			for _, p := range agentPackages {
+				if strings.Contains(filepath.ToSlash(script), p.fragment) {
+					return p.agent, true
+				}
+			}
 		}
 	}
 	for _, c := range cands {
-		if knownAgent(c) {
-			return c, true
+		if name, ok := knownAgent(c); ok {
+			return name, true
 		}
 	}
 	if extra != nil {

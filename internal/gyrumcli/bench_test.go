@@ -15,7 +15,11 @@ import (
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
-// benchWorktree is a worktree prepared like start-work does.
+// benchHome is the GYRUM_HOME of the benchmarks' hooks.
+var benchHome string
+
+// benchWorktree is a worktree prepared like start-work does: .gyrum/ with
+// a lease, recorded as prepared in benchHome (the hook writes only there).
 func benchWorktree(b *testing.B) gyrumdir.Dir {
 	b.Helper()
 	d, err := gyrumdir.Create(b.TempDir())
@@ -23,8 +27,24 @@ func benchWorktree(b *testing.B) gyrumdir.Dir {
 		b.Fatal(err)
 	}
 	d.WriteLease(gyrumdir.Lease{Ticket: "T-b", Epoch: 1, WarpURL: "http://127.0.0.1:9"})
-	d.TouchActivity(time.Now())
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	benchHome = b.TempDir()
+	if err := gyrumdir.NewPrepared(benchHome).Add(d.Worktree); err != nil {
+		b.Fatal(err)
+	}
 	return d
+}
+
+// hookEnv is the environment of an exec'd benchmark hook.
+func hookEnv() []string { return append(os.Environ(), "GYRUM_HOME="+benchHome, "CLAUDE_PID=") }
+
+// mustHaveTouched fails b when the hook did not move d's last-activity:
+// a benchmark of a hook that does nothing measures nothing.
+func mustHaveTouched(b *testing.B, d gyrumdir.Dir) {
+	b.Helper()
+	if at, err := d.LastActivity(); err != nil || time.Since(at) > time.Minute {
+		b.Fatalf("the hook did not touch %s: %v %v", d.Path, at, err)
+	}
 }
 
 // BenchmarkTouchActivity execs `gyrum touch-activity` with a PostToolUse
@@ -37,10 +57,45 @@ func BenchmarkTouchActivity(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		cmd := exec.Command(gyrumBin, "touch-activity")
-		cmd.Stdin = bytes.NewReader(payload)
+		cmd.Stdin, cmd.Env = bytes.NewReader(payload), hookEnv()
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.StopTimer()
+	mustHaveTouched(b, d)
+}
+
+// BenchmarkTouchActivityAgentIndex: the same as Claude Code runs it from a
+// session whose lease is in another worktree: CLAUDE_PID set, the payload's
+// cwd the project, the lease found through $GYRUM_HOME/agents.
+func BenchmarkTouchActivityAgentIndex(b *testing.B) {
+	d := benchWorktree(b)
+	home := b.TempDir()
+	self, err := proc.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := gyrumdir.NewAgentIndex(home).Add(self, d.Worktree); err != nil {
+		b.Fatal(err)
+	}
+	project := b.TempDir()
+	payload := []byte(`{"session_id":"abc123","transcript_path":"/t.jsonl","cwd":"` + project +
+		`","permission_mode":"default","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"go test ./..."},` +
+		`"tool_response":{"stdout":"ok","stderr":"","interrupted":false},"tool_use_id":"toolu_01ABC123"}`)
+	env := append(os.Environ(), "CLAUDE_PID="+strconv.Itoa(self.PID), "GYRUM_HOME="+home)
+	before, _ := d.LastActivity()
+	b.ResetTimer()
+	for range b.N {
+		cmd := exec.Command(gyrumBin, "touch-activity")
+		cmd.Stdin, cmd.Env = bytes.NewReader(payload), env
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if after, _ := d.LastActivity(); !after.After(before) {
+		b.Fatal("the hook did not credit the agent's worktree")
 	}
 }
 
@@ -52,11 +107,13 @@ func BenchmarkTouchActivityLargePayload(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		cmd := exec.Command(gyrumBin, "touch-activity")
-		cmd.Stdin = bytes.NewReader(payload)
+		cmd.Stdin, cmd.Env = bytes.NewReader(payload), hookEnv()
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	mustHaveTouched(b, d)
 }
 
 // BenchmarkTouch execs coreutils touch on the same file: the floor.
@@ -141,10 +198,16 @@ func rssKiB(b *testing.B, pid int) float64 {
 // utime+stime and from the threads' schedstat (ns resolution), context
 // switches per tick, and the resident set size at the end. Run with
 // -benchtime=20x: ns/op is the tick interval, the metrics are the result.
-func BenchmarkLoopTick(b *testing.B) {
+func BenchmarkLoopTick(b *testing.B) { loopTick(b, "3600") }
+
+// BenchmarkLoopTickSampling: the same loop when its evidence is near stale,
+// so every tick also samples the process tree (every /proc/PID/stat).
+func BenchmarkLoopTickSampling(b *testing.B) { loopTick(b, "1") }
+
+func loopTick(b *testing.B, staleness string) {
 	e := &env{ws: newWarp(b), home: b.TempDir()}
 	e.vars = map[string]string{"WARP_URL": e.ws.URL(), "GYRUM_HOME": e.home, "HEARTBEAT_INTERVAL_SECS": "0.5",
-		"HEARTBEAT_ACTIVITY_STALENESS_SECS": "3600", "CLAUDE_PID": "", "GYRUM_AGENT_PROCESS": ""}
+		"HEARTBEAT_ACTIVITY_STALENESS_SECS": staleness, "CLAUDE_PID": "", "GYRUM_AGENT_PROCESS": ""}
 	e.ws.Create("T-bench")
 	sleep := exec.Command("sleep", "100000")
 	if err := sleep.Start(); err != nil {

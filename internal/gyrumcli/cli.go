@@ -7,8 +7,9 @@
 // tree in-process with their own streams and environment; cmd/gyrum only
 // wires it to the process.
 //
-// Client settings: WARP_URL (default http://127.0.0.1:7077), WARP_TOKEN,
-// GYRUM_AGENT, GYRUM_HOST, GYRUM_HOME (default ~/.gyrum), and the loop's
+// Client settings: WARP_URL (default http://127.0.0.1:7077), WARP_TOKEN
+// (the root flags --url and --token win over both), GYRUM_AGENT,
+// GYRUM_HOST, GYRUM_HOME (default ~/.gyrum), and the loop's
 // HEARTBEAT_INTERVAL_SECS, HEARTBEAT_ACTIVITY_STALENESS_SECS,
 // HEARTBEAT_INFLIGHT_MAX_SECS.
 package gyrumcli
@@ -18,25 +19,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/hook"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 )
 
-// Exit codes of the command (start-work -- CMD passes CMD's through).
+// Exit codes of the command, those of clikit (start-work -- CMD passes
+// CMD's through).
 const (
-	ExitOK    = 0
-	ExitError = 1 // the command ran and failed
-	ExitUsage = 2 // bad flags, arguments or environment
+	ExitOK    = clikit.ExitOK
+	ExitError = clikit.ExitError // the command ran and failed
+	ExitUsage = clikit.ExitUsage // bad flags, arguments or environment
 )
 
 // App runs the gyrum command tree. Nil fields take the process's own.
@@ -57,6 +59,12 @@ type App struct {
 	// StopGrace is the wait between SIGTERM and SIGKILL when gyrum stops a
 	// loop; DefaultStopGrace (5 s) when zero.
 	StopGrace time.Duration
+
+	// flagURL and flagToken are the root's --url and --token; overrides
+	// holds those given on the command line (WARP_URL, WARP_TOKEN) for the
+	// run (see applyClientFlags).
+	flagURL, flagToken string
+	overrides          map[string]string
 }
 
 // Execute runs the command line args (without the program name) with the
@@ -80,34 +88,9 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if a.Stderr == nil {
 		a.Stderr = io.Discard
 	}
-	root := a.RootCommand()
-	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var ce *exitCode
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	var fe *failure
-	if errors.As(err, &fe) {
-		fmt.Fprintf(a.Stderr, "gyrum: %s\n", message(fe.err))
-		if h := hint(fe.err); h != "" {
-			fmt.Fprintf(a.Stderr, "  %s\n", h)
-		}
-		if fe.code != 0 {
-			return fe.code
-		}
-		return ExitError
-	}
-	fmt.Fprintf(a.Stderr, "gyrum: %s\n", message(err))
-	path := "gyrum"
-	if cmd != nil {
-		path = cmd.CommandPath()
-	}
-	fmt.Fprintf(a.Stderr, "  run '%s --help' for usage\n", path)
-	return ExitUsage
+	// --url / --token wrap Getenv for this run only (applyClientFlags).
+	defer func(getenv func(string) string) { a.Getenv, a.overrides = getenv, nil }(a.Getenv)
+	return clikit.Execute(ctx, a.RootCommand(), args, clikit.Report{Message: apiclient.Message, Hint: hint})
 }
 
 func wantsHelp(args []string) bool {
@@ -132,39 +115,65 @@ as long as the agent is alive and working (activity-gated heartbeats, ADR-138).
   gyrum complete-pr --pr URL    stop the loop, complete the ticket
   gyrum release                 stop the loop, hand the ticket back
 
-WARP_URL (default ` + httpapi.DefaultURL + `) says where warp is, WARP_TOKEN
-is the bearer token, GYRUM_HOME (default ~/.gyrum) holds the registry of
-running loops.`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
+WARP_URL (default ` + client.DefaultURL + `) says where warp is, WARP_TOKEN
+is the bearer token (--url and --token win over them, for every command that
+talks to warp), GYRUM_HOME (default ~/.gyrum) holds the registry of running
+loops.`,
+		Example: `  gyrum start-work T-42
+  gyrum --url https://warp.internal:7077 --token "$AGENT_TOKEN" start-work --next --label backend
+  gyrum complete-pr --pr https://github.com/acme/billing/pull/7 -o json`,
 	}
-	root.SetOut(a.Stdout)
-	root.SetErr(a.Stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.flagURL, "url", "", "warp server URL for commands that talk to warp (env WARP_URL, default "+client.DefaultURL+
+		"); also wins over the warp_url of lease.json for release and complete-pr")
+	pf.StringVar(&a.flagToken, "token", "", "bearer token for commands that talk to warp (env WARP_TOKEN); passed on to the loop start-work spawns")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return a.applyClientFlags(pf) }
+	clikit.SetupRoot(root, a.Stdout, a.Stderr)
 	root.SetIn(a.stdin())
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageErrorf("%v", err) })
-	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(a.startWorkCommand(), a.heartbeatCommand(), a.touchActivityCommand(),
 		a.completePRCommand(), a.releaseCommand(), a.waitCommand(), a.statusCommand())
-	// The host-maintenance commands of issue 4 go here, one line each:
+	// The host-maintenance commands, one line each:
 	root.AddCommand(a.setupCommand())
 	root.AddCommand(a.doctorCommand())
 	root.AddCommand(a.watchdogCommand())
+	// --version, version, completion, gen-man, -o/--output.
+	clikit.Install(root)
 	return root
 }
 
-func (a *App) getenv(k string) string {
-	if a.Getenv != nil {
-		return a.Getenv(k)
+// applyClientFlags makes --url and --token, when given, win over WARP_URL
+// and WARP_TOKEN for the rest of the run: Getenv answers them (so the
+// client, doctor's probe and the loop's token see them) and the loop
+// start-work spawns gets them in its environment. The touch-activity fast
+// path never gets here: it does not talk to warp.
+func (a *App) applyClientFlags(pf *pflag.FlagSet) error {
+	over := map[string]string{}
+	if pf.Changed("url") {
+		if !apiclient.ValidURL(a.flagURL) {
+			return clikit.Usagef("--url %q is invalid: want http://HOST:PORT", a.flagURL)
+		}
+		over["WARP_URL"] = a.flagURL
 	}
-	return os.Getenv(k)
+	if pf.Changed("token") {
+		over["WARP_TOKEN"] = a.flagToken
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	a.overrides = over
+	getenv := a.Getenv
+	a.Getenv = func(k string) string {
+		if v, ok := over[k]; ok {
+			return v
+		}
+		return clikit.Getenv(getenv, k)
+	}
+	return nil
 }
 
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
+func (a *App) getenv(k string) string { return clikit.Getenv(a.Getenv, k) }
+
+func (a *App) now() time.Time { return clikit.Now(a.Now) }
 
 func (a *App) getwd() (string, error) {
 	if a.Getwd != nil {
@@ -195,26 +204,40 @@ func (a *App) executable() (string, error) {
 func (a *App) registry() (gyrumdir.Registry, error) {
 	home, err := gyrumdir.Home(a.getenv)
 	if err != nil {
-		return gyrumdir.Registry{}, usageErrorf("%v", err)
+		return gyrumdir.Registry{}, clikit.Usagef("%v", err)
 	}
 	return gyrumdir.NewRegistry(home), nil
+}
+
+// agents returns $GYRUM_HOME/agents, the index of which agent holds which
+// worktree's lease.
+func (a *App) agents() (gyrumdir.AgentIndex, error) {
+	home, err := gyrumdir.Home(a.getenv)
+	if err != nil {
+		return gyrumdir.AgentIndex{}, clikit.Usagef("%v", err)
+	}
+	return gyrumdir.NewAgentIndex(home), nil
 }
 
 // durations returns the loop's settings from the environment.
 func (a *App) durations() (heartbeat.Durations, error) {
 	d, err := heartbeat.DurationsFromEnv(a.getenv)
 	if err != nil {
-		return d, usageErrorf("%v", err)
+		return d, clikit.Usagef("%v", err)
 	}
 	return d, nil
 }
 
-// client returns a warp client for url ("" → WARP_URL, else the default).
-func (a *App) client(serverURL string) *httpapi.Client {
+// client returns a warp client for url ("" → WARP_URL, else the default);
+// --url, when given, wins over both.
+func (a *App) client(serverURL string) *client.Client {
+	if u, ok := a.overrides["WARP_URL"]; ok {
+		serverURL = u
+	}
 	if serverURL == "" {
 		serverURL = a.getenv("WARP_URL")
 	}
-	return httpapi.NewClient(serverURL, a.getenv("WARP_TOKEN"))
+	return client.NewClient(serverURL, a.getenv("WARP_TOKEN"))
 }
 
 // findDir returns the .gyrum/ of --dir (which must hold one) or the nearest
@@ -223,7 +246,7 @@ func (a *App) findDir(dirFlag string) (gyrumdir.Dir, error) {
 	if dirFlag != "" {
 		d, err := gyrumdir.Open(dirFlag)
 		if err != nil {
-			return d, usageErrorf("%v: was start-work run there?", err)
+			return d, clikit.Usagef("%v: was start-work run there?", err)
 		}
 		return d, nil
 	}
@@ -233,7 +256,7 @@ func (a *App) findDir(dirFlag string) (gyrumdir.Dir, error) {
 	}
 	d, err := gyrumdir.Find(wd)
 	if err != nil {
-		return d, usageErrorf("%v: run this in a worktree prepared by 'gyrum start-work', or pass --dir", err)
+		return d, clikit.Usagef("%v: run this in a worktree prepared by 'gyrum start-work', or pass --dir", err)
 	}
 	return d, nil
 }
@@ -241,23 +264,7 @@ func (a *App) findDir(dirFlag string) (gyrumdir.Dir, error) {
 // touchActivity is the hook's fast path: a hand-rolled --dir parse, then
 // internal/hook. Silent, whatever happens.
 func (a *App) touchActivity(args []string) {
-	defer func() { _ = recover() }()
-	o := hook.Options{Now: a.now()}
-	for i := 0; i < len(args); i++ {
-		s := args[i]
-		if s == "--dir" || s == "-dir" {
-			if i+1 < len(args) {
-				o.Dir = args[i+1]
-				i++
-			}
-		} else if v, ok := strings.CutPrefix(s, "--dir="); ok {
-			o.Dir = v
-		} else if v, ok := strings.CutPrefix(s, "-dir="); ok {
-			o.Dir = v
-		}
-	}
-	o.Cwd, _ = a.getwd()
-	_ = hook.Run(a.stdin(), o)
+	hook.Main(args, hook.Env{Stdin: a.stdin(), Stdout: a.Stdout, Getenv: a.getenv, Getwd: a.getwd, Now: a.now()})
 }
 
 func (a *App) touchActivityCommand() *cobra.Command {
@@ -267,15 +274,23 @@ func (a *App) touchActivityCommand() *cobra.Command {
 		Short: "The agent's tool-call hook: record activity for the heartbeat loop",
 		Long: `touch-activity is the hook Claude Code runs before and after every tool call
 ('gyrum setup' installs it). It reads the hook's JSON from stdin and finds the
-worktree's .gyrum/ by walking up from --dir, then the payload's cwd, then the
-working directory:
+.gyrum/ to update: with --dir, the one found walking up from it; else the
+worktrees whose leases its agent holds (CLAUDE_PID in $GYRUM_HOME/agents/, so a
+worktree made from inside a session is credited whatever the shell's cwd);
+else the one found walking up from the payload's cwd, then the working
+directory. It writes only into worktrees a start-work on this host prepared
+($GYRUM_HOME/worktrees/); a .gyrum/ a repository commits is left alone.
 
   PreToolUse                       create .gyrum/in-flight/<tool_use_id>
   PostToolUse, PostToolUseFailure  remove that marker, touch .gyrum/last-activity
   anything else, or no payload     touch .gyrum/last-activity
 
-It prints nothing and exits 0 whatever happens (no .gyrum/, garbage on stdin,
-a read-only worktree), so it can never break the agent.`,
+It exits 0 whatever happens (no .gyrum/, garbage on stdin, a read-only
+worktree, a FIFO or symlink in .gyrum/), so it can never break the agent. It
+prints nothing, except once after the lease ended without the agent asking:
+on the next PostToolUse/PostToolUseFailure it prints Claude Code's hook output
+{"hookSpecificOutput":{"hookEventName":...,"additionalContext":"gyrum: your
+lease on ticket ... "}}, which Claude Code shows the model.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.touchActivity([]string{"--dir", dir})
@@ -286,67 +301,19 @@ a read-only worktree), so it can never break the agent.`,
 	return cmd
 }
 
-// usageError is a mistake in the command line or environment: exit 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// failure is an error of a command that ran: exit 1, or code when set.
-type failure struct {
-	err  error
-	code int
-}
-
-func (f *failure) Error() string { return f.err.Error() }
-func (f *failure) Unwrap() error { return f.err }
-
-// exitCode ends the command with code and no message (start-work -- CMD).
-type exitCode struct{ code int }
-
-func (e *exitCode) Error() string { return fmt.Sprintf("exit %d", e.code) }
-
-// action adapts a command body: usage errors keep exit code 2, every other
-// error is a failure (exit 1).
-func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		err := fn(cmd, args)
-		var ue *usageError
-		var fe *failure
-		var ce *exitCode
-		if err == nil || errors.As(err, &ue) || errors.As(err, &fe) || errors.As(err, &ce) {
-			return err
-		}
-		return &failure{err: err}
-	}
-}
-
-// message returns what to print after "gyrum: ".
-func message(err error) string {
-	var ae *httpapi.APIError
-	if errors.As(err, &ae) {
-		return fmt.Sprintf("%s (HTTP %d %s)", ae.Message, ae.Status, ae.Code)
-	}
-	return err.Error()
-}
-
-// hint says what to do about err, "" when there is nothing useful to say.
-func hint(err error) string {
-	var ae *httpapi.APIError
-	if errors.As(err, &ae) {
+// hint says what to do about a failure, "" when there is nothing useful to
+// say.
+func hint(f *clikit.Failure) string {
+	var ae *client.APIError
+	if errors.As(f.Err, &ae) {
 		switch ae.Code {
-		case httpapi.CodeUnauthorized, httpapi.CodeForbidden:
-			return "set WARP_TOKEN to an agent token of the server (a line of its --token-file)"
+		case client.CodeUnauthorized, client.CodeForbidden:
+			return "set WARP_TOKEN (or pass --token) to an agent token of the server (a line of its --token-file)"
 		}
 		return ""
 	}
-	var ue *url.Error
-	var ne *net.OpError
-	if errors.As(err, &ue) || errors.As(err, &ne) {
-		return "is warp running there? start it with 'warp serve', or point WARP_URL at it"
+	if apiclient.Unreachable(f.Err) {
+		return "is warp running there? start it with 'warp serve', or point WARP_URL (or --url) at it"
 	}
 	return ""
 }

@@ -1,9 +1,13 @@
 package gyrumcli
 
 import (
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/doctor"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
 func (a *App) doctorCommand() *cobra.Command {
@@ -25,7 +29,7 @@ func (a *App) doctorCommand() *cobra.Command {
   loop ...     the loop of each local lease is alive and matches heartbeat.pid
 Exit 1 when something is wrong.`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			home, err := a.homeDir()
 			if err != nil {
 				return err
@@ -42,6 +46,7 @@ Exit 1 when something is wrong.`,
 				WarpURL:         a.getenv("WARP_URL"),
 				WarpToken:       a.getenv("WARP_TOKEN"),
 				Registry:        reg,
+				Prepared:        gyrumdir.NewPrepared(filepath.Dir(reg.Dir())),
 			})
 			if asJSON {
 				err = doctor.WriteJSON(a.Stdout, rep)
@@ -52,7 +57,7 @@ Exit 1 when something is wrong.`,
 				return err
 			}
 			if !rep.OK {
-				return &exitCode{code: ExitError}
+				return clikit.Exit(ExitError)
 			}
 			return nil
 		}),

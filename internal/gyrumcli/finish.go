@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 )
 
 func (a *App) completePRCommand() *cobra.Command {
@@ -18,14 +20,16 @@ func (a *App) completePRCommand() *cobra.Command {
 		Use:   "complete-pr [--dir D] [--pr URL]",
 		Short: "Stop the loop and complete the ticket with its lease's epoch",
 		Long: `complete-pr stops the worktree's loop (identity checked, SIGTERM, SIGKILL after
-5 s), completes the ticket on warp with the epoch of .gyrum/lease.json and
-removes the lease, pid files, in-flight markers and wait declaration (the log
-stays). When warp answers that the lease already ended (410) or belongs to
-someone else (409), that is reported (exit 1) and the local state is cleaned
-anyway; when warp cannot be reached, lease.json is kept so the command can be
-run again.`,
+5 s), completes the ticket on warp with the epoch and lease secret of
+.gyrum/lease.json and clears .gyrum/ (lease, pid files, in-flight markers,
+wait declaration, state, last-activity, hook counters, a pending lease-ended
+notice; the log stays) and forgets the worktree in $GYRUM_HOME. When warp
+answers that the lease already ended (410), belongs to someone else (409,
+including not_holder) or the ticket is unknown (404), that is reported (exit
+1) and the local state is cleaned anyway; when warp cannot be reached,
+lease.json is kept so the command can be run again.`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			return a.finish(cmd.Context(), dir, true, pr, asJSON)
 		}),
 	}
@@ -42,12 +46,12 @@ func (a *App) releaseCommand() *cobra.Command {
 		Use:   "release [--dir D]",
 		Short: "Stop the loop and hand the ticket back (it becomes open again)",
 		Long: `release stops the worktree's loop like complete-pr, releases the lease on warp
-with its epoch and cleans .gyrum/. A lease that already ended (410) or was
-taken over (409) counts as released: the local state is cleaned and the
-answer reported. When warp cannot be reached, lease.json is kept so the
+with its epoch and lease secret and cleans .gyrum/. A lease that already
+ended (410), was taken over (409) or whose ticket is unknown (404) counts as
+released: the local state is cleaned and the answer reported. When warp cannot be reached, lease.json is kept so the
 command can be run again.`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			return a.finish(cmd.Context(), dir, false, "", asJSON)
 		}),
 	}
@@ -85,20 +89,20 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 	if err != nil {
 		return err
 	}
-	client := a.client(lease.WarpURL)
+	api := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret)
 	res := FinishResult{Ticket: lease.Ticket, Epoch: lease.Epoch, Action: "released", Server: "ok", Loop: st}
 	if complete {
 		res.Action = "completed"
-		_, err = client.Complete(ctx, lease.Ticket, httpapi.CompleteRequest{Epoch: lease.Epoch, PRURL: prURL})
+		_, err = api.Complete(ctx, lease.Ticket, client.CompleteRequest{Epoch: lease.Epoch, PRURL: prURL})
 	} else {
-		_, err = client.Release(ctx, lease.Ticket, httpapi.ReleaseRequest{Epoch: lease.Epoch, Reason: "released by agent"})
+		_, err = api.Release(ctx, lease.Ticket, client.ReleaseRequest{Epoch: lease.Epoch, Reason: "released by agent"})
 	}
 	var refused error
 	if err != nil {
 		if !endedAlready(err) {
 			return fmt.Errorf("%s %s: %w (lease.json kept: run the command again)", verb(complete), lease.Ticket, err)
 		}
-		res.Server = message(err)
+		res.Server = apiclient.Message(err)
 		if complete {
 			res.Action = "not completed"
 			refused = fmt.Errorf("warp refused to complete %s: %s (local state cleaned)", lease.Ticket, res.Server)
@@ -107,8 +111,9 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 	if err := d.Clear(); err != nil {
 		return fmt.Errorf("clean %s: %w", d.Path, err)
 	}
+	a.forgetWorktree(d)
 	if asJSON {
-		if err := writeJSON(a.Stdout, res); err != nil {
+		if err := clikit.PrintJSON(a.Stdout, res); err != nil {
 			return err
 		}
 	} else {

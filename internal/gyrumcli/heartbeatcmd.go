@@ -2,19 +2,17 @@ package gyrumcli
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os/signal"
-	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/rawhttp/rawtls"
 )
 
 func (a *App) heartbeatCommand() *cobra.Command {
@@ -41,15 +39,22 @@ HEARTBEAT_INTERVAL_SECS (default 240, ±10 % jitter):
                                  → one exit report "parent-exited", exit
   .gyrum/lease.json gone         → one exit report "worktree-gone", exit
   activity older than HEARTBEAT_ACTIVITY_STALENESS_SECS (default 900)
-                                 → skip this POST
+                                 → POST a stale report ("stale": true: the
+                                   verdict stays "stalled", the lease is not
+                                   extended)
   otherwise                      → POST schema_version 2 with activity_age_s
 
-Activity age is the age of .gyrum/last-activity, or 0 while a tool call
-(.gyrum/in-flight/) or a 'gyrum wait' runs and is younger than
-HEARTBEAT_INFLIGHT_MAX_SECS (default 7200). Answers 404, 409 and 410 end the
-loop; network errors and 5xx are retried with a jittered backoff of up to
-four intervals; unsupported_schema_version switches to v1 bodies. SIGTERM
-ends it. It logs to .gyrum/heartbeat.log (rotated at 256 KiB) and records its
+Activity age is the time since the latest evidence of work: .gyrum/last-activity
+(the agent's last completed tool call); a tool call in .gyrum/in-flight/ (0 while
+a process the agent started with the call runs, else counted from its start);
+a 'gyrum wait'; CPU used by the agent's own processes, foreground or background
+(at least 2 % of a core between two samples; never longer than
+HEARTBEAT_INFLIGHT_MAX_SECS, default 7200, after its last tool call); the claim.
+Answers 404, 409 and 410 end the loop after leaving the agent a notice
+(.gyrum/lease-ended.json, shown by the hook on its next tool call); network
+errors and 5xx are retried with a jittered backoff of up to four intervals,
+never longer than the server's max_retry_gap_s; unsupported_schema_version
+switches to v1 bodies. SIGTERM ends it. It logs to .gyrum/heartbeat.log (rotated at 256 KiB) and records its
 latest outcome in .gyrum/heartbeat.state.
 
 --schema-version 1 runs a pre-ADR loop instead: a v1 body every interval,
@@ -57,9 +62,9 @@ with no process or activity check, no exit report, answers ignored — an
 unmigrated host, for mixed fleets and the simulator. Only SIGTERM (release,
 complete-pr, heartbeat kill, the watchdog) ends it.`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if schema != 1 && schema != 2 {
-				return usageErrorf("--schema-version %d: want 1 or 2", schema)
+				return clikit.Usagef("--schema-version %d: want 1 or 2", schema)
 			}
 			return a.heartbeatRun(cmd.Context(), dir, schema)
 		}),
@@ -74,39 +79,11 @@ func (a *App) heartbeatRun(ctx context.Context, dirFlag string, schema int) erro
 	if err != nil {
 		return err
 	}
-	lg, err := d.OpenLog(gyrumdir.DefaultLogMax)
-	if err != nil {
-		return err
+	err = heartbeat.Detached(ctx, d, schema, a.getenv, rawtls.Handshake(nil))
+	if errors.Is(err, heartbeat.ErrSettings) {
+		return clikit.Usagef("%v", err)
 	}
-	defer lg.Close()
-	logger := slog.New(slog.NewTextHandler(lg, nil))
-	fail := func(err error) error {
-		logger.Error("loop cannot start", "err", err)
-		return err
-	}
-	dur, err := a.durations()
-	if err != nil {
-		return fail(err)
-	}
-	reg, err := a.registry()
-	if err != nil {
-		return fail(err)
-	}
-	loop, err := heartbeat.New(heartbeat.Config{Dir: d, Registry: reg, Token: a.getenv("WARP_TOKEN"),
-		Durations: dur, SchemaVersion: schema, Logger: logger})
-	if err != nil {
-		return fail(err)
-	}
-	if a.getenv("GOMAXPROCS") == "" {
-		// One tick at a time: a single P saves threads and wake-ups.
-		runtime.GOMAXPROCS(1)
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	if _, err := loop.Run(ctx); err != nil {
-		return fail(err)
-	}
-	return nil
+	return err
 }
 
 // LoopStatus is what heartbeat status and status report for one worktree.
@@ -147,11 +124,20 @@ func (a *App) inspect(d gyrumdir.Dir, loopPID int) LoopStatus {
 	if dur.InFlightMax == 0 {
 		dur.InFlightMax = heartbeat.DefaultInFlightMax
 	}
-	if act, err := d.Activity(a.now(), dur.InFlightMax); err == nil {
+	st, stErr := d.ReadState()
+	if stErr == nil && s.LoopAlive && !st.UpdatedAt.IsZero() {
+		// The running loop's own judgement (backed calls, background CPU),
+		// aged since its last tick unless something is in flight.
+		age := st.ActivityAgeS
+		if st.InFlight == "" {
+			age += max(a.now().Sub(st.UpdatedAt), 0).Seconds()
+		}
+		s.ActivityS, s.InFlight = &age, st.InFlight
+	} else if act, err := d.Activity(a.now(), dur.InFlightMax); err == nil {
 		age := act.Age.Seconds()
 		s.ActivityS, s.InFlight = &age, act.InFlight
 	}
-	if st, err := d.ReadState(); err == nil {
+	if stErr == nil {
 		s.State, s.Outcome = &st, st.LastOutcome
 		if !st.LastPOSTAt.IsZero() {
 			t := st.LastPOSTAt
@@ -168,14 +154,14 @@ func (a *App) heartbeatStatusCommand() *cobra.Command {
 		Use:   "status [--dir D] [--json]",
 		Short: "Show the worktree's lease, loop, watched process, activity and last POST",
 		Args:  cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {
 				return err
 			}
 			s := a.inspect(d, 0)
 			if asJSON {
-				return writeJSON(a.Stdout, s)
+				return clikit.PrintJSON(a.Stdout, s)
 			}
 			return a.printStatusLong(a.Stdout, s)
 		}),
@@ -232,7 +218,7 @@ func (a *App) heartbeatKillCommand() *cobra.Command {
 		Use:   "kill [--dir D]",
 		Short: "Stop the worktree's loop (identity checked, SIGTERM, SIGKILL after 5 s); the lease stays",
 		Args:  cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {
 				return err
@@ -247,10 +233,4 @@ func (a *App) heartbeatKillCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
 	return cmd
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

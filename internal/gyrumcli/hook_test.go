@@ -1,11 +1,13 @@
 package gyrumcli_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +31,13 @@ func hookPayload(event, cwd string) string {
 
 // hookWorktree is a worktree prepared like start-work does, with an old
 // last-activity so a touch is visible.
-func hookWorktree(t *testing.T) gyrumdir.Dir {
+func hookWorktree(t *testing.T, e *env) gyrumdir.Dir {
 	t.Helper()
 	d, err := gyrumdir.Create(mkdir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.prepared(d)
 	d.WriteLease(gyrumdir.Lease{Ticket: "T-h", Epoch: 1, WarpURL: "http://127.0.0.1:9"})
 	d.TouchActivity(time.Now().Add(-time.Hour))
 	return d
@@ -55,7 +58,7 @@ func silentOK(t *testing.T, r result) {
 
 func TestTouchActivityEvents(t *testing.T) {
 	e := newEnv(t)
-	d := hookWorktree(t)
+	d := hookWorktree(t, e)
 	sub := filepath.Join(d.Worktree, "a", "b")
 	os.MkdirAll(sub, 0o755)
 	elsewhere := t.TempDir() // the hook's own cwd: the payload's cwd decides
@@ -90,7 +93,7 @@ func TestTouchActivityEvents(t *testing.T) {
 func TestTouchActivityPlainGarbageEmpty(t *testing.T) {
 	e := newEnv(t)
 	for name, stdin := range map[string]string{"empty": "", "garbage": "\x00\xffnot json {[", "array": `["cwd"]`} {
-		d := hookWorktree(t)
+		d := hookWorktree(t, e)
 		silentOK(t, e.gyrum(d.Worktree, stdin, "touch-activity"))
 		if !touched(t, d) {
 			t.Errorf("%s stdin: last-activity not touched", name)
@@ -100,7 +103,7 @@ func TestTouchActivityPlainGarbageEmpty(t *testing.T) {
 		}
 	}
 	// --dir, from a directory outside the worktree.
-	d := hookWorktree(t)
+	d := hookWorktree(t, e)
 	silentOK(t, e.gyrum(t.TempDir(), "", "touch-activity", "--dir", filepath.Join(d.Worktree)))
 	if !touched(t, d) {
 		t.Error("--dir: not touched")
@@ -108,9 +111,10 @@ func TestTouchActivityPlainGarbageEmpty(t *testing.T) {
 }
 
 func TestTouchActivityClosedStdin(t *testing.T) {
-	d := hookWorktree(t)
+	e := newEnv(t)
+	d := hookWorktree(t, e)
 	cmd := exec.Command("sh", "-c", `"$0" touch-activity <&-`, gyrumBin)
-	cmd.Dir = d.Worktree
+	cmd.Dir, cmd.Env = d.Worktree, e.environ()
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(out) != 0 {
 		t.Fatalf("closed stdin: %v, output %q", err, out)
@@ -133,7 +137,7 @@ func TestTouchActivityNoGyrumDir(t *testing.T) {
 
 func TestTouchActivityUnwritableWorktree(t *testing.T) {
 	e := newEnv(t)
-	d := hookWorktree(t)
+	d := hookWorktree(t, e)
 	if os.Geteuid() != 0 {
 		os.Chmod(d.File(gyrumdir.InFlightDir), 0o500)
 		os.Chmod(d.Path, 0o500)
@@ -151,7 +155,7 @@ func TestTouchActivityUnwritableWorktree(t *testing.T) {
 	}
 	if _, err := d.LastActivity(); err == nil && os.Geteuid() == 0 {
 		t.Fatal("a write succeeded where it cannot")
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) && os.Geteuid() == 0 {
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, gyrumdir.ErrUnsafe) && os.Geteuid() == 0 {
 		t.Fatal(err)
 	}
 }
@@ -162,4 +166,72 @@ func TestTouchActivityHelpIsNotSilent(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "PreToolUse") {
 		t.Fatalf("--help: %+v", r)
 	}
+}
+
+// A repository that commits .gyrum/lease.json gets nothing from the hook:
+// it writes only into worktrees a start-work on this host prepared, and
+// the release makes the worktree foreign again.
+func TestTouchActivityOnlyInPreparedWorktrees(t *testing.T) {
+	e := newEnv(t)
+	d, err := gyrumdir.Create(mkdir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.WriteLease(gyrumdir.Lease{Ticket: "T-evil", Epoch: 1, WarpURL: "http://127.0.0.1:9"})
+	for _, args := range [][]string{{"touch-activity"}, {"touch-activity", "--dir", d.Worktree}} {
+		silentOK(t, e.gyrum(d.Worktree, hookPayload("PostToolUse", d.Worktree), args...))
+	}
+	if _, err := d.LastActivity(); err == nil {
+		t.Error("the hook wrote into a .gyrum/ no start-work prepared")
+	}
+	if _, err := os.Stat(d.File(gyrumdir.HookEventsFile)); err == nil {
+		t.Error("the hook counted an event in a .gyrum/ no start-work prepared")
+	}
+
+	// A real start-work prepares its worktree; its release forgets it.
+	e.ws.Create("T-p")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	e.startResult(e.gyrum(wt, "", "start-work", "T-p", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	w, _ := gyrumdir.Open(wt)
+	before, _ := w.LastActivity()
+	time.Sleep(20 * time.Millisecond) // mtimes have a resolution
+	silentOK(t, e.gyrum(wt, hookPayload("PostToolUse", wt), "touch-activity"))
+	if after, _ := w.LastActivity(); !after.After(before) {
+		t.Error("the hook did not credit a worktree start-work prepared")
+	}
+	e.inproc(wt, "release")
+	if gyrumdir.NewPrepared(e.home).Has(wt) {
+		t.Error("the released worktree is still prepared")
+	}
+}
+
+// `gyrum heartbeat status` shows the running loop's own judgement: a call
+// nothing backs (a denied one) is not reported in flight, as the loop does
+// not report it to warp either.
+func TestStatusShowsTheLoopsJudgement(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-st")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	e.startResult(e.gyrum(wt, "", "start-work", "T-st", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	silentOK(t, e.gyrum(wt, hookPayload("PreToolUse", wt), "touch-activity"))
+	d, _ := gyrumdir.Open(wt)
+	if ms, _ := d.InFlight(); len(ms) != 1 {
+		t.Fatalf("markers %v, want the denied call's", ms)
+	}
+	n := len(e.ws.Answered())
+	waitFor(t, "a tick after the marker", func() bool { return len(e.ws.Answered()) > n+1 })
+	var st struct {
+		InFlight string   `json:"in_flight"`
+		Activity *float64 `json:"activity_age_s"`
+	}
+	r := e.gyrum(wt, "", "heartbeat", "status", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status %q: %v", r.stdout, err)
+	}
+	if st.InFlight != "" || st.Activity == nil {
+		t.Errorf("status: in_flight %q activity %v, want nothing in flight (no process backs the call)", st.InFlight, st.Activity)
+	}
+	e.inproc(wt, "release")
 }

@@ -62,8 +62,10 @@ func TestLoopWithoutHookIsUnwiredThenActive(t *testing.T) {
 		t.Errorf("lease after one hook run: hook %q/%d, want yes/1", l.HookSeen, l.HookEvents)
 	}
 	d, _ := gyrumdir.Open(wt)
-	if st, _ := d.ReadState(); !st.HookSeen || st.HookEvents != 1 {
-		t.Errorf("heartbeat.state: hook_seen %v hook_events %d", st.HookSeen, st.HookEvents)
+	// The loop writes its state right after the answer the verdict came from.
+	waitFor(t, "heartbeat.state to show the hook", func() bool { st, _ := d.ReadState(); return st.HookSeen })
+	if st, _ := d.ReadState(); st.HookEvents != 1 {
+		t.Errorf("heartbeat.state: hook_events %d, want 1", st.HookEvents)
 	}
 	e.inproc(wt, "release")
 }

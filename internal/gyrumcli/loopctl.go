@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
@@ -51,7 +53,25 @@ func (a *App) childEnv() []string {
 	return env
 }
 
-// spawnLoop starts `gyrum heartbeat run --dir D` in a new session with
+// LoopBinaryName is the loop alone (cmd/gyrum-loop): start-work runs it
+// when it sits beside gyrum, gyrum heartbeat run otherwise.
+const LoopBinaryName = "gyrum-loop"
+
+// loopArgv is the command line of a loop for worktree d, whose lease is
+// on the server at warpURL: gyrum-loop beside exe when there is one and
+// the server speaks plain http (a small binary without TLS, which matters
+// for a process that lives as long as its agent), else exe itself. Both
+// take the same words, heartbeat run, by which loops are recognised.
+func loopArgv(exe string, d gyrumdir.Dir, schema int, warpURL string) []string {
+	words := []string{"heartbeat", "run", "--dir", d.Worktree, "--schema-version", strconv.Itoa(schema)}
+	small := filepath.Join(filepath.Dir(exe), LoopBinaryName)
+	if fi, err := os.Stat(small); err == nil && !heartbeat.NeedsTLS(warpURL) && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return append([]string{small}, words...)
+	}
+	return append([]string{exe}, words...)
+}
+
+// spawnLoop starts `gyrum heartbeat run --dir D` (loopArgv) in a new session with
 // every standard stream on /dev/null, so whatever started gyrum (a hook, a
 // Bash tool call) is never held open, and waits until the loop has
 // registered (heartbeat.pid names it). A loop that exits or does not
@@ -61,11 +81,16 @@ func (a *App) spawnLoop(ctx context.Context, d gyrumdir.Dir, schema int) (proc.I
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	cmd := exec.Command(exe, "heartbeat", "run", "--dir", d.Worktree, "--schema-version", strconv.Itoa(schema))
+	lease, err := d.ReadLease()
+	if err != nil {
+		return proc.Identity{}, fmt.Errorf("start the heartbeat loop: %w", err)
+	}
+	argv := loopArgv(exe, d, schema, lease.WarpURL)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
 	cmd.Env = a.childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := withInheritedFDsClosed(cmd.Start); err != nil {
 		return proc.Identity{}, fmt.Errorf("start the heartbeat loop: %w", err)
 	}
 	exited := make(chan error, 1)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,22 +23,14 @@ import (
 var gyrumBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gyrum-bin-")
+	bin, remove, err := warptest.BuildGyrum()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gyrumBin = filepath.Join(dir, "gyrum")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(goBin, "build", "-o", gyrumBin, "github.com/gyrum-labs/warp/cmd/gyrum")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gyrum:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	gyrumBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -78,6 +69,15 @@ func (e *env) reapLoops() {
 		if id := en.Identity(); id.Alive() {
 			proc.Stop(context.Background(), id, time.Second)
 		}
+	}
+}
+
+// prepared records d as a worktree start-work prepared in the env's
+// GYRUM_HOME: the hook writes only into those.
+func (e *env) prepared(d gyrumdir.Dir) {
+	e.t.Helper()
+	if err := gyrumdir.NewPrepared(e.home).Add(d.Worktree); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/doctor"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/setup"
 	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 
@@ -105,7 +106,7 @@ func TestSetupCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(string(data), `"command": "`+gyrumBin+` touch-activity"`) != 3 {
+	if strings.Count(string(data), `"command": "`+setup.HookCommand(gyrumBin)+`"`) != 3 {
 		t.Errorf("settings do not run this gyrum for the three events:\n%s", data)
 	}
 	r = e.inproc(home, "setup", "--watchdog", "none")
@@ -121,6 +122,7 @@ func TestSetupCommand(t *testing.T) {
 	wt := mkdir(t)
 	d, _ := gyrumdir.Create(wt)
 	os.WriteFile(d.File(gyrumdir.LeaseFile), []byte("{}"), 0o600)
+	e.prepared(d)
 	if res := e.gyrum(wt, `{"hook_event_name":"PostToolUse","cwd":"`+wt+`","tool_name":"Bash","tool_use_id":"t1"}`, "touch-activity"); res.code != 0 {
 		t.Fatalf("touch-activity exit %d", res.code)
 	}
@@ -135,7 +137,7 @@ func TestSetupCommand(t *testing.T) {
 		t.Fatalf("setup --project: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, p := range []string{filepath.Join(project, ".claude", "settings.json"), filepath.Join(project, ".cursor", "hooks.json")} {
-		if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), gyrumBin+" touch-activity") {
+		if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), setup.HookCommand(gyrumBin)) {
 			t.Errorf("%s: %v\n%s", p, err, b)
 		}
 	}
@@ -145,7 +147,7 @@ func TestSetupCommand(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("uninstall: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if b, _ := os.ReadFile(settings); strings.Contains(string(b), "touch-activity") {
+	if b, _ := os.ReadFile(settings); strings.Contains(string(b), setup.HookCommand(gyrumBin)) {
 		t.Errorf("uninstall left the hook:\n%s", b)
 	}
 

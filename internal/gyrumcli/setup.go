@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/setup"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -20,22 +21,23 @@ func (a *App) homeDir() (string, error) {
 	}
 	h, err := os.UserHomeDir()
 	if err != nil {
-		return "", usageErrorf("HOME is unset: %v", err)
+		return "", clikit.Usagef("HOME is unset: %v", err)
 	}
 	return h, nil
 }
 
 func (a *App) setupCommand() *cobra.Command {
 	var (
-		project   string
-		watchdog  string
-		uninstall bool
-		dryRun    bool
-		agents    []string
+		project      string
+		watchdog     string
+		uninstall    bool
+		dryRun       bool
+		agents       []string
+		instructions string
 	)
 	cmd := &cobra.Command{
-		Use:   "setup [--project DIR] [--watchdog auto|systemd|cron|none] [--uninstall] [--dry-run] [--agents codex,gemini,cursor]",
-		Short: "Wire the touch-activity hook into Claude Code and schedule the watchdog",
+		Use:   "setup [--project DIR] [--watchdog auto|systemd|cron|none] [--uninstall] [--dry-run] [--agents codex,gemini,cursor] [--instructions[=FILE]]",
+		Short: "Wire the touch-activity hook into the agents, schedule the watchdog, write agent instructions",
 		Long: `setup adds 'gyrum touch-activity' (this binary's absolute path, timeout 5 s) for
 PreToolUse, PostToolUse and PostToolUseFailure (matcher "*") to the Claude Code
 settings: $CLAUDE_CONFIG_DIR/settings.json (default ~/.claude/settings.json), or
@@ -49,15 +51,50 @@ nothing.
 It also schedules 'gyrum watchdog sweep' every 5 minutes: with --watchdog auto
 (default) a systemd user timer (gyrum-watchdog.timer + .service in
 $XDG_CONFIG_HOME/systemd/user) where 'systemctl --user' works, else a crontab
-line ending in '# gyrum-watchdog'; systemd, cron and none force a choice.
+line ending in '# gyrum-watchdog'; systemd, cron and none force a choice. Where
+auto finds neither (a container, a host without cron), setup installs the hook
+alone, warns that the watchdog is not scheduled, says how to run it by hand or
+schedule it later ('gyrum setup --watchdog cron|systemd'), and exits 0; a
+scheduler named with --watchdog that is not there is an error (exit 1) and
+changes nothing.
 
---agents also wires Codex (~/.codex/hooks.json), Gemini CLI (AfterTool in
-~/.gemini/settings.json) and Cursor (postToolUse in ~/.cursor/hooks.json).
---dry-run prints every change (diffs, commands) and makes none. --uninstall
+--agents also wires, in each tool's documented hook format, Codex
+(PreToolUse and PostToolUse in $CODEX_HOME/hooks.json, default
+~/.codex/hooks.json; Codex runs a new hook only once you trust it in /hooks,
+and setup says so), Gemini CLI (BeforeTool and AfterTool in
+~/.gemini/settings.json) and Cursor (preToolUse, postToolUse and
+postToolUseFailure in ~/.cursor/hooks.json); with --project, the same files
+under DIR. --dry-run prints every change (diffs, commands) and makes none; it
+shows the hook's diff even when the schedule cannot be made. --uninstall
 removes exactly what setup added: its hook entries, the groups and lists only
-they filled, the units or the crontab line.`,
-		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+they filled, the units or the crontab line.
+
+--instructions prints a short snippet for the agent's instructions: claim
+with 'gyrum start-work', finish with 'gyrum complete-pr' or 'gyrum release',
+declare long waits with 'gyrum wait', and what to do when told a lease ended.
+--instructions=FILE (CLAUDE.md, AGENTS.md, GEMINI.md; created when missing)
+puts it into FILE once, between '<!-- gyrum:begin -->' and '<!-- gyrum:end -->'
+markers: appended after a blank line, updated in place by a later gyrum, and
+left alone when it is current; the rest of FILE is kept byte for byte. With
+--uninstall it removes the block again, with --dry-run it shows the diff.
+--instructions touches nothing else: run 'gyrum setup' for the hooks.`,
+		Example: `  gyrum setup --agents codex,gemini,cursor
+  gyrum setup --project . --dry-run
+  gyrum setup --instructions=AGENTS.md
+  gyrum setup --instructions                # print the snippet`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if cmd.Flags().Changed("instructions") {
+				return clikit.Usagef("--instructions takes its file with '=': gyrum setup --instructions=%s", args[0])
+			}
+			return clikit.Usagef("setup takes no arguments, got %q", args)
+		},
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("instructions") {
+				return a.setupInstructions(cmd, instructions, uninstall, dryRun)
+			}
 			home, err := a.homeDir()
 			if err != nil {
 				return err
@@ -82,10 +119,10 @@ they filled, the units or the crontab line.`,
 			}
 			if project != "" {
 				if o.Project, err = filepath.Abs(project); err != nil {
-					return usageErrorf("--project %s: %v", project, err)
+					return clikit.Usagef("--project %s: %v", project, err)
 				}
 				if st, err := os.Stat(o.Project); err != nil || !st.IsDir() {
-					return usageErrorf("--project %s: not a directory", project)
+					return clikit.Usagef("--project %s: not a directory", project)
 				}
 			}
 			exe, err := a.executable()
@@ -99,19 +136,22 @@ they filled, the units or the crontab line.`,
 			if gh := a.getenv("GYRUM_HOME"); gh != "" {
 				abs, err := filepath.Abs(gh)
 				if err != nil {
-					return usageErrorf("GYRUM_HOME %s: %v", gh, err)
+					return clikit.Usagef("GYRUM_HOME %s: %v", gh, err)
 				}
 				o.ScheduleEnv = map[string]string{"GYRUM_HOME": abs}
 			}
-			_, err = setup.Run(cmd.Context(), o)
+			rep, err := setup.Run(cmd.Context(), o)
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(a.Stderr, "gyrum: warning: %s\n", strings.ReplaceAll(w, "\n", "\n  "))
+			}
 			var pe *setup.ParseError
 			switch {
 			case err == nil:
 				return nil
 			case errors.As(err, &pe):
-				return &failure{err: err}
+				return clikit.Fail(err)
 			case errors.Is(err, warp.ErrInvalid):
-				return usageErrorf("%s", warp.ErrorMessage(err))
+				return clikit.Usagef("%s", warp.ErrorMessage(err))
 			}
 			return err
 		}),
@@ -122,5 +162,44 @@ they filled, the units or the crontab line.`,
 	f.BoolVar(&uninstall, "uninstall", false, "remove what setup added")
 	f.BoolVar(&dryRun, "dry-run", false, "print every change, make none")
 	f.StringSliceVar(&agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
+	f.StringVar(&instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md) once")
+	f.Lookup("instructions").NoOptDefVal = instructionsStdout
 	return cmd
+}
+
+// instructionsStdout is the value of a bare --instructions: print.
+const instructionsStdout = "-"
+
+// setupInstructions is setup --instructions[=FILE]: print the snippet, or
+// put it into (with --uninstall: remove it from) FILE.
+func (a *App) setupInstructions(cmd *cobra.Command, file string, uninstall, dryRun bool) error {
+	for _, name := range []string{"project", "watchdog", "agents"} {
+		if cmd.Flags().Changed(name) {
+			return clikit.Usagef("--instructions works alone: it does not touch the hooks or the watchdog; run 'gyrum setup --%s ...' separately", name)
+		}
+	}
+	if file == "" {
+		return clikit.Usagef("--instructions=FILE: the file name is empty")
+	}
+	if file == instructionsStdout {
+		if uninstall || dryRun {
+			return clikit.Usagef("--uninstall and --dry-run need a file: gyrum setup --instructions=CLAUDE.md (a bare --instructions only prints the snippet)")
+		}
+		_, err := fmt.Fprint(a.Stdout, setup.Instructions())
+		return err
+	}
+	path := file
+	if !filepath.IsAbs(path) {
+		wd, err := a.getwd()
+		if err != nil {
+			return fmt.Errorf("working directory: %w", err)
+		}
+		path = filepath.Join(wd, path)
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return clikit.Usagef("--instructions=%s: not a regular file", file)
+	}
+	// A *setup.MarkerError (markers it cannot pair) is a failure, exit 1.
+	_, err := setup.RunInstructions(cmd.Context(), setup.InstructionsOptions{Path: path, Uninstall: uninstall, DryRun: dryRun, Out: a.Stdout})
+	return err
 }

@@ -2,7 +2,6 @@ package gyrumcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,14 +10,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 type startWorkOptions struct {
@@ -69,14 +70,19 @@ names, so linked worktrees and submodules get theirs), so lease files are
 never committed.
 
 The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
-whose executable is a known agent (claude, codex, gemini, cursor-agent, aider,
-or a match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work.
+that is a known agent (claude or claude.exe, node running @anthropic-ai/claude-code,
+codex, gemini or node running @google/gemini-cli, cursor-agent, aider, or a
+match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. The
+watched process is recorded in $GYRUM_HOME/agents, so the hook credits this
+lease for that agent's tool calls whatever its shell's cwd is.
 
 With -- CMD ARGS... start-work runs CMD in the worktree as its child and
 watches itself; SIGINT, SIGTERM and SIGHUP are forwarded to CMD. However CMD
 ends, the loop is stopped and the lease released (only complete-pr completes a
 ticket), and start-work exits with CMD's code (128+N when a signal N killed
-it). Its summary then goes to stderr, so CMD's output stays its own.
+it). Its summary then goes to stderr, so CMD's output stays its own. If
+start-work itself is killed (SIGKILL, the OOM killer), Linux ends CMD too
+(parent-death signal SIGTERM); macOS cannot, and CMD runs on without a lease.
 
 If anything fails after the claim, start-work undoes it: the loop is reaped,
 the lease released, the files and the new worktree removed.`,
@@ -84,37 +90,37 @@ the lease released, the files and the new worktree removed.`,
   gyrum start-work --next --label backend --worktree
   gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
   gyrum start-work T-42 -- claude -p "fix T-42"`,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			var child []string
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				child, args = args[dash:], args[:dash]
 				if len(child) == 0 {
-					return usageErrorf("nothing after --: give the command to run")
+					return clikit.Usagef("nothing after --: give the command to run")
 				}
 			}
 			ticket := ""
 			switch {
 			case o.next && len(args) > 0:
-				return usageErrorf("give a TICKET or --next, not both")
+				return clikit.Usagef("give a TICKET or --next, not both")
 			case !o.next && len(args) != 1:
-				return usageErrorf("give one TICKET, or --next")
+				return clikit.Usagef("give one TICKET, or --next")
 			case !o.next:
 				ticket = args[0]
-				if !warp.ValidTicketID(ticket) {
-					return usageErrorf("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", ticket)
+				if err := apiclient.CheckTicketID(ticket); err != nil {
+					return err
 				}
 				if len(o.labels) > 0 {
-					return usageErrorf("--label goes with --next")
+					return clikit.Usagef("--label goes with --next")
 				}
 			}
 			if o.schema != 1 && o.schema != 2 {
-				return usageErrorf("--schema-version %d: want 1 or 2", o.schema)
+				return clikit.Usagef("--schema-version %d: want 1 or 2", o.schema)
 			}
 			if child != nil && o.watchPID != 0 {
-				return usageErrorf("--watch-pid and -- CMD exclude each other: with -- CMD gyrum watches itself")
+				return clikit.Usagef("--watch-pid and -- CMD exclude each other: with -- CMD gyrum watches itself")
 			}
 			if o.watchPID < 0 {
-				return usageErrorf("--watch-pid %d is not a pid", o.watchPID)
+				return clikit.Usagef("--watch-pid %d is not a pid", o.watchPID)
 			}
 			return a.startWork(cmd.Context(), o, ticket, child)
 		}),
@@ -168,7 +174,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		return err
 	}
 	if st, err := os.Stat(base); err != nil || !st.IsDir() {
-		return usageErrorf("--dir %s is not a directory", base)
+		return clikit.Usagef("--dir %s is not a directory", base)
 	}
 	if !o.worktree {
 		if err := checkFree(base); err != nil {
@@ -191,12 +197,12 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		host, _ = os.Hostname()
 	}
 
-	client := a.client("")
-	var t httpapi.Ticket
+	api := a.client("")
+	var t client.Ticket
 	if ticket != "" {
-		t, err = client.Claim(ctx, ticket, httpapi.ClaimRequest{Agent: agent, Host: host})
+		t, err = api.Claim(ctx, ticket, client.ClaimRequest{Agent: agent, Host: host})
 	} else {
-		t, err = client.ClaimNext(ctx, httpapi.ClaimNextRequest{Agent: agent, Host: host, Labels: o.labels})
+		t, err = api.ClaimNext(ctx, client.ClaimNextRequest{Agent: agent, Host: host, Labels: o.labels})
 	}
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
@@ -214,12 +220,12 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}()
 	u.add(func() {
 		// Background: the claim must be undone even when ctx ended.
-		if _, rerr := client.Release(context.Background(), t.ID, httpapi.ReleaseRequest{Epoch: epoch, Reason: "start-work-failed"}); rerr != nil {
-			fmt.Fprintf(a.Stderr, "gyrum: could not release %s after the failure: %s\n", t.ID, message(rerr))
+		if _, rerr := api.WithLeaseSecret(t.LeaseSecret).Release(context.Background(), t.ID, client.ReleaseRequest{Epoch: epoch, Reason: "start-work-failed"}); rerr != nil {
+			fmt.Fprintf(a.Stderr, "gyrum: could not release %s after the failure: %s\n", t.ID, apiclient.Message(rerr))
 		}
 	})
 
-	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: client.BaseURL(), Agent: agent, Host: host,
+	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
 		WatchedPID: watched.PID, Watched: watched.Name, WatchedHow: watched.How}
 	wt := base
 	if o.worktree {
@@ -244,7 +250,8 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if p, _, err := excludeGyrum(ctx, wt); err != nil {
 		fmt.Fprintf(a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
 	}
-	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: client.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt}
+	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt,
+		LeaseSecret: t.LeaseSecret}
 	if err := d.WriteLease(lease); err != nil {
 		return err
 	}
@@ -253,6 +260,18 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: a.now()}); err != nil {
 		return err
+	}
+	// The hook writes only into worktrees start-work prepared, and credits
+	// this one for the agent's tool calls wherever its shell's cwd is (in
+	// wrap mode, once the agent runs: runChild).
+	u.add(func() { a.forgetWorktree(d) })
+	if home, err := gyrumdir.Home(a.getenv); err == nil {
+		if err := gyrumdir.NewPrepared(home).Add(d.Worktree); err != nil {
+			fmt.Fprintf(a.Stderr, "gyrum: the hook will not write into %s: %v\n", d.Worktree, err)
+		}
+	}
+	if child == nil {
+		a.indexAgent(watched.Identity, d)
 	}
 	loop, err := a.spawnLoop(ctx, d, o.schema)
 	if err != nil {
@@ -276,13 +295,13 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		return fmt.Errorf("interrupted by %v before starting %s", s, child[0])
 	default:
 	}
-	code, err := a.runChild(child, wt, sigs)
+	code, err := a.runChild(child, d, sigs)
 	if err != nil {
 		return err // never started: undo everything
 	}
 	kept = true
 	a.endAfterChild(d, lease)
-	return &exitCode{code: code}
+	return clikit.Exit(code)
 }
 
 func firstOf(vals ...string) string {
@@ -306,21 +325,19 @@ func checkFree(wt string) error {
 	}
 	l, err := d.ReadLease()
 	if err != nil {
-		return usageErrorf("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, wt)
+		return clikit.Usagef("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, wt)
 	}
 	state := "its loop is not running"
 	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil && id.Alive() {
 		state = fmt.Sprintf("its loop pid %d is running", id.PID)
 	}
-	return usageErrorf("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
+	return clikit.Usagef("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
 		wt, l.Ticket, l.Epoch, state, wt)
 }
 
 func printStart(w io.Writer, r StartResult, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return clikit.PrintJSON(w, r)
 	}
 	branch := ""
 	if r.Branch != "" {
@@ -334,17 +351,25 @@ func printStart(w io.Writer, r StartResult, asJSON bool) error {
 // runChild runs CMD in dir with gyrum's streams, forwarding signals, and
 // returns its exit code (128+N when signal N killed it). The error is for a
 // command that could not be started.
-func (a *App) runChild(args []string, dir string, sigs chan os.Signal) (int, error) {
+func (a *App) runChild(args []string, d gyrumdir.Dir, sigs chan os.Signal) (int, error) {
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = dir
+	cmd.Dir = d.Worktree
 	cmd.Env = a.childEnv()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin(), a.Stdout, a.Stderr
+	// CMD must not outlive gyrum, however gyrum dies (Linux: a parent-death
+	// signal; see wrap_*.go). Its thread must stay alive while CMD runs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tieToParent(cmd)
 	if err := cmd.Start(); err != nil {
 		code := 126 // found but not runnable, as shells say
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		return 0, &failure{err: fmt.Errorf("start %s: %w", args[0], err), code: code}
+		return 0, clikit.WithExitCode(code, fmt.Errorf("start %s: %w", args[0], err))
+	}
+	if id, err := proc.Lookup(cmd.Process.Pid); err == nil {
+		a.indexAgent(id, d)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -385,20 +410,42 @@ func (a *App) endAfterChild(d gyrumdir.Dir, lease gyrumdir.Lease) {
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && (cur.Ticket != lease.Ticket || cur.Epoch != lease.Epoch)) {
 		return // ended by CMD
 	}
-	_, rerr := a.client(lease.WarpURL).Release(ctx, lease.Ticket, httpapi.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
+	_, rerr := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret).Release(ctx, lease.Ticket, client.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
 	if rerr != nil && !endedAlready(rerr) {
-		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, message(rerr), d.Worktree)
+		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, apiclient.Message(rerr), d.Worktree)
 		return
 	}
 	if err := d.Clear(); err != nil {
 		fmt.Fprintf(a.Stderr, "gyrum: clean %s: %v\n", d.Path, err)
 	}
+	a.forgetWorktree(d)
 	fmt.Fprintf(a.Stderr, "gyrum: released %s (epoch %d)\n", lease.Ticket, lease.Epoch)
+}
+
+// indexAgent records that agent holds the lease of d, for the hook. A
+// failure only costs the hook its shortcut (the cwd walk remains): warn.
+func (a *App) indexAgent(agent proc.Identity, d gyrumdir.Dir) {
+	x, err := a.agents()
+	if err == nil {
+		err = x.Add(agent, d.Worktree)
+	}
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "gyrum: the hook will find this lease only from the worktree's cwd: %v\n", err)
+	}
+}
+
+// forgetWorktree removes d from the agent index and the prepared
+// worktrees once its lease is over: the hook no longer writes there.
+func (a *App) forgetWorktree(d gyrumdir.Dir) {
+	if home, err := gyrumdir.Home(a.getenv); err == nil {
+		_ = gyrumdir.NewAgentIndex(home).RemoveWorktree(d.Worktree)
+		_ = gyrumdir.NewPrepared(home).Remove(d.Worktree)
+	}
 }
 
 // endedAlready reports an answer that means the lease is over anyway: 410
 // (ended), 409 (someone else's now), 404 (unknown).
 func endedAlready(err error) bool {
-	return errors.Is(err, warp.ErrLeaseEnded) || errors.Is(err, warp.ErrStaleEpoch) ||
-		errors.Is(err, warp.ErrConflict) || errors.Is(err, warp.ErrNotFound)
+	return errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrStaleEpoch) ||
+		errors.Is(err, client.ErrConflict) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNotHolder)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,11 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // sessionOf reads the session id (field 6) of /proc/PID/stat.
@@ -73,7 +76,7 @@ func TestStartWorkDetachedLoopOrphaned(t *testing.T) {
 	}
 	// The agent is SIGKILLed while the loop's third POST is in flight.
 	var killed mark
-	e.ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
+	e.ws.SetBefore(func(n int, b client.HeartbeatRequest) {
 		if n == 3 {
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !watched.Alive() })
@@ -127,29 +130,44 @@ func TestWedgedAgentAndTheHook(t *testing.T) {
 	e.startResult(e.gyrum(wt, "", "start-work", "T-w", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
 	d, _ := gyrumdir.Open(wt)
 	state := func() gyrumdir.LoopState { s, _ := d.ReadState(); return s }
-	waitFor(t, "stale skips", func() bool { return state().Skips >= 3 })
-	n := e.ws.Count()
-	skips := state().Skips
-	waitFor(t, "more skips", func() bool { return state().Skips >= skips+3 })
-	if e.ws.Count() != n {
-		t.Fatalf("POSTs while the agent is wedged: %d, then %d", n, e.ws.Count())
+	stale := func() int {
+		n := 0
+		for _, b := range e.ws.Answered() {
+			if b.Body.Stale {
+				n++
+			}
+		}
+		return n
 	}
-	// A tool call starts (PreToolUse from a subdirectory): in flight counts.
+	waitFor(t, "stale reports", func() bool { return stale() >= 3 })
+	if st := state(); st.LastOutcome != "stale-report" {
+		t.Fatalf("state while wedged: %+v", st)
+	}
+	if v := e.ws.Ticket("T-w"); v.Lease.ExpiresAt.After(v.Lease.LastActivityAt.Add(warp.DefaultLeaseWindow + time.Second)) {
+		t.Fatalf("stale reports extended the lease: expires %v, last activity %v", v.Lease.ExpiresAt, v.Lease.LastActivityAt)
+	}
+	n := len(e.ws.Answered())
+	// A tool call starts (PreToolUse from a subdirectory): fresh again. No
+	// process of the agent backs it (a denied call looks the same), so it
+	// counts as activity at its start.
 	pre := `{"session_id":"s","transcript_path":"/t.jsonl","cwd":"` + sub + `","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make test"},"tool_use_id":"toolu_9"}`
 	if r := e.gyrum(t.TempDir(), pre, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("touch-activity: %+v", r)
 	}
-	waitFor(t, "a heartbeat for the tool call", func() bool { return len(e.ws.Answered()) > n })
-	if b := e.ws.Answered()[n]; b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
-		t.Fatalf("heartbeat during the call: %+v", b.Body)
+	waitFor(t, "a fresh heartbeat for the tool call", func() bool {
+		bs := e.ws.Answered()
+		return len(bs) > n && !bs[len(bs)-1].Body.Stale
+	})
+	if bs := e.ws.Answered(); *bs[len(bs)-1].Body.ActivityAgeS > 1 {
+		t.Fatalf("heartbeat during the call: %+v", bs[len(bs)-1].Body)
 	}
 	post := strings.Replace(strings.Replace(pre, "PreToolUse", "PostToolUse", 1), `"tool_use_id"`, `"tool_response":{"stdout":"ok"},"tool_use_id"`, 1)
 	if r := e.gyrum(t.TempDir(), post, "touch-activity"); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("touch-activity: %+v", r)
 	}
-	m := e.ws.Count()
+	m := len(e.ws.Answered())
 	waitFor(t, "a heartbeat after the call", func() bool { return len(e.ws.Answered()) > m })
-	if b := e.ws.Answered()[m]; b.Body.InFlight != "" || *b.Body.ActivityAgeS > 1 {
+	if b := e.ws.Answered()[m]; b.Body.InFlight != "" || *b.Body.ActivityAgeS > 1 || b.Body.Stale {
 		t.Fatalf("heartbeat after the call: %+v", b.Body)
 	}
 	if ms, _ := d.InFlight(); len(ms) != 0 {
@@ -221,21 +239,21 @@ func assertEnded(t *testing.T, e *env, ticket, wt, reason string) {
 	}
 }
 
-func TestWrapperSIGTERM(t *testing.T) {
-	e := newEnv(t)
-	e.ws.Create("T-s")
-	wt := mkdir(t)
-	cmd := exec.Command(gyrumBin, "start-work", "T-s", "--", "sleep", "1000")
+// startWrapper runs `gyrum start-work TICKET -- sleep 1000` in wt and waits
+// until its loop and the wrapped sleep run. done closes when the wrapper
+// has exited; errb collects its stderr.
+func startWrapper(t *testing.T, e *env, wt, ticket string) (cmd *exec.Cmd, done chan struct{}, child proc.Identity, errb *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(gyrumBin, "start-work", ticket, "--", "sleep", "1000")
 	cmd.Dir, cmd.Env = wt, e.environ()
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	errb = &bytes.Buffer{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
+	done = make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	var child proc.Identity
 	waitFor(t, "the loop and the command", func() bool {
 		if len(e.loopsRunning()) != 1 {
 			return false
@@ -249,6 +267,14 @@ func TestWrapperSIGTERM(t *testing.T) {
 		}
 		return false
 	})
+	return cmd, done, child, errb
+}
+
+func TestWrapperSIGTERM(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-s")
+	wt := mkdir(t)
+	cmd, done, child, errb := startWrapper(t, e, wt, "T-s")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +290,34 @@ func TestWrapperSIGTERM(t *testing.T) {
 		t.Fatal("the command survived the forwarded SIGTERM")
 	}
 	assertEnded(t, e, "T-s", wt, "command-exited")
+}
+
+// The wrapper SIGKILLed (or OOM-killed) forwards nothing, yet the wrapped
+// agent must not run on without its lease: the kernel's parent-death
+// signal ends it. The loop sees its watched process (the wrapper) gone and
+// sends its exit report. The wrapped agent is also in the agent index, so
+// its hooks credit the lease from any cwd.
+func TestWrapperKilledTakesTheCommandWithIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("macOS has no parent-death signal: best effort there")
+	}
+	e := newEnv(t)
+	e.ws.Create("T-k")
+	wt := mkdir(t)
+	cmd, done, child, _ := startWrapper(t, e, wt, "T-k")
+	t.Cleanup(func() { proc.Signal(child, syscall.SIGKILL) })
+	x := gyrumdir.NewAgentIndex(e.home)
+	// The wrapper records the command once it runs: right after the start.
+	waitFor(t, "the wrapped command in the agent index", func() bool {
+		got, _ := x.Worktrees(child)
+		return len(got) == 1 && got[0] == wt
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waitFor(t, "the wrapped command to die with the wrapper", func() bool { return !child.Alive() })
+	waitFor(t, "the loop's exit report", func() bool { return e.ws.Lease("T-k").Exit == "parent-exited" })
 }
 
 func TestWrapperCommandNotFound(t *testing.T) {
@@ -502,4 +556,86 @@ func agentAncestor() (string, bool) {
 		pid = in.PPID
 	}
 	return "", false
+}
+
+// A descriptor start-work inherited from its caller never reaches the
+// detached loop: `exec 3>&1; gyrum start-work … | cat` returns as soon as
+// start-work does, not when the loop exits.
+func TestLoopInheritsNoDescriptor(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-fd")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	cmd := exec.Command("sh", "-c", `exec 3>&1; "$0" start-work T-fd --watch-pid "$1" >/dev/null`, gyrumBin, strconv.Itoa(watched.PID))
+	cmd.Dir, cmd.Env = wt, e.environ()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, out); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the caller's pipe is still open 15 s later: the loop inherited fd 3")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("start-work: %v", err)
+	}
+	if n := len(e.loopsRunning()); n != 1 {
+		t.Fatalf("%d loops running, want the one start-work spawned", n)
+	}
+	e.inproc(wt, "release")
+}
+
+// With tokens, a lease is its claimant's: start-work keeps the lease
+// secret warp returned in lease.json (0600) and the loop, release and
+// complete-pr send it; another agent's token — even with the right ticket
+// and epoch — can neither heartbeat nor release it, and is not told who
+// holds it.
+func TestLeaseBoundToItsClaimant(t *testing.T) {
+	const tokA, tokB = "agent-a-token", "agent-b-token"
+	e := newEnv(t)
+	e.ws = warptest.StartWithTokens(t, warp.DefaultPolicy(), []httpapi.Token{{Role: httpapi.RoleAgent, Secret: tokA}, {Role: httpapi.RoleAgent, Secret: tokB}})
+	e.vars["WARP_URL"], e.vars["WARP_TOKEN"] = e.ws.URL(), tokA
+	e.ws.Create("T-b")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-b", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	d, _ := gyrumdir.Open(wt)
+	l, err := d.ReadLease()
+	if err != nil || len(l.LeaseSecret) < 32 {
+		t.Fatalf("lease.json: %+v %v, want a lease secret", l, err)
+	}
+	if st, _ := os.Stat(d.File(gyrumdir.LeaseFile)); st.Mode().Perm() != 0o600 {
+		t.Errorf("lease.json mode %v", st.Mode().Perm())
+	}
+	waitFor(t, "two answered heartbeats", func() bool { return len(e.ws.Answered()) >= 2 })
+	for _, b := range e.ws.Answered() {
+		if b.Status != 200 {
+			t.Fatalf("the holder's loop got %d", b.Status)
+		}
+	}
+	other := client.NewClient(e.ws.URL(), tokB)
+	two, age := 2, 1.0
+	_, err = other.Heartbeat(context.Background(), client.HeartbeatRequest{SchemaVersion: &two, Ticket: "T-b", Epoch: sr.Epoch, ActivityAgeS: &age})
+	if !errors.Is(err, client.ErrNotHolder) {
+		t.Errorf("another agent's heartbeat: %v, want not_holder", err)
+	}
+	_, err = other.Release(context.Background(), "T-b", client.ReleaseRequest{Epoch: sr.Epoch, Reason: "hijack"})
+	if !errors.Is(err, client.ErrNotHolder) || !strings.Contains(err.Error(), "held by another agent") || strings.Contains(err.Error(), "epoch") {
+		t.Errorf("another agent's release: %v", err)
+	}
+	if v := e.ws.Ticket("T-b"); v.Ticket.State != warp.TicketClaimed {
+		t.Fatalf("ticket %s after the refused release", v.Ticket.State)
+	}
+	if r := e.inproc(wt, "release"); r.code != 0 {
+		t.Fatalf("the holder's release: %+v", r)
+	}
+	if v := e.ws.Ticket("T-b"); v.Ticket.State != warp.TicketOpen {
+		t.Errorf("ticket %s after the holder's release", v.Ticket.State)
+	}
 }

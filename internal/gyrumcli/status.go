@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
@@ -26,7 +27,7 @@ func (a *App) statusCommand() *cobra.Command {
 the loop and the watched process are alive, the activity age and the loop's
 last POST and its outcome (.gyrum/heartbeat.state).`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			reg, err := a.registry()
 			if err != nil {
 				return err
@@ -53,7 +54,7 @@ last POST and its outcome (.gyrum/heartbeat.state).`,
 				hs.Loops = append(hs.Loops, s)
 			}
 			if asJSON {
-				return writeJSON(a.Stdout, hs)
+				return clikit.PrintJSON(a.Stdout, hs)
 			}
 			return a.printHostStatus(hs)
 		}),

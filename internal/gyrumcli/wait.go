@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
@@ -26,14 +27,14 @@ early and touches last-activity. The command returns at once.`,
 		Example: `  gyrum wait --for 45m --reason "CI on PR 12"
   gyrum wait --done`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {
 				return err
 			}
 			if done {
 				if cmd.Flags().Changed("for") || reason != "" {
-					return usageErrorf("--done takes no --for or --reason")
+					return clikit.Usagef("--done takes no --for or --reason")
 				}
 				if err := d.RemoveWait(); err != nil {
 					return err
@@ -45,17 +46,17 @@ early and touches last-activity. The command returns at once.`,
 				return err
 			}
 			if dur <= 0 {
-				return usageErrorf("--for: give a positive duration, such as 45m")
+				return clikit.Usagef("--for: give a positive duration, such as 45m")
 			}
 			reason = strings.TrimSpace(reason)
 			if reason == "" {
-				return usageErrorf("--reason: say what the agent waits for")
+				return clikit.Usagef("--reason: say what the agent waits for")
 			}
 			if len(reason) > 200 {
-				return usageErrorf("--reason is %d bytes, at most 200", len(reason))
+				return clikit.Usagef("--reason is %d bytes, at most 200", len(reason))
 			}
 			if !d.HasLease() {
-				return usageErrorf("%s holds no lease: nothing to keep alive", d.Worktree)
+				return clikit.Usagef("%s holds no lease: nothing to keep alive", d.Worktree)
 			}
 			limits, err := a.durations()
 			if err != nil {

@@ -3,6 +3,8 @@ package gyrumcli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 
@@ -25,12 +27,17 @@ process (start time or command line differ), is removed, and that process is
 never signalled. It prints one line per loop and a summary; --dry-run signals
 and removes nothing. Exit 1 when an action failed.`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			reg, err := a.registry()
 			if err != nil {
 				return err
 			}
-			rep, err := watchdog.Sweep(cmd.Context(), watchdog.Options{Registry: reg, Grace: a.StopGrace, DryRun: dryRun, Within: within})
+			home, err := gyrumdir.Home(a.getenv)
+			if err != nil {
+				return clikit.Usagef("%v", err)
+			}
+			rep, err := watchdog.Sweep(cmd.Context(), watchdog.Options{Registry: reg, Agents: gyrumdir.NewAgentIndex(home),
+				Prepared: gyrumdir.NewPrepared(home), Grace: a.StopGrace, DryRun: dryRun, Within: within})
 			if err != nil {
 				return err
 			}
@@ -43,7 +50,7 @@ and removes nothing. Exit 1 when an action failed.`,
 				return err
 			}
 			if rep.Summary.Failed > 0 {
-				return &exitCode{code: ExitError}
+				return clikit.Exit(ExitError)
 			}
 			return nil
 		}),

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
@@ -31,7 +32,7 @@ type worktreePlan struct {
 func (a *App) planWorktree(ctx context.Context, from, ticket string) (worktreePlan, error) {
 	top, err := git(ctx, from, "rev-parse", "--show-toplevel")
 	if err != nil {
-		return worktreePlan{}, usageErrorf("--worktree needs a git repository: %v", err)
+		return worktreePlan{}, clikit.Usagef("--worktree needs a git repository: %v", err)
 	}
 	root := a.getenv("GYRUM_WORKTREE_ROOT")
 	if root == "" {

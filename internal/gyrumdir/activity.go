@@ -18,14 +18,10 @@ import (
 // when it is missing. That mtime is the activity signal.
 func (d Dir) TouchActivity(now time.Time) error {
 	p := d.file(ActivityFile)
-	err := os.Chtimes(p, now, now)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, cerr := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
-		if cerr != nil {
-			return fmt.Errorf("touch activity: %w", cerr)
-		}
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
+	if err == nil {
 		_ = f.Close()
-		err = os.Chtimes(p, now, now)
+		err = setTimes(p, now)
 	}
 	if err != nil {
 		return fmt.Errorf("touch activity: %w", err)
@@ -35,11 +31,11 @@ func (d Dir) TouchActivity(now time.Time) error {
 
 // LastActivity returns the mtime of last-activity. Missing wraps fs.ErrNotExist.
 func (d Dir) LastActivity() (time.Time, error) {
-	st, err := os.Stat(d.file(ActivityFile))
+	t, err := lstatTime(d.file(ActivityFile))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("last activity: %w", err)
 	}
-	return st.ModTime(), nil
+	return t, nil
 }
 
 // maxMarkerName bounds marker file names well below NAME_MAX.
@@ -83,20 +79,29 @@ const maxToolName = 200
 // Its mtime is when the call started; its content is the tool name.
 func (d Dir) StartInFlight(toolUseID, tool string, now time.Time) error {
 	tool = truncate(tool, maxToolName)
-	p := filepath.Join(d.file(InFlightDir), MarkerName(toolUseID))
-	if err := os.WriteFile(p, []byte(tool), FilePerm); err != nil {
+	dir := d.file(InFlightDir)
+	if err := checkDir(dir); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("start in-flight: %w", err)
 		}
 		// in-flight/ was removed: recreate it once.
-		if err := os.Mkdir(d.file(InFlightDir), DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(dir, DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("start in-flight: %w", err)
 		}
-		if err := os.WriteFile(p, []byte(tool), FilePerm); err != nil {
+		if err := checkDir(dir); err != nil {
 			return fmt.Errorf("start in-flight: %w", err)
 		}
 	}
-	if err := os.Chtimes(p, now, now); err != nil {
+	p := filepath.Join(dir, MarkerName(toolUseID))
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FilePerm)
+	if err != nil {
+		return fmt.Errorf("start in-flight: %w", err)
+	}
+	_, werr := f.WriteString(tool)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("start in-flight: %w", err)
+	}
+	if err := setTimes(p, now); err != nil {
 		return fmt.Errorf("start in-flight: %w", err)
 	}
 	return nil
@@ -122,6 +127,12 @@ type Marker struct {
 // InFlight lists the in-flight markers. A missing in-flight/ is empty.
 func (d Dir) InFlight() ([]Marker, error) {
 	dir := d.file(InFlightDir)
+	if err := checkDir(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list in-flight: %w", err)
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

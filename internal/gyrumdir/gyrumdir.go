@@ -3,7 +3,7 @@
 // wait declaration, the loop's state and its size-bounded log) and the
 // host-wide registry of running loops under $GYRUM_HOME/run/.
 //
-// Layout (DESIGN.md section 4): the directory is 0700, every file 0600, and
+// Layout (docs/DESIGN.md section 4): the directory is 0700, every file 0600, and
 // every file other than the log and the activity signals is written
 // atomically (temp file, fsync, rename, fsync of the directory), so a reader
 // sees the old content or the new one, never a torn write. Every reader
@@ -91,6 +91,10 @@ func Create(worktree string) (Dir, error) {
 		if err := os.Mkdir(p, DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return Dir{}, fmt.Errorf("create %s: %w", p, err)
 		}
+		// One that was there already may be anything a repository holds.
+		if err := checkDir(p); err != nil {
+			return Dir{}, fmt.Errorf("create %s: %w", p, err)
+		}
 		if err := os.Chmod(p, DirPerm); err != nil {
 			return Dir{}, fmt.Errorf("chmod %s: %w", p, err)
 		}
@@ -105,8 +109,10 @@ func Open(worktree string) (Dir, error) {
 	if err != nil {
 		return Dir{}, err
 	}
-	st, err := os.Stat(d.Path)
-	if err != nil || !st.IsDir() {
+	if err := checkDir(d.Path); err != nil {
+		if errors.Is(err, ErrUnsafe) {
+			return Dir{}, err
+		}
 		return Dir{}, fmt.Errorf("%w in %s", ErrNoDir, d.Worktree)
 	}
 	return d, nil
@@ -124,7 +130,7 @@ func Find(start string) (Dir, error) {
 	for cur := abs; ; {
 		g := filepath.Join(cur, DirName)
 		for _, name := range []string{LeaseFile, LoopPIDFile} {
-			if _, err := os.Lstat(filepath.Join(g, name)); err == nil {
+			if _, err := os.Lstat(filepath.Join(g, name)); err == nil && checkDir(g) == nil {
 				return Dir{Worktree: cur, Path: g}, nil
 			}
 		}
@@ -147,12 +153,17 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, ActivityFile, HookEventsFile, HookEventsOld} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	ents, err := os.ReadDir(d.file(InFlightDir))
+	var ents []os.DirEntry
+	err := checkDir(d.file(InFlightDir))
+	if err == nil {
+		// Never through a symlink: that would empty someone else's directory.
+		ents, err = os.ReadDir(d.file(InFlightDir))
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
@@ -216,7 +227,7 @@ func writeFile(path string, data []byte, durable bool) error {
 
 // readSmall reads a file of at most limit bytes; a larger one is corrupt.
 func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

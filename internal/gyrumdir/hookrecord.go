@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The activity record and the hook-event counter (issue 8, hook health).
+// The activity record and the hook-event counter (hook health).
 //
 // last-activity keeps its contract — its mtime is the activity signal — and
 // now also holds one short JSON line saying who wrote it last:
@@ -92,7 +92,7 @@ func encodeRecord(r ActivityRecord) []byte {
 // file is created when missing.
 func (d Dir) WriteActivity(r ActivityRecord) error {
 	p := d.file(ActivityFile)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
 	if err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
@@ -101,7 +101,7 @@ func (d Dir) WriteActivity(r ActivityRecord) error {
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
-	if err := os.Chtimes(p, r.At, r.At); err != nil {
+	if err := setTimes(p, r.At); err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
 	return nil
@@ -109,7 +109,7 @@ func (d Dir) WriteActivity(r ActivityRecord) error {
 
 // CountHookEvent appends one byte to hook-events (created when missing).
 func (d Dir) CountHookEvent() error {
-	f, err := os.OpenFile(d.file(HookEventsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	f, err := openFile(d.file(HookEventsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
 	if err != nil {
 		return fmt.Errorf("count hook event: %w", err)
 	}
@@ -126,7 +126,7 @@ func (d Dir) CountHookEvent() error {
 // touched by something else) gives ok false and the mtime. Missing wraps
 // fs.ErrNotExist.
 func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err error) {
-	f, err := os.Open(d.file(ActivityFile))
+	f, err := openFile(d.file(ActivityFile), os.O_RDONLY, 0)
 	if err != nil {
 		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
 	}
@@ -136,22 +136,33 @@ func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err e
 		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
 	}
 	buf := make([]byte, RecordSize)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return ActivityRecord{}, false, st.ModTime(), fmt.Errorf("read activity: %w", err)
-	}
-	line := buf[:n]
-	for i, c := range line {
-		if c == '\n' {
-			line = line[:i]
-			break
+	// A hook rewrites the record in place with one write, but a read that
+	// races it may see half of each: a record-sized read that does not
+	// parse is read again.
+	for attempt := 0; ; attempt++ {
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return ActivityRecord{}, false, st.ModTime(), fmt.Errorf("read activity: %w", err)
+		}
+		line := buf[:n]
+		for i, c := range line {
+			if c == '\n' {
+				line = line[:i]
+				break
+			}
+		}
+		rec = ActivityRecord{}
+		if json.Unmarshal(line, &rec) == nil && rec.Source != "" && !rec.At.IsZero() {
+			return rec, true, st.ModTime(), nil
+		}
+		if n < RecordSize || attempt == maxTornReads {
+			return ActivityRecord{}, false, st.ModTime(), nil
 		}
 	}
-	if json.Unmarshal(line, &rec) != nil || rec.Source == "" || rec.At.IsZero() {
-		return ActivityRecord{}, false, st.ModTime(), nil
-	}
-	return rec, true, st.ModTime(), nil
 }
+
+// maxTornReads bounds the re-reads of a record a write raced.
+const maxTornReads = 8
 
 // recordSlack is how far the mtime may lie past a record's time and still
 // be that record's write (file systems with coarse timestamps).
@@ -262,7 +273,7 @@ func (c *HookCounter) Take() (int64, error) {
 
 // fileSize is the size of path, 0 when it is missing.
 func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
 // maxSmallFile bounds every JSON and pid file gyrum reads back.
@@ -25,12 +25,16 @@ type Lease struct {
 	Agent     string    `json:"agent"`
 	Host      string    `json:"host"`
 	ClaimedAt time.Time `json:"claimed_at"`
+	// LeaseSecret proves to warp that this worktree holds the lease (the
+	// claim's answer; empty from a server that binds leases to tokens only).
+	// lease.json is 0600 for it.
+	LeaseSecret string `json:"lease_secret,omitempty"`
 }
 
 // Validate reports an ErrCorrupt error for a lease that cannot be used.
 func (l Lease) Validate() error {
 	switch {
-	case !warp.ValidTicketID(l.Ticket):
+	case !ticketid.Valid(l.Ticket):
 		return fmt.Errorf("%w: ticket %q is not a valid ticket id", ErrCorrupt, l.Ticket)
 	case l.Epoch <= 0:
 		return fmt.Errorf("%w: epoch %d is not positive", ErrCorrupt, l.Epoch)

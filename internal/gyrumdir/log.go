@@ -38,7 +38,7 @@ func OpenLog(path string, max int64) (*Log, error) {
 func (d Dir) OpenLog(max int64) (*Log, error) { return OpenLog(d.file(LogFile), max) }
 
 func (l *Log) open() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FilePerm)
+	f, err := openFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FilePerm)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}

@@ -17,8 +17,10 @@ type LoopState struct {
 	UpdatedAt     time.Time `json:"updated_at"`
 	// LastPOSTAt is when the loop last sent a heartbeat (whatever the answer).
 	LastPOSTAt time.Time `json:"last_post_at,omitzero"`
-	// LastOutcome of the latest tick: "ok", "skipped-stale", "no-activity",
-	// "error", or the exit ("exit: parent-exited", "exit: lease-ended", ...).
+	// LastOutcome of the latest tick: "started", "ok", "stale-report",
+	// "corrupt-lease", "skipped-stale" (v1 fallback only), "error",
+	// "lease-ended", "stale-epoch", "not-found", or the exit ("exit:
+	// parent-exited", "exit: lease-ended", ...).
 	LastOutcome  string    `json:"last_outcome"`
 	LastStatus   int       `json:"last_status,omitempty"` // HTTP status of the latest POST, 0 for a network error
 	LastError    string    `json:"last_error,omitempty"`

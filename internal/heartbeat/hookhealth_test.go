@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/hook"
@@ -21,13 +22,13 @@ import (
 func runHook(t *testing.T, d gyrumdir.Dir, event string) {
 	t.Helper()
 	in := `{"cwd":"` + d.Worktree + `","hook_event_name":"` + event + `","tool_name":"Bash","tool_use_id":"toolu_1"}`
-	if err := hook.Run(strings.NewReader(in), hook.Options{Now: time.Now()}); err != nil {
+	if _, err := hook.Run(strings.NewReader(in), hook.Options{Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // sumEvents adds hook_events over the heartbeats the server answered 200.
-func sumEvents(bs []httpapi.HeartbeatRequest) int64 {
+func sumEvents(bs []client.HeartbeatRequest) int64 {
 	var n int64
 	for _, b := range bs {
 		n += b.HookEvents
@@ -35,8 +36,8 @@ func sumEvents(bs []httpapi.HeartbeatRequest) int64 {
 	return n
 }
 
-func okBodies(ws *warpServer) []httpapi.HeartbeatRequest {
-	var out []httpapi.HeartbeatRequest
+func okBodies(ws *warpServer) []client.HeartbeatRequest {
+	var out []client.HeartbeatRequest
 	for _, b := range ws.Answered() {
 		if b.Status == http.StatusOK {
 			out = append(out, b.Body)
@@ -115,7 +116,7 @@ func TestHookEventsOfAFailedPOSTAreSentAgain(t *testing.T) {
 	d := worktree(t, ws, "T-retry", ws.Claim("T-retry", "A"), parent)
 	var mu sync.Mutex
 	failing := false
-	ws.SetAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
@@ -158,7 +159,7 @@ func TestHookEventsOfAFailedPOSTAreSentAgain(t *testing.T) {
 	}
 }
 
-// preIssueHeartbeat is the heartbeat body as servers before issue 8
+// preIssueHeartbeat is the heartbeat body as servers before hook health
 // decoded it: no hook fields, unknown ones ignored (DESIGN.md: "Unknown
 // fields are ignored so newer loops can add optional ones").
 type preIssueHeartbeat struct {
@@ -185,7 +186,7 @@ func TestOlderServerAcceptsHookFields(t *testing.T) {
 		mu.Lock()
 		raw = append(raw, string(data))
 		mu.Unlock()
-		json.NewEncoder(w).Encode(httpapi.HeartbeatResponse{Ticket: b.Ticket, Epoch: b.Epoch,
+		json.NewEncoder(w).Encode(client.HeartbeatResponse{Ticket: b.Ticket, Epoch: b.Epoch,
 			ExpiresAt: time.Now().Add(time.Hour), Verdict: "active", Mode: "transition", Extended: true})
 	})}
 	go srv.Serve(ln)

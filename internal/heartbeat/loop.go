@@ -1,29 +1,27 @@
 // Package heartbeat is the activity-gated heartbeat loop, `gyrum heartbeat
-// run` (DESIGN.md section 4, "The loop").
+// run`.
 //
 // A loop belongs to one worktree and one lease. It POSTs once at start,
-// then every interval (±10 % jitter) it checks, in order:
+// then every interval (±10 % jitter) it gathers facts — the watched agent
+// process, lease.json, last-activity, in-flight markers and the processes
+// that back them, a declared wait, the CPU the agent's own processes used —
+// and the pure Decide (decide.go) turns them into one action: an exit
+// report and exit (agent gone, lease.json gone), a quiet exit (lease.json
+// names another lease), a skip (lease.json unreadable), a stale report
+// (the agent shows no activity within the staleness limit: the loop lives,
+// the lease is not extended) or a heartbeat. Heartbeats carry
+// activity_age_s, in_flight and the hook health: hook_seen (has the
+// agent's hook fired since the loop started) and hook_events (hook runs
+// counted since the previous acknowledged POST; a failed POST's count is
+// sent again).
 //
-//  1. the watched agent process (heartbeat.parent.pid, pid and start time)
-//     is alive — else it sends one exit report "parent-exited" and exits;
-//  2. .gyrum/lease.json is still there — else one exit report
-//     "worktree-gone" and exit (a lease.json naming another lease means a
-//     newer start-work took over the worktree: exit without a report);
-//  3. the activity age (gyrumdir.Dir.Activity: 0 while a tool call or a
-//     declared wait runs and is younger than the in-flight cap) is within
-//     the staleness limit — else it skips this POST;
-//
-// and then POSTs a schema_version 2 heartbeat carrying activity_age_s,
-// in_flight and the hook health: hook_seen (has the agent's hook fired
-// since the loop started — the hook-event counter moved, or last-activity
-// shows a hook record or an unexplained touch newer than the start) and
-// hook_events (hook runs counted since the previous acknowledged POST; a
-// failed POST's count is sent again). Answers 404, 409 and 410 end the loop quietly; network errors
-// and 5xx keep it running with a jittered backoff of up to four intervals;
-// unsupported_schema_version switches it to the v1 body (all the checks
-// stay) for the rest of its life. Cancelling the context (SIGTERM) ends it.
-// On every exit it removes heartbeat.pid and its registry entry when they
-// still name it.
+// Answers 404, 409 and 410 end the loop after it leaves the agent a notice
+// (.gyrum/lease-ended.json) that the hook shows on the next tool call;
+// network errors and 5xx keep it running with a jittered backoff of up to
+// four intervals, never longer than the server's max_retry_gap_s;
+// unsupported_schema_version switches it to the v1 body for the rest of its
+// life. Cancelling the context (SIGTERM) ends it. On every exit it removes
+// heartbeat.pid and its registry entry when they still name it.
 //
 // SchemaVersion 1 runs the pre-ADR loop instead, for mixed fleets and the
 // simulator: a v1 body every interval, no process or activity check, no
@@ -38,13 +36,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
+	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/client/wire"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // Exit says why a loop ended.
@@ -52,8 +49,8 @@ type Exit string
 
 // Reasons a loop ends. The first two are also sent as exit reports.
 const (
-	ExitParentExited Exit = warp.ExitParentExited // the watched process is gone or its pid recycled
-	ExitWorktreeGone Exit = warp.ExitWorktreeGone // lease.json (or the whole worktree) is gone
+	ExitParentExited Exit = wire.ExitParentExited // the watched process is gone or its pid recycled
+	ExitWorktreeGone Exit = wire.ExitWorktreeGone // lease.json (or the whole worktree) is gone
 	ExitLeaseEnded   Exit = "lease-ended"         // 410: completed, released or lapsed
 	ExitStaleEpoch   Exit = "stale-epoch"         // 409: someone else holds the ticket now
 	ExitNotFound     Exit = "not-found"           // 404: the server does not know the ticket
@@ -80,9 +77,12 @@ type Config struct {
 	Jitter float64
 	// SchemaVersion is 2 (the default) or 1 (the pre-ADR loop).
 	SchemaVersion int
-	// HTTPClient sends the heartbeats; one is made when nil (timeout: the
-	// interval, within 2..30 s).
-	HTTPClient *http.Client
+	// API sends the heartbeats; NewAPI for the lease's server, token,
+	// secret and TLS when nil (timeout: the interval, within 2..30 s).
+	API API
+	// TLS makes an https server reachable when API is nil; without it a
+	// lease on an https server is refused at New.
+	TLS TLSFunc
 	// Self is the loop's own identity; proc.Self() when zero.
 	Self proc.Identity
 	// Now is the clock (time.Now when nil); Sleep waits d or until ctx
@@ -92,6 +92,11 @@ type Config struct {
 	Rand  func() float64
 	// Logger receives the loop's log; discarded when nil.
 	Logger *slog.Logger
+	// Agents is $GYRUM_HOME/agents: the loop removes its agent's entry
+	// when the agent or the lease file is gone. Zero: no index.
+	Agents gyrumdir.AgentIndex
+	// Snapshot lists the host's processes (proc.TakeSnapshot when nil).
+	Snapshot func() (proc.Snapshot, error)
 }
 
 // Loop is one heartbeat loop. Use New, then Run.
@@ -100,7 +105,7 @@ type Loop struct {
 	dir    gyrumdir.Dir
 	lease  gyrumdir.Lease
 	parent proc.Identity
-	client *httpapi.Client
+	api    API
 	log    *slog.Logger
 	now    func() time.Time
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -112,7 +117,7 @@ type Loop struct {
 	stale    bool // the previous tick skipped for staleness
 	state    gyrumdir.LoopState
 
-	// Hook health (issue 8): when the loop started, the hook-event counter,
+	// Hook health: when the loop started, the hook-event counter,
 	// whether the hook has fired since the start, and the events counted
 	// but not yet acknowledged by a 200 (they are sent again after a
 	// failed POST, so the server's sum loses none).
@@ -120,6 +125,17 @@ type Loop struct {
 	hooks       *gyrumdir.HookCounter
 	hookSeen    bool
 	hookPending int64
+
+	// The agent's processes at the previous sample, and the latest sample
+	// that found them busy (see sample).
+	prevProcs []proc.Sample
+	prevAt    time.Time
+	busyAt    time.Time
+	busyWhat  string
+
+	// maxGap is the longest wait the server allows between attempts
+	// (HeartbeatResponse.MaxRetryGapS); 0 until an answer says.
+	maxGap time.Duration
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -143,7 +159,7 @@ func New(cfg Config) (*Loop, error) {
 		cfg.Jitter = DefaultJitter
 	case cfg.Jitter < 0:
 		cfg.Jitter = 0
-	case cfg.Jitter > 0.5:
+	case cfg.Jitter > maxJitter:
 		return nil, fmt.Errorf("heartbeat: jitter %v is above 0.5", cfg.Jitter)
 	}
 	switch cfg.SchemaVersion {
@@ -167,6 +183,9 @@ func New(cfg Config) (*Loop, error) {
 	if l.rand == nil {
 		l.rand = rand.Float64
 	}
+	if l.cfg.Snapshot == nil {
+		l.cfg.Snapshot = proc.TakeSnapshot
+	}
 	var err error
 	if l.lease, err = l.dir.ReadLease(); err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
@@ -179,11 +198,17 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
 		}
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second)}
+	l.api = cfg.API
+	if l.api == nil {
+		url := l.lease.WarpURL
+		if url == "" {
+			url = wire.DefaultURL
+		}
+		if cfg.TLS == nil && NeedsTLS(url) {
+			return nil, fmt.Errorf("heartbeat: %s is https, and this binary speaks plain http only: run the loop with gyrum heartbeat run", url)
+		}
+		l.api = NewAPI(url, cfg.Token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
 	}
-	l.client = httpapi.NewClient(l.lease.WarpURL, cfg.Token).WithHTTPClient(hc)
 	return l, nil
 }
 
@@ -273,8 +298,11 @@ func (l *Loop) writeState() {
 }
 
 // Delay returns the wait before the next tick: the interval, doubled per
-// consecutive failure up to four intervals, varied by ±jitter and never
-// above four intervals.
+// consecutive failure up to four intervals, varied by ±jitter. It never
+// exceeds the longest gap the server allows (the max_retry_gap_s of its
+// last answer, derived from its startup grace; DefaultMaxRetryGap before
+// any answer): a warp restart after an outage of any length then finds
+// every loop back before the grace ends, so no healthy lease lapses.
 func (l *Loop) Delay() time.Duration {
 	iv := l.cfg.Durations.Interval
 	mult := 1
@@ -282,8 +310,18 @@ func (l *Loop) Delay() time.Duration {
 		mult *= 2
 	}
 	d := time.Duration(float64(iv) * float64(mult) * (1 + l.cfg.Jitter*(2*l.rand()-1)))
-	return min(d, 4*iv)
+	gap := l.maxGap
+	if gap <= 0 {
+		gap = DefaultMaxRetryGap
+	}
+	return min(d, 4*iv, gap)
 }
+
+// DefaultMaxRetryGap caps the wait between attempts until the server has
+// said its own cap: 90 % of warp's default startup grace (10 minutes; the
+// loop does not link the server's domain package, a test keeps the two
+// in step).
+const DefaultMaxRetryGap = 9 * time.Minute
 
 // Tick runs one tick (not the start POST) and returns the exit it led to,
 // "" to go on. Run calls it; tests may too.
@@ -295,48 +333,167 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 		l.post(ctx, l.v1(), now)
 		return ""
 	}
-	if !l.parent.Alive() {
-		l.log.Info("watched process is gone", "parent", l.parent.String())
-		l.exitReport(ctx, ExitParentExited)
-		return ExitParentExited
+	f := l.facts(now, start)
+	d := Decide(f, Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax})
+	switch d.Action {
+	case ActReport:
+		l.log.Info("exit", "reason", string(d.Exit), "parent", l.parent.String(), "dir", l.dir.Worktree)
+		l.exitReport(ctx, d)
+		if l.cfg.Agents != (gyrumdir.AgentIndex{}) {
+			// The agent is gone, or its lease.json: the hook must stop
+			// crediting this worktree on its behalf.
+			_ = l.cfg.Agents.Remove(l.parent, l.dir.Worktree)
+		}
+		return d.Exit
+	case ActExit:
+		l.log.Info("lease.json names another lease: exit")
+		return d.Exit
+	case ActSkip:
+		l.skip(d.Why, nil)
+		return ""
 	}
+	l.state.ActivityAgeS, l.state.InFlight = d.Age.Seconds(), d.InFlight
+	if d.Stale != l.stale {
+		if d.Stale {
+			l.log.Info("activity is stale: reporting it, the lease is no longer extended", "age", d.Age.Round(time.Millisecond), "limit", l.cfg.Durations.Staleness)
+		} else {
+			l.log.Info("activity resumed", "age", d.Age.Round(time.Millisecond), "in_flight", d.InFlight)
+		}
+		l.stale = d.Stale
+	}
+	l.observeHook()
+	if d.InFlight == "" || strings.HasPrefix(d.InFlight, BackgroundPrefix) {
+		// The age was measured when the tick began; sampling processes
+		// takes time under load, and warp subtracts the age from the time
+		// it receives the POST: without this, every POST would credit the
+		// delay as activity (a stale report would creep the lease forward).
+		d.Age += max(l.now().Sub(now), 0)
+	}
+	body := l.v2(d)
+	if l.v1Body {
+		if d.Stale {
+			// A v1 body cannot say "stale": sending it would extend the lease.
+			l.skip("skipped-stale", nil)
+			return ""
+		}
+		body = l.v1()
+	}
+	exit := l.post(ctx, body, now)
+	if d.Stale && l.state.LastOutcome == "ok" {
+		l.state.LastOutcome = d.Why
+	}
+	return exit
+}
+
+// facts gathers what the tick decides on. Unreadable files count as
+// missing evidence. The process tree — a read of every /proc/PID/stat,
+// the costliest part of a tick — is sampled only when it can change what
+// is sent: a tool call started less than a staleness limit ago (is it
+// running now?), or evidence without it (markers unbacked, the last busy
+// sample) that would be stale within two ticks — two samples a tick apart
+// then tell whether the agent's processes work before the lease goes
+// stale. A loop at rest, its agent's hook firing, reads no /proc.
+func (l *Loop) facts(now time.Time, start bool) Facts {
+	f := Facts{Now: now, Start: start, WatchedAlive: l.parent.Alive(), ClaimedAt: l.lease.ClaimedAt}
 	cur, err := l.dir.ReadLease()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		l.log.Info("lease.json is gone", "dir", l.dir.Worktree)
-		l.exitReport(ctx, ExitWorktreeGone)
-		return ExitWorktreeGone
+		f.Lease = LeaseMissing
 	case err != nil:
-		l.skip("corrupt-lease", err)
-		return ""
+		l.log.Warn("lease.json unreadable", "err", err)
+		l.state.LastError = err.Error()
+		f.Lease = LeaseCorrupt
 	case cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch:
-		l.log.Info("lease.json names another lease", "ticket", cur.Ticket, "epoch", cur.Epoch)
-		return ExitSuperseded
+		f.Lease = LeaseOther
 	}
-	act, err := l.dir.Activity(now, l.cfg.Durations.InFlightMax)
+	if t, err := l.dir.LastActivity(); err == nil {
+		f.HookLast = t
+	}
+	markers, err := l.dir.InFlight()
 	if err != nil {
-		l.skip("no-activity", err)
-		return ""
+		l.log.Warn("read in-flight markers", "err", err)
 	}
-	l.state.ActivityAgeS, l.state.InFlight = act.Age.Seconds(), act.InFlight
-	if !start && act.Age > l.cfg.Durations.Staleness {
-		if !l.stale {
-			l.log.Info("activity is stale: skipping heartbeats", "age", act.Age.Round(time.Millisecond), "limit", l.cfg.Durations.Staleness)
+	if w, err := l.dir.ReadWait(); err == nil {
+		f.Wait = &w
+	}
+	f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
+	for _, m := range markers {
+		f.Markers = append(f.Markers, MarkerFact{Tool: m.Tool, Since: m.Since})
+	}
+	lim := Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax}
+	soon := lim.Staleness - time.Duration(2*float64(l.cfg.Durations.Interval)*(1+l.cfg.Jitter))
+	recent := false
+	for _, m := range markers {
+		recent = recent || now.Sub(m.Since) < lim.Staleness
+	}
+	if f.WatchedAlive && (recent || f.evidenceAge(lim, true) >= soon) {
+		procs, agents := l.sample(now)
+		for i := range f.Markers {
+			f.Markers[i].Backed = Backed(f.Markers[i].Since, procs, agents)
 		}
-		l.stale = true
-		l.skip("skipped-stale", nil)
-		return ""
+		f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
 	}
-	if l.stale {
-		l.log.Info("activity resumed", "age", act.Age.Round(time.Millisecond))
-		l.stale = false
+	return f
+}
+
+// sample takes a snapshot of the agent's own processes (descendants of the
+// watched process, gyrum's left out; in wrap mode, where the watched
+// process is gyrum itself, the wrapped agent's descendants) and, when the
+// previous sample is at most three intervals old (two, plus the largest
+// jitter), records whether they were busy in between.
+// It returns the agent's processes and the pids of the agent itself (the
+// parents of its tool calls' processes).
+func (l *Loop) sample(now time.Time) ([]proc.Sample, map[int]bool) {
+	snap, err := l.cfg.Snapshot()
+	if err != nil {
+		l.log.Warn("sample processes", "err", err)
+		l.prevProcs, l.prevAt = nil, time.Time{}
+		return nil, nil
 	}
-	l.observeHook()
-	body := l.v2(act.Age, act.InFlight)
-	if l.v1Body {
-		body = l.v1()
+	procs, agents := agentProcs(snap, l.parent.PID)
+	if snap.CPUKnown && !l.prevAt.IsZero() {
+		elapsed := now.Sub(l.prevAt)
+		// A baseline older than two intervals would credit work done long
+		// ago to now: it only serves as the next baseline.
+		if elapsed > 0 && float64(elapsed) <= 2*float64(l.cfg.Durations.Interval)*(1+maxJitter) {
+			if cpu, name := CPUUse(l.prevProcs, procs); Busy(cpu, elapsed) {
+				l.busyAt, l.busyWhat = now, name
+			}
+		}
 	}
-	return l.post(ctx, body, now)
+	l.prevProcs, l.prevAt = procs, now
+	return procs, agents
+}
+
+// maxJitter bounds Config.Jitter.
+const maxJitter = 0.5
+
+// ownPrefix names gyrum's own processes: the hook and its helpers are the
+// agent's bookkeeping, not its work.
+const ownPrefix = "gyrum"
+
+// agentProcs returns the agent's own processes in snap — the descendants
+// of watched, or, when watched is gyrum itself (wrap mode), of its
+// children — and the pids of the agent (watched, or those children).
+func agentProcs(snap proc.Snapshot, watched int) ([]proc.Sample, map[int]bool) {
+	for _, p := range snap.Procs {
+		if p.PID != watched {
+			continue
+		}
+		if !strings.HasPrefix(p.Name, ownPrefix) {
+			break
+		}
+		var out []proc.Sample
+		agents := map[int]bool{}
+		for _, c := range snap.Procs {
+			if c.PPID == watched && !strings.HasPrefix(c.Name, ownPrefix) {
+				agents[c.PID] = true
+				out = append(out, snap.Descendants(c.PID, ownPrefix)...)
+			}
+		}
+		return out, agents
+	}
+	return snap.Descendants(watched, ownPrefix), map[int]bool{watched: true}
 }
 
 func (l *Loop) skip(outcome string, err error) {
@@ -348,16 +505,16 @@ func (l *Loop) skip(outcome string, err error) {
 	}
 }
 
-func (l *Loop) v1() httpapi.HeartbeatRequest {
-	return httpapi.HeartbeatRequest{Ticket: l.lease.Ticket, Host: l.lease.Host, Agent: l.lease.Agent}
+func (l *Loop) v1() wire.HeartbeatRequest {
+	return wire.HeartbeatRequest{Ticket: l.lease.Ticket, Host: l.lease.Host, Agent: l.lease.Agent}
 }
 
-func (l *Loop) v2(age time.Duration, inFlight string) httpapi.HeartbeatRequest {
+func (l *Loop) v2(d Decision) wire.HeartbeatRequest {
 	two := 2
-	secs := age.Seconds()
+	secs := d.Age.Seconds()
 	seen := l.hookSeen
-	return httpapi.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
-		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: inFlight,
+	return wire.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
+		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: d.InFlight, Stale: d.Stale,
 		HookSeen: &seen, HookEvents: l.hookPending}
 }
 
@@ -389,8 +546,8 @@ func (l *Loop) observeHook() {
 }
 
 // post sends body and turns the answer into the loop's next step.
-func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time.Time) Exit {
-	res, err := l.client.Heartbeat(ctx, body)
+func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Time) Exit {
+	res, err := l.api.Heartbeat(ctx, body)
 	l.state.Posts++
 	l.state.LastPOSTAt = now
 	if err == nil {
@@ -398,8 +555,11 @@ func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time
 			l.hookPending -= body.HookEvents // the server has added them
 		}
 		l.failures = 0
-		l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", http.StatusOK, ""
+		l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
 		l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
+		if res.MaxRetryGapS > 0 {
+			l.maxGap = time.Duration(res.MaxRetryGapS * float64(time.Second))
+		}
 		if !res.Extended && res.Note != "" {
 			l.log.Info("heartbeat recorded, lease not extended", "note", res.Note)
 		} else {
@@ -410,7 +570,7 @@ func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time
 	if ctx.Err() != nil {
 		return ExitSignal
 	}
-	var apiErr *httpapi.APIError
+	var apiErr *wire.APIError
 	status := 0
 	if errors.As(err, &apiErr) {
 		status = apiErr.Status
@@ -424,22 +584,25 @@ func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time
 		return ""
 	}
 	switch {
-	case errors.Is(err, warp.ErrUnsupportedSchema) && !l.v1Body:
+	case errors.Is(err, wire.ErrUnsupportedSchema) && !l.v1Body:
 		l.log.Warn("server does not speak schema_version 2: falling back to v1 bodies", "err", err)
 		l.v1Body = true
 		l.state.SchemaVersion = 1
 		return l.post(ctx, l.v1(), now)
-	case errors.Is(err, warp.ErrLeaseEnded):
+	case errors.Is(err, wire.ErrLeaseEnded):
 		l.state.LastOutcome = "lease-ended"
 		l.log.Info("lease ended on the server", "err", err)
+		l.tellAgent(ctx, gyrumdir.EndLapsed, apiErr)
 		return ExitLeaseEnded
-	case errors.Is(err, warp.ErrStaleEpoch), errors.Is(err, warp.ErrConflict):
+	case errors.Is(err, wire.ErrStaleEpoch), errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrNotHolder):
 		l.state.LastOutcome = "stale-epoch"
 		l.log.Info("lease taken over", "err", err)
+		l.tellAgent(ctx, gyrumdir.EndTakenOver, nil)
 		return ExitStaleEpoch
-	case errors.Is(err, warp.ErrNotFound):
+	case errors.Is(err, wire.ErrNotFound):
 		l.state.LastOutcome = "not-found"
 		l.log.Info("ticket unknown to the server", "err", err)
+		l.tellAgent(ctx, gyrumdir.EndUnknown, nil)
 		return ExitNotFound
 	}
 	l.failures++
@@ -449,48 +612,72 @@ func (l *Loop) post(ctx context.Context, body httpapi.HeartbeatRequest, now time
 	return ""
 }
 
-// exitReport sends the one exit report of a stopping v2 loop; a transport
-// error or 5xx gets one retry, nothing more.
-func (l *Loop) exitReport(ctx context.Context, why Exit) {
+// exitReport sends the one exit report of a stopping v2 loop, with the
+// age of the last evidence d computed for a gone agent; a transport error
+// or 5xx gets one retry, nothing more.
+func (l *Loop) exitReport(ctx context.Context, d Decision) {
 	if l.v1Body {
 		return // the server speaks v1 only: there is no exit report to send
 	}
-	now := l.now()
-	age := now.Sub(l.lease.ClaimedAt)
-	if act, err := l.dir.Activity(now, l.cfg.Durations.InFlightMax); err == nil {
-		// The agent is gone: a marker it left behind is no longer a running
-		// tool call, only evidence of activity when the call started. Crediting
-		// it as "in flight now" would keep the lease alive past the death.
-		last := act.LastActivity
-		if act.InFlightSince.After(last) {
-			last = act.InFlightSince
-		}
-		if last.IsZero() {
-			last = now.Add(-act.Age)
-		}
-		age = now.Sub(last)
-	}
 	l.observeHook()
-	body := l.v2(max(age, 0), "")
-	body.Exit = string(why)
+	body := l.v2(Decision{Age: d.Age})
+	body.Exit = string(d.Exit)
 	for attempt := 0; attempt < 2; attempt++ {
-		_, err := l.client.Heartbeat(ctx, body)
+		_, err := l.api.Heartbeat(ctx, body)
 		l.state.Posts++
 		l.state.LastPOSTAt = l.now()
 		if err == nil {
-			l.log.Info("exit report sent", "exit", string(why))
+			l.log.Info("exit report sent", "exit", string(d.Exit))
 			return
 		}
-		var apiErr *httpapi.APIError
+		var apiErr *wire.APIError
 		if ctx.Err() != nil || (errors.As(err, &apiErr) && apiErr.Status < 500) {
-			l.log.Info("exit report refused", "exit", string(why), "err", err)
+			l.log.Info("exit report refused", "exit", string(d.Exit), "err", err)
 			return
 		}
-		l.log.Warn("exit report failed", "exit", string(why), "attempt", attempt+1, "err", err)
+		l.log.Warn("exit report failed", "exit", string(d.Exit), "attempt", attempt+1, "err", err)
 		if attempt == 0 && l.sleep(ctx, min(l.cfg.Durations.Interval, time.Second)) != nil {
 			return
 		}
 	}
+}
+
+// tellAgent leaves the agent a notice that its lease ended (the hook shows
+// it on the next tool call). how is what the heartbeat's answer implies; a
+// 410 says how the lease ended in its detail (an older server's is refined
+// by asking warp). A lease.json that no longer names the lease means the
+// agent moved on: nothing to tell.
+func (l *Loop) tellAgent(ctx context.Context, how string, answer *wire.APIError) {
+	if cur, err := l.dir.ReadLease(); err != nil || cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch {
+		return
+	}
+	n := gyrumdir.LeaseEnded{Ticket: l.lease.Ticket, Epoch: l.lease.Epoch, How: how, At: l.now()}
+	if state := answer.DetailValue(wire.DetailLeaseState); state != "" {
+		switch state {
+		case wire.LeaseReleased:
+			n.How = gyrumdir.EndReleased
+		case wire.LeaseCompleted:
+			n.How = gyrumdir.EndCompleted
+		}
+		n.Reason = answer.DetailValue(wire.DetailEndReason)
+	} else if how == gyrumdir.EndLapsed {
+		if t, err := l.api.Ticket(ctx, l.lease.Ticket); err == nil && t.Lease != nil && t.Lease.Epoch == l.lease.Epoch {
+			switch t.Lease.State {
+			case wire.LeaseReleased:
+				n.How = gyrumdir.EndReleased
+			case wire.LeaseCompleted:
+				n.How = gyrumdir.EndCompleted
+			}
+			n.Reason = t.Lease.EndReason
+		} else if err == nil && t.Lease != nil && t.Lease.Epoch > l.lease.Epoch {
+			n.How = gyrumdir.EndTakenOver
+		}
+	}
+	if err := l.dir.WriteNotice(n); err != nil {
+		l.log.Warn("write the lease-ended notice", "err", err)
+		return
+	}
+	l.log.Info("the agent will be told on its next tool call", "how", n.How, "reason", n.Reason)
 }
 
 // State returns the loop's latest state (what heartbeat.state holds).

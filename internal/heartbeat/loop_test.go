@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
-	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
@@ -23,7 +23,7 @@ import (
 var scaled = heartbeat.Durations{Interval: 100 * time.Millisecond, Staleness: 600 * time.Millisecond, InFlightMax: 1500 * time.Millisecond}
 
 type running struct {
-	t      *testing.T
+	t      testing.TB
 	loop   *heartbeat.Loop
 	dir    gyrumdir.Dir
 	reg    gyrumdir.Registry
@@ -78,7 +78,7 @@ func startLoop(t *testing.T, d gyrumdir.Dir, mod func(*heartbeat.Config)) *runni
 
 // prepareLoop builds the loop without starting it, so server hooks can
 // refer to it before its first POST.
-func prepareLoop(t *testing.T, d gyrumdir.Dir, mod func(*heartbeat.Config)) *running {
+func prepareLoop(t testing.TB, d gyrumdir.Dir, mod func(*heartbeat.Config)) *running {
 	t.Helper()
 	r := &running{t: t, dir: d, reg: gyrumdir.NewRegistry(t.TempDir()), done: make(chan struct{})}
 	cfg := heartbeat.Config{Dir: d, Registry: r.reg, Durations: scaled, Logger: slog.New(slog.DiscardHandler)}
@@ -193,7 +193,7 @@ func TestOrphanExitsWithinOneTick(t *testing.T) {
 	d := worktree(t, ws, "T-orphan", ws.Claim("T-orphan", "A"), parent)
 	r := prepareLoop(t, d, nil)
 	var killed mark
-	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b client.HeartbeatRequest) {
 		if n == 3 { // the agent dies while the loop's third POST is in flight
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })
@@ -243,59 +243,85 @@ func TestRecycledParentPIDIsDead(t *testing.T) {
 	assertUnregistered(t, r)
 }
 
-func TestWedgedAgentStopsAndResumes(t *testing.T) {
+// A wedged agent: once its activity is stale the loop keeps POSTing, but
+// stale reports — the lease shows "stalled", not "silent", and is not
+// extended. Activity resumes the heartbeats proper.
+func TestWedgedAgentReportsStaleAndResumes(t *testing.T) {
 	ws := newWarp(t)
 	_, parent := watched(t)
 	d := worktree(t, ws, "T-wedged", ws.Claim("T-wedged", "A"), parent)
+	lastTouch, _ := d.LastActivity()
 	r := startLoop(t, d, nil)
-	waitFor(t, "three stale skips", func() bool { return r.state().Skips >= 3 })
-	n := ws.Count()
-	if n < 2 {
-		t.Fatalf("only %d heartbeats before going stale", n)
+	stale := func() int {
+		n := 0
+		for _, b := range ws.Answered() {
+			if b.Body.Stale {
+				n++
+			}
+		}
+		return n
 	}
-	for _, b := range ws.Beats() {
-		if age := *b.Body.ActivityAgeS; age > scaled.Staleness.Seconds()+0.05 && b.Body.Exit == "" {
-			t.Errorf("heartbeat with age %.3fs past the %.1fs limit", age, scaled.Staleness.Seconds())
+	waitFor(t, "a stale report", func() bool { return stale() >= 1 })
+	waitFor(t, "three more stale reports", func() bool { return stale() >= 4 })
+	for _, b := range ws.Answered() {
+		age := *b.Body.ActivityAgeS
+		if b.Body.Stale != (age > scaled.Staleness.Seconds()) {
+			t.Errorf("heartbeat with age %.3fs (limit %.1fs) has stale=%v", age, scaled.Staleness.Seconds(), b.Body.Stale)
+		}
+		if b.Status != 200 {
+			t.Errorf("heartbeat answered %d", b.Status)
 		}
 	}
-	skips := r.state().Skips
-	waitFor(t, "three more skips", func() bool { return r.state().Skips >= skips+3 })
-	if ws.Count() != n {
-		t.Fatalf("heartbeats went on while stale: %d, then %d", n, ws.Count())
+	// The server credits the evidence and nothing more: the ages are
+	// measured on the loop, so each POST's latency is all it may add.
+	l := ws.Lease("T-wedged")
+	if l.LastActivityAt.After(lastTouch.Add(50 * time.Millisecond)) {
+		t.Errorf("stale reports moved last_activity_at to %v, past the last touch %v", l.LastActivityAt, lastTouch)
 	}
-	if st := r.state(); st.LastOutcome != "skipped-stale" {
-		t.Fatalf("state %+v", st)
+	expires := l.ExpiresAt
+	if st := r.state(); st.LastOutcome != "stale-report" || st.Skips != 0 {
+		t.Fatalf("state %+v, want last outcome stale-report and no skips", st)
 	}
-	// The hook touches last-activity: POSTs resume.
+	// The hook touches last-activity: heartbeats proper resume.
+	n := len(ws.Answered())
 	touched := time.Now()
 	if err := d.TouchActivity(touched); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "heartbeats to resume", func() bool { return len(ws.Answered()) > n })
-	b := ws.Answered()[n]
-	if *b.Body.ActivityAgeS > scaled.Staleness.Seconds() || b.Status != 200 {
-		t.Fatalf("resumed heartbeat %+v", b)
-	}
-	if l := ws.Lease("T-wedged"); l.LastActivityAt.Before(touched.Add(-50 * time.Millisecond)) {
-		t.Fatalf("server last_activity_at %v, before the touch at %v", l.LastActivityAt, touched)
+	waitFor(t, "a fresh heartbeat", func() bool {
+		bs := ws.Answered()
+		return len(bs) > n && !bs[len(bs)-1].Body.Stale
+	})
+	if l := ws.Lease("T-wedged"); l.LastActivityAt.Before(touched.Add(-50*time.Millisecond)) || !l.ExpiresAt.After(expires) {
+		t.Fatalf("server last_activity_at %v (touch at %v), expires_at %v (was %v)", l.LastActivityAt, touched, l.ExpiresAt, expires)
 	}
 }
 
-func TestLongToolCallCountsUntilTheCap(t *testing.T) {
+// A tool call backed by a live process of the agent (its Bash shell)
+// counts as in flight until the in-flight cap, then the reports go stale.
+func TestBackedToolCallCountsUntilTheCap(t *testing.T) {
 	ws := newWarp(t)
-	_, parent := watched(t)
-	d := worktree(t, ws, "T-long", ws.Claim("T-long", "A"), parent)
-	old := time.Now().Add(-time.Hour)
-	d.TouchActivity(old) // already stale
+	ag := startAgent(t)
+	d := worktree(t, ws, "T-long", ws.Claim("T-long", "A"), ag.id)
+	d.TouchActivity(time.Now().Add(-time.Hour)) // already stale
 	start := time.Now()
 	if err := d.StartInFlight("toolu_long", "Bash", start); err != nil {
 		t.Fatal(err)
 	}
+	ag.run("sleep 100") // the call's process
 	r := startLoop(t, d, nil)
-	waitFor(t, "stale skips after the cap", func() bool { return r.state().Skips >= 3 })
-	bs := ws.Beats()
+	waitFor(t, "stale reports after the cap", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
 	past := 0
-	for _, b := range bs {
+	for _, b := range ws.Answered() {
+		if b.Body.Stale {
+			if b.At.Sub(start) < scaled.InFlightMax {
+				t.Errorf("stale report %v after the call started, before the %v cap", b.At.Sub(start), scaled.InFlightMax)
+			}
+			continue
+		}
 		if b.Body.InFlight != "Bash" || *b.Body.ActivityAgeS != 0 {
 			t.Fatalf("heartbeat while in flight: %+v", b.Body)
 		}
@@ -306,21 +332,119 @@ func TestLongToolCallCountsUntilTheCap(t *testing.T) {
 	if past < 3 {
 		t.Fatalf("%d heartbeats past the staleness limit, want the long step to keep POSTing", past)
 	}
-	n := ws.Count()
-	skips := r.state().Skips
-	waitFor(t, "more skips", func() bool { return r.state().Skips >= skips+3 })
-	if ws.Count() != n {
-		t.Fatal("heartbeats after the in-flight cap")
-	}
 	if l := ws.Lease("T-long"); !l.LastActivityAt.After(start.Add(scaled.Staleness)) {
 		t.Fatalf("server credited activity only up to %v (step started %v)", l.LastActivityAt, start)
 	}
-	// PostToolUse at last: removes the marker, touches, POSTs resume.
+	// PostToolUse at last: removes the marker, touches, heartbeats resume.
+	n := len(ws.Answered())
 	d.EndInFlight("toolu_long")
 	d.TouchActivity(time.Now())
-	waitFor(t, "heartbeats to resume", func() bool { return ws.Count() > n })
-	if b := ws.Beats()[n]; b.Body.InFlight != "" {
-		t.Fatalf("in_flight after the call ended: %q", b.Body.InFlight)
+	waitFor(t, "a fresh heartbeat", func() bool {
+		bs := ws.Answered()
+		return len(bs) > n && !bs[len(bs)-1].Body.Stale
+	})
+	if bs := ws.Answered(); bs[len(bs)-1].Body.InFlight != "" {
+		t.Fatalf("in_flight after the call ended: %q", bs[len(bs)-1].Body.InFlight)
+	}
+	_ = r
+}
+
+// A call that nothing backs — denied, or blocked by another PreToolUse
+// hook, so no Post event ever removes its marker — proves only that it
+// started: the lease goes stale one staleness limit after it, not after
+// the in-flight cap.
+func TestUnbackedMarkerCountsOnlyItsStart(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t) // a process without children
+	d := worktree(t, ws, "T-denied", ws.Claim("T-denied", "A"), parent)
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	start := time.Now()
+	if err := d.StartInFlight("toolu_denied", "Bash", start); err != nil {
+		t.Fatal(err)
+	}
+	startLoop(t, d, func(c *heartbeat.Config) { c.Durations.InFlightMax = time.Hour })
+	waitFor(t, "stale reports", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
+	for _, b := range ws.Answered() {
+		if b.Body.InFlight != "" {
+			t.Errorf("an unbacked marker was reported in flight: %+v", b.Body)
+		}
+		want := b.At.Sub(start).Seconds()
+		if got := *b.Body.ActivityAgeS; got < want-0.05 || got > want+0.05 {
+			t.Errorf("activity age %.3fs at %.3fs after the call started: want the call's start", got, want)
+		}
+	}
+	if l := ws.Lease("T-denied"); l.LastActivityAt.After(start.Add(50 * time.Millisecond)) {
+		t.Fatalf("server last_activity_at %v is after the denied call's start %v", l.LastActivityAt, start)
+	}
+}
+
+// Work the agent's own processes do in the background counts: a CPU-bound
+// job keeps the heartbeats fresh past the staleness limit, but no longer
+// than the in-flight cap after the agent's own last tool call.
+func TestBackgroundWorkCountsUpToTheCap(t *testing.T) {
+	ws := newWarp(t)
+	ag := startAgent(t)
+	d := worktree(t, ws, "T-bg", ws.Claim("T-bg", "A"), ag.id)
+	last := time.Now()
+	d.TouchActivity(last) // the tool call that started the job
+	ag.run("exec timeout 30 sh -c 'while :; do :; done'")
+	lim := scaled
+	lim.InFlightMax = 2 * time.Second
+	startLoop(t, d, func(c *heartbeat.Config) { c.Durations = lim })
+	stopBy := last.Add(lim.InFlightMax + lim.Staleness + 2*lim.Interval)
+	waitFor(t, "stale reports after the cap", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
+	fresh, early := 0, 0
+	for _, b := range ws.Answered() {
+		since := b.At.Sub(last)
+		switch {
+		case !b.Body.Stale && since > lim.Staleness+lim.Interval:
+			fresh++
+			if !strings.HasPrefix(b.Body.InFlight, heartbeat.BackgroundPrefix) {
+				t.Errorf("in_flight %q while only the background job works, want %q + its name", b.Body.InFlight, heartbeat.BackgroundPrefix)
+			}
+			if b.At.After(stopBy) {
+				t.Errorf("fresh heartbeat %v after the last tool call: the cap is %v", since, lim.InFlightMax)
+			}
+		case b.Body.Stale && since < lim.InFlightMax:
+			// On a starved machine the job may get less CPU than the busy
+			// threshold in one sampling window (it failed CI once with the
+			// machine loaded): one such report is tolerated, a pattern is not.
+			early++
+			t.Logf("stale report %v after the last tool call while the job was busy", since)
+		}
+	}
+	if early > 1 {
+		t.Errorf("%d stale reports before the cap while the job was busy, want the busy job to keep the lease", early)
+	}
+	if fresh < 3 {
+		t.Fatalf("%d fresh heartbeats past the staleness limit, want the busy job to keep the lease", fresh)
+	}
+}
+
+// An idle background process (a dev server at rest, a call hung on the
+// network) is not work.
+func TestIdleBackgroundDoesNotCount(t *testing.T) {
+	ws := newWarp(t)
+	ag := startAgent(t)
+	d := worktree(t, ws, "T-idle", ws.Claim("T-idle", "A"), ag.id)
+	last := time.Now()
+	d.TouchActivity(last)
+	ag.run("sleep 100")
+	startLoop(t, d, nil)
+	waitFor(t, "a stale report", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
+	for _, b := range ws.Answered() {
+		if !b.Body.Stale && b.At.Sub(last) > scaled.Staleness+scaled.Interval {
+			t.Errorf("fresh heartbeat %v after the last tool call with only an idle child", b.At.Sub(last))
+		}
 	}
 }
 
@@ -331,15 +455,23 @@ func TestDeclaredWaitCounts(t *testing.T) {
 	d.TouchActivity(time.Now().Add(-time.Hour))
 	now := time.Now()
 	d.WriteWait(gyrumdir.Wait{Reason: "CI", DeclaredAt: now, Until: now.Add(time.Hour)})
-	r := startLoop(t, d, nil)
-	waitFor(t, "skips after the cap", func() bool { return r.state().Skips >= 2 })
-	for _, b := range ws.Beats() {
+	startLoop(t, d, nil)
+	waitFor(t, "stale reports after the cap", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
+	fresh := 0
+	for _, b := range ws.Answered() {
+		if b.Body.Stale || b.At.After(now.Add(scaled.InFlightMax)) {
+			continue // after the cap the wait counts as activity at its end
+		}
+		fresh++
 		if b.Body.InFlight != "wait: CI" || *b.Body.ActivityAgeS != 0 {
 			t.Fatalf("heartbeat during the wait: %+v", b.Body)
 		}
 	}
-	if ws.Count() < 3 {
-		t.Fatalf("only %d heartbeats during the wait", ws.Count())
+	if fresh < 3 {
+		t.Fatalf("only %d heartbeats during the wait", fresh)
 	}
 }
 
@@ -353,7 +485,7 @@ func TestEndedElsewhereExitsOn410(t *testing.T) {
 			d := worktree(t, ws, id, epoch, parent)
 			r := prepareLoop(t, d, nil)
 			var ended mark
-			ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
+			ws.SetBefore(func(n int, b client.HeartbeatRequest) {
 				if n != 2 {
 					return
 				}
@@ -381,6 +513,12 @@ func TestEndedElsewhereExitsOn410(t *testing.T) {
 				t.Fatalf("loop slept %d more times after the 410", r.sleepCount()-sleepsAt)
 			}
 			assertUnregistered(t, r)
+			// The agent will be told how, from the 410's own detail.
+			want := map[string]string{"complete": gyrumdir.EndCompleted, "release": gyrumdir.EndReleased}[how]
+			n, err := d.ReadNotice()
+			if err != nil || n.Ticket != id || n.How != want || (how == "release" && n.Reason != "operator") {
+				t.Errorf("notice %+v (%v), want %s of %s", n, err, want, id)
+			}
 		})
 	}
 }
@@ -390,7 +528,7 @@ func TestReclaimedElsewhereExitsOn409(t *testing.T) {
 	_, parent := watched(t)
 	epoch := ws.Claim("T-steal", "A")
 	d := worktree(t, ws, "T-steal", epoch, parent)
-	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b client.HeartbeatRequest) {
 		if n == 2 {
 			ws.Svc.Release(context.Background(), "T-steal", epoch, "operator")
 			ws.Claim("T-steal", "B")
@@ -466,7 +604,7 @@ func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 	d := worktree(t, ws, "T-old", ws.Claim("T-old", "A"), parent)
 	// An old server: it rejects schema_version 2 the way warp does for an
 	// unknown version; v1 bodies reach the real server.
-	ws.SetAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
 		if b.SchemaVersion == nil {
 			return false
 		}
@@ -575,7 +713,7 @@ func TestExitReportRetriedOnceOnly(t *testing.T) {
 	ws := newWarp(t)
 	cmd, parent := watched(t)
 	d := worktree(t, ws, "T-retry", ws.Claim("T-retry", "A"), parent)
-	ws.SetAnswer(func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool {
+	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
 		if b.Exit == "" {
 			return false
 		}
@@ -693,7 +831,7 @@ func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
 	r := prepareLoop(t, d, nil)
 	var killedAt time.Time
 	var mu sync.Mutex
-	ws.SetBefore(func(n int, b httpapi.HeartbeatRequest) {
+	ws.SetBefore(func(n int, b client.HeartbeatRequest) {
 		if n == 3 {
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			waitFor(t, "the agent to die", func() bool { return !parent.Alive() })

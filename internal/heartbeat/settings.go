@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of the agent side (DESIGN.md section 2).
+// Defaults of the agent side (docs/DESIGN.md section 2).
 const (
 	DefaultInterval    = 240 * time.Second
 	DefaultStaleness   = 900 * time.Second

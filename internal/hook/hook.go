@@ -1,7 +1,9 @@
 // Package hook is `gyrum touch-activity`, the agent's tool-call hook. It
 // reads the hook's JSON from stdin (Claude Code's PreToolUse, PostToolUse,
-// PostToolUseFailure, or any other event), finds the worktree's .gyrum/ and
-// updates the activity signals:
+// PostToolUseFailure, or any other event), finds the .gyrum/ directories it
+// concerns (targets: --dir; else its agent's leases from the agent index;
+// else the cwd walk — only worktrees a start-work prepared) and updates the
+// activity signals:
 //
 //   - PreToolUse: create the in-flight marker in-flight/<tool_use_id>;
 //   - PostToolUse, PostToolUseFailure: remove that marker and touch
@@ -14,8 +16,9 @@
 // to hook-events, so the loop can report that the hook fires and how often
 // (gyrumdir.ActivityRecord, gyrumdir.HookCounter).
 //
-// It never fails its caller: the command prints nothing and exits 0 on
-// every path; Run's error exists for tests. The payload is scanned, not
+// It never fails its caller: the command exits 0 on every path and prints
+// nothing but, once, a lease-ended notice in Claude Code's hook output
+// format (Output); Run's error exists for tests. The payload is scanned, not
 // decoded: only four top-level string fields are kept, so a large
 // tool_response costs a read, not an allocation.
 package hook
@@ -28,9 +31,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/proc"
 )
 
 // Claude Code hook event names that change the in-flight markers.
@@ -39,6 +44,22 @@ const (
 	EventPostToolUse        = "PostToolUse"
 	EventPostToolUseFailure = "PostToolUseFailure"
 )
+
+// eventAliases maps other agents' names of the same events to Claude
+// Code's: Gemini CLI's BeforeTool/AfterTool, Cursor's camel-case ones.
+// The record and the output keep the agent's own name.
+var eventAliases = map[string]string{
+	"BeforeTool": EventPreToolUse, "AfterTool": EventPostToolUse, // Gemini CLI
+	"preToolUse": EventPreToolUse, "postToolUse": EventPostToolUse, "postToolUseFailure": EventPostToolUseFailure, // Cursor
+}
+
+// canonical returns Claude Code's name of event.
+func canonical(event string) string {
+	if c, ok := eventAliases[event]; ok {
+		return c
+	}
+	return event
+}
 
 // MaxInput is how much of stdin the hook reads at most. Fields after it are
 // not seen; the ones Claude Code sends first (cwd, hook_event_name,
@@ -245,28 +266,110 @@ func (s *scanner) skip() bool {
 
 // Options says where the hook looks for .gyrum/ and what time it is.
 type Options struct {
-	// Dir, when set (--dir), is where the walk up starts, before the
-	// payload's cwd.
+	// Dir, when set (--dir), is where the walk up starts; it wins over
+	// everything else.
 	Dir string
+	// AgentPID is the agent the hook runs for (Claude Code's CLAUDE_PID),
+	// 0 when unknown; Agents is the index of the worktrees whose leases
+	// agents hold. The hook credits the leases of its agent wherever the
+	// payload's cwd is.
+	AgentPID int
+	Agents   gyrumdir.AgentIndex
+	// Prepared, when set, limits the hook to worktrees a start-work on this
+	// host prepared: a .gyrum/ found through --dir or a cwd that is not one
+	// (a repository can commit one) is left alone. Zero: no limit.
+	Prepared gyrumdir.Prepared
 	// Cwd is the process's working directory, the last place tried.
 	Cwd string
 	// Now is the time written to the signals.
 	Now time.Time
 }
 
+// Result is what the hook has to tell the agent: the messages of leases
+// that ended without the agent asking (see gyrumdir.LeaseEnded), shown
+// once, on a Post event.
+type Result struct {
+	// Event is the payload's hook_event_name.
+	Event   string
+	Notices []string
+}
+
 // ErrNoWorktree reports that no .gyrum/ was found from any start point.
 var ErrNoWorktree = errors.New("no .gyrum directory found")
 
-// Apply applies payload p: it finds .gyrum/ walking up from o.Dir, then
-// p.CWD, then o.Cwd (the first start point that leads to one wins) and
-// updates the markers and last-activity.
-func Apply(p Payload, o Options) error {
-	d, err := find(o.Dir, p.CWD, o.Cwd)
-	if err != nil {
-		return err
+// Apply applies payload p to the .gyrum/ directories it concerns: the one
+// found walking up from o.Dir when set; else the worktrees whose leases
+// the agent o.AgentPID holds (the agent index); else the one found walking
+// up from p.CWD, then o.Cwd. It updates the markers and last-activity, and
+// on a Post event collects the lease-ended notices waiting there.
+func Apply(p Payload, o Options) (Result, error) {
+	dirs, links := targets(p, o)
+	if len(dirs) == 0 {
+		return Result{}, ErrNoWorktree
 	}
+	res := Result{Event: p.Event}
+	var errs []error
+	for i, d := range dirs {
+		errs = append(errs, applyTo(d, p, o))
+		if ev := canonical(p.Event); ev != EventPostToolUse && ev != EventPostToolUseFailure {
+			continue
+		}
+		if n, ok := d.TakeNotice(); ok {
+			res.Notices = append(res.Notices, n.Message(d.Worktree))
+			if links != nil {
+				// Told: the agent's tool calls no longer concern that lease.
+				_ = o.Agents.Remove(links[i].Agent, links[i].Worktree)
+			}
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// targets returns the .gyrum/ directories the payload concerns and, when
+// they come from the agent index, the index entries (same order).
+func targets(p Payload, o Options) ([]gyrumdir.Dir, []gyrumdir.AgentLink) {
+	if o.Dir != "" {
+		if d, err := find(o.Dir); err == nil && o.ours(d) {
+			return []gyrumdir.Dir{d}, nil
+		}
+		return nil, nil
+	}
+	if o.AgentPID > 0 && o.Agents != (gyrumdir.AgentIndex{}) {
+		if links, _ := o.Agents.Lookup(o.AgentPID); len(links) > 0 {
+			// Only now is the agent's identity worth a read: an entry left by
+			// a dead process whose pid was recycled must not be credited.
+			if id, err := proc.Lookup(o.AgentPID); err == nil {
+				var dirs []gyrumdir.Dir
+				var mine []gyrumdir.AgentLink
+				for _, l := range links {
+					if l.Agent.StartTime != id.StartTime {
+						continue
+					}
+					if d, err := gyrumdir.Open(l.Worktree); err == nil {
+						dirs, mine = append(dirs, d), append(mine, l)
+					}
+				}
+				if len(dirs) > 0 {
+					return dirs, mine
+				}
+			}
+		}
+	}
+	if d, err := find(p.CWD, o.Cwd); err == nil && o.ours(d) {
+		return []gyrumdir.Dir{d}, nil
+	}
+	return nil, nil
+}
+
+// ours reports whether the hook may write into d.
+func (o Options) ours(d gyrumdir.Dir) bool {
+	return o.Prepared == (gyrumdir.Prepared{}) || o.Prepared.Has(d.Worktree)
+}
+
+func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
+	var err error
 	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: p.Event, Tool: p.ToolName, At: o.Now}
-	switch p.Event {
+	switch canonical(p.Event) {
 	case EventPreToolUse:
 		err = d.StartInFlight(p.ToolUseID, p.ToolName, o.Now)
 	case EventPostToolUse, EventPostToolUseFailure:
@@ -320,7 +423,7 @@ func find(starts ...string) (gyrumdir.Dir, error) {
 // Run is the whole hook: read the payload from stdin (not at all when stdin
 // is a terminal; at most 2 s and MaxInput bytes otherwise) and apply it.
 // Callers ignore the error; tests read it.
-func Run(stdin io.Reader, o Options) error {
+func Run(stdin io.Reader, o Options) (Result, error) {
 	p := Payload{}
 	if stdin != nil && readable(stdin) {
 		if f, ok := stdin.(*os.File); ok {
@@ -347,4 +450,26 @@ func readable(r io.Reader) bool {
 		return false
 	}
 	return st.Mode()&os.ModeCharDevice == 0
+}
+
+// Output is what the hook prints on stdout for event and res: nothing when
+// there is nothing to tell; else Claude Code's hook output object, whose
+// hookSpecificOutput.additionalContext the client adds to what the model
+// sees next (Post events).
+func Output(event string, res Result) []byte {
+	if len(res.Notices) == 0 {
+		return nil
+	}
+	type specific struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	}
+	out := struct {
+		HookSpecificOutput specific `json:"hookSpecificOutput"`
+	}{specific{HookEventName: event, AdditionalContext: strings.Join(res.Notices, "\n\n")}}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	return append(data, '\n')
 }

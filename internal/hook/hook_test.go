@@ -132,7 +132,7 @@ func TestRunPreThenPost(t *testing.T) {
 		sub := filepath.Join(d.Worktree, "pkg", "deep")
 		os.MkdirAll(sub, 0o755)
 		t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-		if err := hook.Run(strings.NewReader(payload(prePayload, sub)), hook.Options{Now: t0}); err != nil {
+		if _, err := hook.Run(strings.NewReader(payload(prePayload, sub)), hook.Options{Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		if got := markers(t, d); len(got) != 1 || got[0] != "toolu_01ABC123=Bash" {
@@ -142,7 +142,7 @@ func TestRunPreThenPost(t *testing.T) {
 			t.Fatalf("PreToolUse touched last-activity: %v", err)
 		}
 		t1 := t0.Add(time.Minute)
-		if err := hook.Run(strings.NewReader(payload(post, sub)), hook.Options{Now: t1}); err != nil {
+		if _, err := hook.Run(strings.NewReader(payload(post, sub)), hook.Options{Now: t1}); err != nil {
 			t.Fatal(err)
 		}
 		if got := markers(t, d); len(got) != 0 {
@@ -159,7 +159,7 @@ func TestRunPlainTouch(t *testing.T) {
 	now := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for name, in := range map[string]string{"empty": "", "garbage": "}}}{not json", "stop": payload(stopPayload, d.Worktree)} {
 		os.Remove(d.File(gyrumdir.ActivityFile))
-		if err := hook.Run(strings.NewReader(in), hook.Options{Cwd: d.Worktree, Now: now}); err != nil {
+		if _, err := hook.Run(strings.NewReader(in), hook.Options{Cwd: d.Worktree, Now: now}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if at, err := d.LastActivity(); err != nil || !at.Equal(now) {
@@ -191,7 +191,7 @@ func TestRunFindOrder(t *testing.T) {
 
 func TestRunNoWorktree(t *testing.T) {
 	empty := t.TempDir()
-	err := hook.Run(strings.NewReader(payload(prePayload, empty)), hook.Options{Cwd: empty, Now: time.Now()})
+	_, err := hook.Run(strings.NewReader(payload(prePayload, empty)), hook.Options{Cwd: empty, Now: time.Now()})
 	if !errors.Is(err, hook.ErrNoWorktree) {
 		t.Fatalf("got %v, want ErrNoWorktree", err)
 	}
@@ -208,7 +208,7 @@ func TestRunPostWithoutID(t *testing.T) {
 	d.StartInFlight("toolu_new", "Read", now.Add(-time.Minute))
 	d.StartInFlight("toolu_bash", "Bash", now.Add(-3*time.Minute))
 	in := `{"cwd":"` + d.Worktree + `","hook_event_name":"PostToolUse","tool_name":"Read"}`
-	if err := hook.Run(strings.NewReader(in), hook.Options{Now: now}); err != nil {
+	if _, err := hook.Run(strings.NewReader(in), hook.Options{Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(markers(t, d), ",")
@@ -226,7 +226,7 @@ func TestRunClosedAndTerminalStdin(t *testing.T) {
 	}
 	w.Close()
 	r.Close() // a closed descriptor
-	if err := hook.Run(r, hook.Options{Cwd: d.Worktree, Now: now}); err != nil {
+	if _, err := hook.Run(r, hook.Options{Cwd: d.Worktree, Now: now}); err != nil {
 		t.Fatalf("closed stdin: %v", err)
 	}
 	if at, _ := d.LastActivity(); !at.Equal(now) {
@@ -235,7 +235,7 @@ func TestRunClosedAndTerminalStdin(t *testing.T) {
 	devnull, _ := os.Open(os.DevNull)
 	defer devnull.Close()
 	now2 := now.Add(time.Second)
-	if err := hook.Run(devnull, hook.Options{Cwd: d.Worktree, Now: now2}); err != nil {
+	if _, err := hook.Run(devnull, hook.Options{Cwd: d.Worktree, Now: now2}); err != nil {
 		t.Fatalf("/dev/null: %v", err)
 	}
 	if at, _ := d.LastActivity(); !at.Equal(now2) {
@@ -253,7 +253,7 @@ func TestRunStdinNeverClosed(t *testing.T) {
 	defer w.Close()
 	w.Write([]byte(`{"cwd":"` + d.Worktree + `","hook_event_name":"PostToolUse"`)) // and never closes
 	done := make(chan error, 1)
-	go func() { done <- hook.Run(r, hook.Options{Now: time.Now()}) }()
+	go func() { _, err := hook.Run(r, hook.Options{Now: time.Now()}); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -277,7 +277,7 @@ func TestRunWritesRecordAndCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	if err := hook.Run(strings.NewReader(payload(prePayload, d.Worktree)), hook.Options{Now: t0}); err != nil {
+	if _, err := hook.Run(strings.NewReader(payload(prePayload, d.Worktree)), hook.Options{Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := c.Take(); n != 1 {
@@ -287,7 +287,7 @@ func TestRunWritesRecordAndCounts(t *testing.T) {
 		t.Errorf("PreToolUse wrote last-activity: %v", err)
 	}
 	t1 := t0.Add(time.Minute)
-	if err := hook.Run(strings.NewReader(payload(failurePayload, d.Worktree)), hook.Options{Now: t1}); err != nil {
+	if _, err := hook.Run(strings.NewReader(payload(failurePayload, d.Worktree)), hook.Options{Now: t1}); err != nil {
 		t.Fatal(err)
 	}
 	rec, ok, mtime, err := d.ReadActivity()
@@ -297,7 +297,7 @@ func TestRunWritesRecordAndCounts(t *testing.T) {
 	if rec.Source != gyrumdir.SourceHook || rec.Event != "PostToolUseFailure" || rec.Tool != "Bash" || !rec.At.Equal(t1) || !mtime.Equal(t1) {
 		t.Errorf("record: got %+v mtime %v, want hook/PostToolUseFailure/Bash at %v", rec, mtime, t1)
 	}
-	if err := hook.Run(strings.NewReader(""), hook.Options{Cwd: d.Worktree, Now: t1.Add(time.Second)}); err != nil {
+	if _, err := hook.Run(strings.NewReader(""), hook.Options{Cwd: d.Worktree, Now: t1.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if rec, ok, _, _ := d.ReadActivity(); !ok || rec.Source != gyrumdir.SourceHook || rec.Event != "" {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Role is what a caller may do. Routes declare the least role they need.
@@ -73,8 +74,9 @@ func ParseTokens(name string, r io.Reader) ([]Token, error) {
 		if secret == "" {
 			return nil, fmt.Errorf("token file %s line %d: empty token after %q", name, n, role+":")
 		}
-		if strings.ContainsAny(secret, " \t") {
-			return nil, fmt.Errorf("token file %s line %d: token contains whitespace", name, n)
+		if strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			// A Bearer header cannot carry it: the token could never be used.
+			return nil, fmt.Errorf("token file %s line %d: token contains whitespace or a control character", name, n)
 		}
 		if prev, dup := seen[secret]; dup {
 			return nil, fmt.Errorf("token file %s line %d: token repeats line %d", name, n, prev)

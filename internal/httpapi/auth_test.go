@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,35 @@ func TestLoadTokenFile(t *testing.T) {
 	}
 	if _, err := httpapi.LoadTokenFile(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+// The ?token= exchange never sends the browser elsewhere, and takes only
+// an admin token (an agent token used to buy a cookie too).
+func TestTokenExchangeStaysOnTheServer(t *testing.T) {
+	e := newEnv(t, withTokens())
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := client.Get(e.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, c := range []struct{ path, want string }{
+		{"//evil.example/?token=" + adminToken, "/evil.example/"},
+		{"/%5Cevil.example/?token=" + adminToken, "/evil.example/"},
+		{"/hosts?window=1h&token=" + adminToken, "/hosts?window=1h"},
+	} {
+		r := get(c.path)
+		if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != c.want {
+			t.Errorf("GET %s: %d Location %q, want 303 %q", c.path, r.StatusCode, r.Header.Get("Location"), c.want)
+		}
+	}
+	r := get("/?token=" + agentToken)
+	if r.StatusCode != http.StatusForbidden || r.Header.Get("Set-Cookie") != "" {
+		t.Errorf("agent token: %d Set-Cookie %q, want 403 and no cookie", r.StatusCode, r.Header.Get("Set-Cookie"))
 	}
 }

@@ -99,8 +99,10 @@ func TestBadInputCatalogue(t *testing.T) {
 		// State conflicts that must not write.
 		{"unknown ticket", "POST", "/heartbeat", agentToken, `{"ticket":"NOPE"}`, 404, "not_found", "NOPE"},
 		{"never claimed", "POST", "/heartbeat", agentToken, `{"ticket":"T-2"}`, 410, "lease_ended", "claim it first"},
-		{"wrong epoch", "POST", "/v1/heartbeat", agentToken, `{"schema_version":2,"ticket":"T-1","epoch":7,"activity_age_s":1}`, 409, "stale_epoch", "current epoch is 1"},
-		{"claim a claimed ticket", "POST", "/v1/tickets/T-1/claim", agentToken, `{"agent":"U"}`, 409, "conflict", "claimed by"},
+		// To an agent, refusals name neither the holder nor the epoch.
+		{"wrong epoch", "POST", "/v1/heartbeat", agentToken, `{"schema_version":2,"ticket":"T-1","epoch":7,"activity_age_s":1}`, 409, "stale_epoch", "has a newer lease"},
+		{"claim a claimed ticket", "POST", "/v1/tickets/T-1/claim", agentToken, `{"agent":"U"}`, 409, "conflict", "held by another agent"},
+		{"claim a claimed ticket (admin)", "POST", "/v1/tickets/T-1/claim", adminToken, `{"agent":"U"}`, 409, "conflict", "claimed by"},
 		{"create twice", "POST", "/v1/tickets", adminToken, `{"id":"T-1"}`, 409, "conflict", "exists"},
 		{"claim-next without match", "POST", "/v1/claims/next", agentToken, `{"labels":["rust"]}`, 404, "no_open_ticket", "rust"},
 		{"activity while v1 hosts", "PUT", "/v1/mode", adminToken, `{"mode":"activity"}`, 409, "adoption_incomplete", "--force"},

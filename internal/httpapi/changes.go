@@ -6,22 +6,13 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// Change describes one successful write other than a heartbeat, for
-// ServerConfig.OnChange (the dashboard's event stream).
-type Change struct {
-	// Kind is the event kind the write recorded: created, claimed,
-	// released, completed or mode-changed.
-	Kind   warp.EventKind
-	Ticket string // empty for mode changes
-	Epoch  int64
-	Reason string // a release's reason
-	Mode   string // the mode after a mode change
-}
-
-func (s *Server) changed(c Change) {
+// changed tells ServerConfig.OnChange about a successful write.
+func (s *Server) changed(c apihook.Change) {
 	if s.cfg.OnChange != nil {
 		s.cfg.OnChange(c)
 	}
@@ -66,8 +57,15 @@ func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
 	if !q.Has("token") {
 		return false
 	}
-	if _, ok := lookup(s.cfg.Tokens, token); !ok || token == "" {
-		s.WriteError(w, r, warp.Errorf(ErrUnauthorized, "unknown token in ?token="))
+	role, ok := lookup(s.cfg.Tokens, token)
+	if !ok || token == "" {
+		s.WriteError(w, r, warp.Errorf(httpkit.ErrUnauthorized, "unknown token in ?token="))
+		return true
+	}
+	if role != RoleAdmin {
+		// Pages are admin reads: an agent token would buy a cookie that
+		// opens nothing.
+		s.WriteError(w, r, warp.Errorf(httpkit.ErrForbidden, "?token= takes an admin token: the dashboard is for operators"))
 		return true
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -75,7 +73,9 @@ func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	q.Del("token")
-	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	// Same origin only: "//evil.example/" is a scheme-relative URL to a
+	// browser, so the path keeps exactly one leading slash.
+	u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	return true

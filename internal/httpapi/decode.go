@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -20,12 +21,12 @@ func readBody(r io.Reader) ([]byte, error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, MaxBodyBytes)
+			return nil, fmt.Errorf("%w: the limit is %d bytes", httpkit.ErrBodyTooLarge, MaxBodyBytes)
 		}
 		return nil, warp.Errorf(warp.ErrInvalid, "read body: %v", err)
 	}
 	if len(b) > MaxBodyBytes {
-		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, MaxBodyBytes)
+		return nil, fmt.Errorf("%w: the limit is %d bytes", httpkit.ErrBodyTooLarge, MaxBodyBytes)
 	}
 	return b, nil
 }
@@ -144,7 +145,7 @@ func decodeRequest(r *http.Request, v any, emptyOK bool) error {
 }
 
 // DecodeHeartbeat reads one heartbeat body as POST /heartbeat receives it:
-// the warp#683 v1 shape (`{"ticket":"T-1"}`, no schema_version) or v2.
+// the v1 shape (`{"ticket":"T-1"}`, no schema_version) or v2.
 // Unknown fields are ignored so newer loops can add optional ones; the
 // content type is not looked at (curl -d sends form-urlencoded). A v1 body
 // keeps ticket, host and agent only; v2 fields in it are ignored. Errors: ErrBodyTooLarge over
@@ -177,7 +178,7 @@ func DecodeHeartbeat(r io.Reader) (warp.Heartbeat, error) {
 			return warp.Heartbeat{}, warp.Errorf(warp.ErrInvalid, "activity_age_s is required in a v2 heartbeat: seconds since the agent's last activity")
 		}
 		h.Epoch, h.ActivityAge, h.InFlight, h.Exit = req.Epoch, *req.ActivityAgeS, req.InFlight, req.Exit
-		h.HookSeen, h.HookEvents = req.HookSeen, req.HookEvents
+		h.HookSeen, h.HookEvents, h.Stale = req.HookSeen, req.HookEvents, req.Stale
 	default:
 		return warp.Heartbeat{}, warp.Errorf(warp.ErrUnsupportedSchema,
 			"schema_version %d is not supported: this server speaks 1 and 2 (omit it for 1)", h.SchemaVersion)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -39,7 +40,7 @@ func TestDecodeHeartbeat(t *testing.T) {
 		{"1e400", `{"schema_version":2,"ticket":"T-1","epoch":1,"activity_age_s":1e400}`, warp.Heartbeat{}, warp.ErrInvalid},
 		{"empty", ``, warp.Heartbeat{}, warp.ErrInvalid},
 		{"string", `"T-1"`, warp.Heartbeat{}, warp.ErrInvalid},
-		{"too large", `{"ticket":"T-1","pad":"` + strings.Repeat("p", httpapi.MaxBodyBytes) + `"}`, warp.Heartbeat{}, httpapi.ErrBodyTooLarge},
+		{"too large", `{"ticket":"T-1","pad":"` + strings.Repeat("p", httpapi.MaxBodyBytes) + `"}`, warp.Heartbeat{}, httpkit.ErrBodyTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,7 +85,7 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		h, err := httpapi.DecodeHeartbeat(strings.NewReader(string(body)))
 		if err != nil {
-			if !errors.Is(err, warp.ErrInvalid) && !errors.Is(err, warp.ErrUnsupportedSchema) && !errors.Is(err, httpapi.ErrBodyTooLarge) {
+			if !errors.Is(err, warp.ErrInvalid) && !errors.Is(err, warp.ErrUnsupportedSchema) && !errors.Is(err, httpkit.ErrBodyTooLarge) {
 				t.Fatalf("error of no known kind: %v", err)
 			}
 			return

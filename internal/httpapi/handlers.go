@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -19,7 +21,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventCreated, Ticket: t.ID})
+	s.changed(apihook.Change{Kind: warp.EventCreated, Ticket: t.ID})
 	writeJSON(w, http.StatusCreated, FromTicketView(warp.TicketView{Ticket: t}))
 	return nil
 }
@@ -99,7 +101,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apihook.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -113,7 +115,7 @@ func (s *Server) claimNext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apihook.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -126,13 +128,13 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	// Epoch 0 means "whatever lease is current": an operator's call, not a
 	// fenced agent write.
 	if req.Epoch == 0 && CallerRole(r.Context()) < RoleAdmin {
-		return fmt.Errorf("%w: releasing without an epoch needs the admin role; agents send the epoch of their claim", ErrForbidden)
+		return fmt.Errorf("%w: releasing without an epoch needs the admin role; agents send the epoch of their claim", httpkit.ErrForbidden)
 	}
 	v, err := s.svc.Release(r.Context(), r.PathValue("id"), req.Epoch, req.Reason)
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventReleased, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
+	s.changed(apihook.Change{Kind: warp.EventReleased, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -143,27 +145,27 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Epoch == 0 && CallerRole(r.Context()) < RoleAdmin {
-		return fmt.Errorf("%w: completing without an epoch needs the admin role; agents send the epoch of their claim", ErrForbidden)
+		return fmt.Errorf("%w: completing without an epoch needs the admin role; agents send the epoch of their claim", httpkit.ErrForbidden)
 	}
 	v, err := s.svc.Complete(r.Context(), r.PathValue("id"), req.Epoch, req.PRURL)
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventCompleted, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apihook.Change{Kind: warp.EventCompleted, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	h, err := DecodeHeartbeat(r.Body)
-	out := HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
+	out := apihook.HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
 	var res warp.HeartbeatResult
 	if err == nil {
 		res, err = s.svc.Heartbeat(r.Context(), h)
 	}
 	if s.cfg.OnHeartbeat != nil {
 		if err != nil {
-			out.Code, _ = ErrorStatus(err)
+			out.Code, _ = httpkit.ErrorStatus(err)
 		} else {
 			out.Extended, out.Epoch = res.Extended, res.Epoch
 		}
@@ -174,7 +176,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, HeartbeatResponse{
 		Ticket: res.Ticket, Epoch: res.Epoch, ExpiresAt: res.ExpiresAt, Verdict: string(res.Verdict),
-		Mode: string(res.Mode), Extended: res.Extended, Note: res.Note,
+		Mode: string(res.Mode), Extended: res.Extended, Note: res.Note, MaxRetryGapS: res.MaxRetryGap.Seconds(),
 	})
 	return nil
 }
@@ -188,11 +190,17 @@ func (s *Server) adoption(w http.ResponseWriter, r *http.Request) error {
 		}
 		window = d
 	}
+	limit, cursor, err := httpkit.PageParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
 	a, err := s.svc.Adoption(r.Context(), window)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, FromAdoption(a))
+	out := FromAdoption(a)
+	out.Hosts, out.NextCursor = httpkit.Page(out.Hosts, func(h HostAdoption) string { return h.Host }, cursor, limit)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -218,14 +226,9 @@ func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(Change{Kind: warp.EventModeChanged, Mode: string(m)})
+	s.changed(apihook.Change{Kind: warp.EventModeChanged, Mode: string(m)})
 	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
 	return nil
-}
-
-// Health is the answer of /healthz and /readyz.
-type Health struct {
-	Status string `json:"status"`
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
@@ -234,7 +237,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	if err := s.svc.Store().Ping(r.Context()); err != nil {
+	if err := s.svc.Ping(r.Context()); err != nil {
 		if !errors.Is(err, warp.ErrUnavailable) {
 			err = fmt.Errorf("%w: ping: %w", warp.ErrUnavailable, err)
 		}

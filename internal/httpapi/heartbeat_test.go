@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// curlV1 sends a heartbeat exactly as the warp#683 bash loop does:
+// curlV1 sends a heartbeat exactly as the unmigrated bash loop does:
 //
 //	curl -s -X POST -d '{"ticket":"T-1"}' "$WARP_URL/heartbeat"
 //
@@ -271,5 +273,97 @@ func TestExitReportRecordsExitedVerdict(t *testing.T) {
 	}
 	if l := e.ticket("T-1").Lease; l.Exit != warp.ExitParentExited || !l.Held() {
 		t.Fatalf("lease exit %q held %v: the lease lapses on schedule, not at once", l.Exit, l.Held())
+	}
+}
+
+// The wire for the real client: a stale report ("stale": true) is
+// answered as recorded but not extended, and every answer tells the loop
+// the longest gap it may leave between attempts (90 % of the startup grace).
+func TestHeartbeatStaleReportAndRetryGap(t *testing.T) {
+	e := newEnv(t, envOptions{mode: warp.ModeTransition})
+	e.create("T-1")
+	e.claim("T-1", "h")
+	e.clock.Advance(20 * time.Minute)
+	r := e.mustStatus(e.request("POST", "/v1/heartbeat", "", "application/json",
+		[]byte(`{"schema_version":2,"ticket":"T-1","epoch":1,"activity_age_s":1200,"stale":true}`)), http.StatusOK)
+	var res httpapi.HeartbeatResponse
+	if err := json.Unmarshal(r.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Extended || !strings.Contains(res.Note, "stale report") || res.Verdict != "stalled" {
+		t.Errorf("stale report answer: %s", r.body)
+	}
+	want := (e.svc.Policy().StartupGrace * 9 / 10).Seconds()
+	if res.MaxRetryGapS != want {
+		t.Errorf("max_retry_gap_s = %v, want %v (90 %% of the grace)", res.MaxRetryGapS, want)
+	}
+	if v := e.svc.Policy(); v.StartupGrace != warp.DefaultStartupGrace {
+		t.Fatalf("policy grace %v", v.StartupGrace)
+	}
+}
+
+// Host listings are paged: a fleet of 1,200 hosts comes back 500 at a
+// time with a cursor, every host exactly once, the summary on every page;
+// the Go client follows the pages.
+func TestHostListingsArePaged(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.create("T-1")
+	e.claim("T-1", "h")
+	const n = 1200
+	for i := range n {
+		if _, err := e.svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 1, Ticket: "T-1", Host: fmt.Sprintf("host-%04d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{"/v1/adoption", "/v1/hosts"} {
+		seen := map[string]bool{}
+		cursor, pages := "", 0
+		for {
+			r := e.mustStatus(e.request("GET", path+"?cursor="+cursor, "", "", nil), http.StatusOK)
+			var page struct {
+				Hosts []struct {
+					Host string `json:"host"`
+				} `json:"hosts"`
+				NextCursor string `json:"next_cursor"`
+				Summary    *struct {
+					Hosts int `json:"hosts"`
+				} `json:"summary"`
+			}
+			if err := json.Unmarshal(r.body, &page); err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			if len(page.Hosts) > httpkit.DefaultPageSize {
+				t.Fatalf("%s: a page of %d hosts", path, len(page.Hosts))
+			}
+			if page.Summary != nil && page.Summary.Hosts < n {
+				t.Errorf("%s: summary counts %d hosts on a page, want all", path, page.Summary.Hosts)
+			}
+			for _, h := range page.Hosts {
+				if seen[h.Host] {
+					t.Fatalf("%s: %s on two pages", path, h.Host)
+				}
+				seen[h.Host] = true
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		if len(seen) < n || pages != 3 {
+			t.Errorf("%s: %d hosts in %d pages, want %d+ in 3", path, len(seen), pages, n)
+		}
+	}
+	if r := e.request("GET", "/v1/hosts?limit=0", "", "", nil); r.status != http.StatusBadRequest {
+		t.Errorf("limit=0: %d", r.status)
+	}
+	cl := client.NewClient(e.srv.URL, "")
+	a, err := cl.Adoption(context.Background(), 0)
+	if err != nil || len(a.Hosts) < n || a.NextCursor != "" {
+		t.Errorf("client Adoption: %d hosts, next %q, %v", len(a.Hosts), a.NextCursor, err)
+	}
+	hl, err := cl.Hosts(context.Background(), 0)
+	if err != nil || len(hl.Hosts) < n {
+		t.Errorf("client Hosts: %d hosts, %v", len(hl.Hosts), err)
 	}
 }

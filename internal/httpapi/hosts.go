@@ -1,52 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
-	"net/url"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
-
-// HostAlarm is a raised host alarm on the wire: most of the host's leases
-// turned stalled or unwired within one stall window.
-type HostAlarm struct {
-	Since   time.Time `json:"since"`
-	Message string    `json:"message"` // "activity hook likely broken on H"
-	Fix     string    `json:"fix"`     // "run `gyrum doctor` on host H"
-	Leases  int       `json:"leases"`  // held leases when raised
-	Stale   int       `json:"stale"`   // of which stale
-	EventID int64     `json:"event_id"`
-}
-
-// HostHook counts a host's held leases by what their loops report about
-// the activity hook.
-type HostHook struct {
-	Seen    int `json:"seen"`
-	NotSeen int `json:"not_seen"`
-	Unknown int `json:"unknown"` // loops from before hook reporting
-}
-
-// Host is one host of GET /v1/hosts.
-type Host struct {
-	Host     string         `json:"host"`
-	Leases   int            `json:"leases"`   // held leases
-	Verdicts map[string]int `json:"verdicts"` // held leases by verdict, every verdict present
-	Hook     HostHook       `json:"hook"`
-	// Adoption is the host's line of the adoption query; null when it sent
-	// no heartbeat within the window.
-	Adoption *HostAdoption `json:"adoption"`
-	// Alarm is the raised host alarm; null when none.
-	Alarm *HostAlarm `json:"alarm"`
-}
-
-// HostList is the answer of GET /v1/hosts?window=24h.
-type HostList struct {
-	Window string `json:"window"`
-	Hosts  []Host `json:"hosts"`
-	Alarms int    `json:"alarms"` // hosts in alarm
-}
 
 // FromHosts converts the domain hosts overview to the wire form.
 func FromHosts(window time.Duration, hs []warp.HostStatus) HostList {
@@ -79,22 +39,16 @@ func (s *Server) hosts(w http.ResponseWriter, r *http.Request) error {
 		}
 		window = d
 	}
+	limit, cursor, err := httpkit.PageParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
 	hs, err := s.svc.Hosts(r.Context(), window)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, FromHosts(window, hs))
+	all := FromHosts(window, hs)
+	all.Hosts, all.NextCursor = httpkit.Page(all.Hosts, func(h Host) string { return h.Host }, cursor, limit)
+	writeJSON(w, http.StatusOK, all)
 	return nil
-}
-
-// Hosts returns every host with its leases by verdict, hook health,
-// adoption over window (0: server default) and alarm.
-func (c *Client) Hosts(ctx context.Context, window time.Duration) (HostList, error) {
-	path := "/v1/hosts"
-	if window > 0 {
-		path += "?window=" + url.QueryEscape(window.String())
-	}
-	var l HostList
-	err := c.Do(ctx, http.MethodGet, path, nil, &l)
-	return l, err
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -30,28 +32,11 @@ type ServerConfig struct {
 	Observe func(route string, code int, dur time.Duration)
 	// OnHeartbeat, when set, is called once per heartbeat request with its
 	// outcome (metrics).
-	OnHeartbeat func(HeartbeatOutcome)
+	OnHeartbeat func(apihook.HeartbeatOutcome)
 	// OnChange, when set, is called after every successful write other
 	// than a heartbeat (the dashboard's event stream). Keep it short: it
 	// runs on the request's goroutine.
-	OnChange func(Change)
-}
-
-// HeartbeatOutcome describes how one heartbeat request ended.
-type HeartbeatOutcome struct {
-	// SchemaVersion of the body; 0 when it could not be decoded.
-	SchemaVersion int
-	// Exit is the exit report reason, empty for a plain heartbeat.
-	Exit string
-	// Code is "ok" or the error code of the answer (lease_ended, ...).
-	Code string
-	// Extended is false when the heartbeat did not extend the lease (a v1
-	// heartbeat in activity mode) or failed.
-	Extended bool
-	// Ticket is the heartbeat's ticket (empty when the body was not
-	// decoded); Epoch the lease it applied to, 0 when it failed.
-	Ticket string
-	Epoch  int64
+	OnChange func(apihook.Change)
 }
 
 // Server is the warp HTTP API. It implements http.Handler.
@@ -65,7 +50,7 @@ type Server struct {
 
 // NewServer returns the API server for svc with every route of the HTTP
 // API registered except the dashboard, metrics and event stream, which
-// their packages Mount.
+// warp serve mounts (internal/warpcli).
 func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 	if svc == nil {
 		return nil, errors.New("httpapi: nil service")
@@ -98,8 +83,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/hosts", s.hosts, RoleAdmin)
 	s.handle("GET /v1/mode", s.getMode, RoleAdmin)
 	s.handle("PUT /v1/mode", s.setMode, RoleAdmin)
+	s.handle("GET /v1/mode/history", s.modeHistory, RoleAdmin)
 	s.handle("GET /healthz", s.healthz, RoleOpen)
 	s.handle("GET /readyz", s.readyz, RoleOpen)
+	s.docRoutes() // GET /v1/openapi.json and /v1/heartbeat.schema.json (openapi.go)
 }
 
 // apiHandler is a route's handler: it writes a success answer itself or
@@ -116,7 +103,7 @@ func (s *Server) handle(pattern string, h apiHandler, role Role) {
 
 // Mount registers h for pattern (http.ServeMux syntax, "GET /metrics") behind
 // the server's middleware: the body limit, authorisation to at least role,
-// and the Observe hook under the pattern's name. Later packages mount the
+// and the Observe hook under the pattern's name. warp serve mounts the
 // dashboard, the metrics and the event stream with it. Like
 // http.ServeMux.Handle it panics on an invalid or conflicting pattern. It
 // is safe to call while serving.
@@ -133,24 +120,33 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 				s.cfg.Observe(route, rec.status(), time.Since(start))
 			}
 		}()
-		caller, err := s.authorize(r, role)
+		caller, token, err := s.authorize(r, role)
 		if err != nil {
 			s.WriteError(rec, r, err)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), roleKey{}, caller))
+		ctx := context.WithValue(r.Context(), roleKey{}, caller)
+		secret := r.Header.Get(HeaderLeaseSecret)
+		ctx = warp.WithCaller(ctx, warp.Caller{
+			Agent: caller == RoleAgent, Token: warp.TokenID(token),
+			LeaseSecret: secret, WantsSecret: secret == LeaseSecretNew,
+		})
+		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 		h.ServeHTTP(rec, r)
 	})
 }
 
-// authorize returns the caller's role, or ErrUnauthorized / ErrForbidden.
-func (s *Server) authorize(r *http.Request, need Role) (Role, error) {
+// authorize returns the caller's role, or httpkit.ErrUnauthorized /
+// httpkit.ErrForbidden.
+// With a valid token it also returns the token, whose identity binds the
+// leases it claims.
+func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
 	if s.openAll {
-		return RoleAdmin, nil
+		return RoleAdmin, "", nil
 	}
 	if need == RoleOpen {
-		return RoleOpen, nil
+		return RoleOpen, "", nil
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
@@ -158,19 +154,20 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, error) {
 	}
 	scheme, secret, ok := strings.Cut(auth, " ")
 	if auth == "" {
-		return RoleOpen, fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)", ErrUnauthorized)
+		return RoleOpen, "", fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)", httpkit.ErrUnauthorized)
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-		return RoleOpen, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrUnauthorized)
+		return RoleOpen, "", fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", httpkit.ErrUnauthorized)
 	}
-	role, found := lookup(s.cfg.Tokens, strings.TrimSpace(secret))
+	secret = strings.TrimSpace(secret)
+	role, found := lookup(s.cfg.Tokens, secret)
 	if !found {
-		return RoleOpen, fmt.Errorf("%w: unknown token", ErrUnauthorized)
+		return RoleOpen, "", fmt.Errorf("%w: unknown token", httpkit.ErrUnauthorized)
 	}
 	if role < need {
-		return role, fmt.Errorf("%w: this call needs the %s role, the token has %s", ErrForbidden, need, role)
+		return role, "", fmt.Errorf("%w: this call needs the %s role, the token has %s", httpkit.ErrForbidden, need, role)
 	}
-	return role, nil
+	return role, secret, nil
 }
 
 // ServeHTTP routes r. Unknown paths and wrong methods answer in the JSON
@@ -191,10 +188,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	code := buf.code
 	switch code {
 	case http.StatusNotFound:
-		s.WriteError(w, r, warp.Errorf(warp.ErrNotFound, "no route %s %s: see the HTTP API in DESIGN.md section 3", r.Method, r.URL.Path))
+		s.WriteError(w, r, warp.Errorf(warp.ErrNotFound, "no route %s %s: the API is described at GET /v1/openapi.json", r.Method, r.URL.Path))
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", buf.header.Get("Allow"))
-		s.WriteError(w, r, fmt.Errorf("%w: %s does not take %s (allowed: %s)", ErrMethodNotAllowed, r.URL.Path, r.Method, buf.header.Get("Allow")))
+		s.WriteError(w, r, fmt.Errorf("%w: %s does not take %s (allowed: %s)", httpkit.ErrMethodNotAllowed, r.URL.Path, r.Method, buf.header.Get("Allow")))
 	default:
 		for k, v := range buf.header {
 			w.Header()[k] = v
@@ -208,14 +205,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // WriteError answers err in the wire format, with the code and status of
-// ErrorStatus. Database connection failures count as warp.ErrUnavailable
+// httpkit.ErrorStatus. Database connection failures count as warp.ErrUnavailable
 // (503). 5xx answers are logged, with the internal detail kept out of the
 // answer; 4xx are not. Mounted handlers use it too.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if isUnavailable(err) && !errors.Is(err, warp.ErrUnavailable) {
 		err = fmt.Errorf("%w: %w", warp.ErrUnavailable, err)
 	}
-	code, status := ErrorStatus(err)
+	code, status := httpkit.ErrorStatus(err)
 	msg := warp.ErrorMessage(err)
 	switch {
 	case status == http.StatusServiceUnavailable:
@@ -229,7 +226,12 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="warp"`)
 	}
-	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+	var detail map[string]string
+	var we *warp.Error
+	if status < 500 && errors.As(err, &we) {
+		detail = we.Detail
+	}
+	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg, Detail: detail}})
 }
 
 // isUnavailable reports whether err is a failure to reach the database

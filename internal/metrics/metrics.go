@@ -259,26 +259,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ScrapeTimeout)
 	defer cancel()
 	svc := m.svc
-	now := svc.Now()
-	verdicts := warp.Verdicts()
-	counts := make([]int64, len(verdicts))
 	var mode warp.Mode
-	err := svc.Store().View(ctx, func(tx warp.Tx) error {
-		for i, v := range verdicts {
-			n, err := tx.CountHeld(ctx, svc.Policy().Bounds(v, now))
-			if err != nil {
-				return fmt.Errorf("count %s leases: %w", v, err)
-			}
-			counts[i] = n
-		}
-		return nil
-	})
-	if err != nil {
+	if counts, err := svc.CountVerdicts(ctx); err != nil {
 		m.log.Warn("metrics: scrape claimed leases", "err", err)
 		ch <- prometheus.NewInvalidMetric(c.claimedDesc, err)
 	} else {
-		for i, v := range verdicts {
-			ch <- prometheus.MustNewConstMetric(c.claimedDesc, prometheus.GaugeValue, float64(counts[i]), string(v))
+		for _, v := range warp.Verdicts() {
+			ch <- prometheus.MustNewConstMetric(c.claimedDesc, prometheus.GaugeValue, float64(counts.Counts[v]), string(v))
 		}
 	}
 	a, err := svc.Adoption(ctx, m.cfg.AdoptionWindow)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -15,33 +14,23 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/metrics"
-	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
 )
-
-var t0 = time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 
 const adminToken = "metrics-test-admin"
 
-func startServer(t *testing.T) (*warpcli.Main, *storetest.Clock, *httpapi.Client) {
+// startServer runs warp in-process (one sweep at start; the tests sweep
+// themselves) with the admin token and no startup grace.
+func startServer(t *testing.T) *warpclitest.Server {
 	t.Helper()
-	clk := storetest.NewClock(t0)
-	cfg := warpcli.DefaultServeConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(t.TempDir(), "warp.db")
-	cfg.Policy.StartupGrace = 0
-	cfg.SweepInterval = time.Hour // one sweep at start; the test sweeps itself
-	cfg.Now = clk.Now
-	cfg.AdminToken = adminToken
-	m := warpcli.NewMain(cfg)
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("start warp: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, clk, httpapi.NewClient(m.URL(), adminToken)
+	return warpclitest.Start(t, func(c *warpcli.ServeConfig) {
+		c.Policy.StartupGrace = 0
+		c.AdminToken = adminToken
+	})
 }
 
 // scrape reads /metrics and returns every sample as "name{labels}" → value;
@@ -98,7 +87,8 @@ func ptr[T any](v T) *T { return &v }
 // TestMetricsAfterAKnownSequence drives warp through a sequence whose
 // every count is known and checks each series' value exactly.
 func TestMetricsAfterAKnownSequence(t *testing.T) {
-	m, clk, c := startServer(t)
+	m := startServer(t)
+	clk, c := m.Clock, m.Client(adminToken)
 	ctx := context.Background()
 	// The job's first sweep runs at start; wait for it so the counts are exact.
 	deadline := time.Now().Add(10 * time.Second)
@@ -111,17 +101,17 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 
 	claim := func(id, host string) {
 		t.Helper()
-		if _, err := c.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: id, Title: id}); err != nil {
+		if _, err := c.CreateTicket(ctx, client.CreateTicketRequest{ID: id, Title: id}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Claim(ctx, id, httpapi.ClaimRequest{Agent: "O", Host: host}); err != nil {
+		if _, err := c.Claim(ctx, id, client.ClaimRequest{Agent: "O", Host: host}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hb := func(r httpapi.HeartbeatRequest, wantCode string) {
+	hb := func(r client.HeartbeatRequest, wantCode string) {
 		t.Helper()
 		_, err := c.Heartbeat(ctx, r)
-		var apiErr *httpapi.APIError
+		var apiErr *client.APIError
 		switch {
 		case wantCode == "ok" && err != nil:
 			t.Fatalf("heartbeat %+v: %v", r, err)
@@ -129,8 +119,8 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			t.Fatalf("heartbeat %+v: got %v, want %s", r, err, wantCode)
 		}
 	}
-	v2 := func(id string, epoch int64, host string, age float64) httpapi.HeartbeatRequest {
-		return httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: epoch, Host: host, ActivityAgeS: ptr(age)}
+	v2 := func(id string, epoch int64, host string, age float64) client.HeartbeatRequest {
+		return client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: epoch, Host: host, ActivityAgeS: ptr(age)}
 	}
 
 	for id, host := range map[string]string{"A": "alpha", "B": "beta", "C": "gamma", "D": "delta", "E": "delta"} {
@@ -155,12 +145,12 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 	hb(v2("NOPE", 1, "alpha", 0), "not_found")
 	hb(v2("A", 9, "alpha", 0), "stale_epoch")
 	hb(v2("A", 1, "alpha", -1), "invalid")
-	hb(httpapi.HeartbeatRequest{SchemaVersion: ptr(7), Ticket: "A"}, "unsupported_schema_version")
-	if _, err := c.Complete(ctx, "D", httpapi.CompleteRequest{Epoch: 1}); err != nil {
+	hb(client.HeartbeatRequest{SchemaVersion: ptr(7), Ticket: "A"}, "unsupported_schema_version")
+	if _, err := c.Complete(ctx, "D", client.CompleteRequest{Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	hb(v2("D", 1, "delta", 0), "lease_ended")
-	hb(httpapi.HeartbeatRequest{Ticket: "D", Host: "delta"}, "lease_ended")
+	hb(client.HeartbeatRequest{Ticket: "D", Host: "delta"}, "lease_ended")
 
 	clk.Advance(13 * time.Minute) // t0+14m
 	claim("H", "eta")
@@ -179,13 +169,13 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 		t.Fatalf("sweep: %d lapsed, %d verdict changes; want 4 and 2", len(res.Lapsed), len(res.VerdictChanges))
 	}
 
-	if _, err := c.SetMode(ctx, "activity", false); !errors.Is(err, warp.ErrAdoptionIncomplete) {
+	if _, err := c.SetMode(ctx, "activity", false); !errors.Is(err, client.ErrAdoptionIncomplete) {
 		t.Fatalf("activity mode with a v1 host: got %v, want adoption incomplete", err)
 	}
 	if _, err := c.SetMode(ctx, "activity", true); err != nil {
 		t.Fatal(err)
 	}
-	hb(httpapi.HeartbeatRequest{Ticket: "G", Host: "beta"}, "ok") // recorded, not extended
+	hb(client.HeartbeatRequest{Ticket: "G", Host: "beta"}, "ok") // recorded, not extended
 
 	got := scrape(t, m.URL())
 	want := map[string]float64{
@@ -264,8 +254,8 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 // TestRegistriesAreSeparate checks two servers in one process never share
 // series (no package-level registry).
 func TestRegistriesAreSeparate(t *testing.T) {
-	m1, _, _ := startServer(t)
-	m2, _, _ := startServer(t)
+	m1 := startServer(t)
+	m2 := startServer(t)
 	m1.Ops.Metrics.ObserveHeartbeat(2, "ok", "", true)
 	a, b := scrape(t, m1.URL()), scrape(t, m2.URL())
 	k := `warp_heartbeats_total{outcome="ok",schema_version="2"}`
@@ -289,7 +279,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if _, err := metrics.New(nil, metrics.Config{}); err == nil {
 		t.Error("nil service accepted")
 	}
-	m, _, _ := startServer(t)
+	m := startServer(t)
 	if _, err := metrics.New(m.Service, metrics.Config{AdoptionWindow: -time.Hour}); !errors.Is(err, warp.ErrInvalid) {
 		t.Errorf("negative window: got %v, want ErrInvalid", err)
 	}

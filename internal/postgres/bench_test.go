@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,9 +27,10 @@ func loadLeases(tb testing.TB, db *postgres.DB, n, due int, at time.Time) {
 		SELECT 'B-' || lpad(i::text, 7, '0'), 'bench', 'claimed', 1, $2::bigint, $2::bigint
 		FROM generate_series(1, $1) i WHERE $3::int >= 0`,
 		`INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at, last_heartbeat_at, last_activity_at,
-			progress_at, refreshed_at, expires_at)
+			progress_at, refreshed_at, expires_at, verdict_due_at)
 		SELECT 'B-' || lpad(i::text, 7, '0'), 1, 'agent', 'bench-host', 'held', $2::bigint, $2, $2, $2, $2,
-			CASE WHEN i <= $3 THEN $2::bigint - 1000000000 ELSE $2::bigint + 3600000000000 END
+			CASE WHEN i <= $3 THEN $2::bigint - 1000000000 ELSE $2::bigint + 3600000000000 END,
+			$2::bigint + 540000000001
 		FROM generate_series(1, $1) i`,
 	}
 	var err error
@@ -191,7 +193,7 @@ func BenchmarkDueLeases(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := db.Update(ctx, func(tx warp.Tx) error {
-					ls, err := tx.DueLeases(ctx, now, time.Time{}, 1000)
+					ls, err := tx.DueLeases(ctx, warp.DueFilter{Now: now}, 1000)
 					if len(ls) != 0 {
 						return fmt.Errorf("%d due, want 0", len(ls))
 					}
@@ -200,6 +202,61 @@ func BenchmarkDueLeases(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkHeartbeatReplicas measures parallel v2 heartbeats (50 hosts,
+// 1000 leases) through one warp Service and through two, each with its own
+// connection pool on the same schema, as two replicas would share one
+// database: one op is one heartbeat. Both pools together hold 16
+// connections, as the one replica's does.
+func BenchmarkHeartbeatReplicas(b *testing.B) {
+	const leases, hosts = 1000, 50
+	_, u := newSchema(b)
+	open := func(conns int32) (*postgres.DB, *warp.Service) {
+		db, err := postgres.Open(context.Background(), u, postgres.Options{MaxConns: conns, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		c := newClock()
+		svc, err := warp.NewService(db, warp.Config{Now: c.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { svc.Close() })
+		if err := svc.Init(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		return db, svc
+	}
+	db, one := open(16)
+	loadLeases(b, db, leases, 0, newClock().Now())
+	_, a := open(8)
+	_, c := open(8)
+	for _, tc := range []struct {
+		name string
+		svcs []*warp.Service
+	}{{"replicas=1", []*warp.Service{one}}, {"replicas=2", []*warp.Service{a, c}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			var next atomic.Int64
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := next.Add(1)
+					svc := tc.svcs[n%int64(len(tc.svcs))]
+					id := fmt.Sprintf("B-%07d", n%leases+1)
+					host := fmt.Sprintf("bench-host-%d", n%hosts)
+					if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: host, ActivityAge: 3}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "heartbeats/s")
 		})
 	}
 }

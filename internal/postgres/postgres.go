@@ -277,3 +277,10 @@ func (db *DB) Close() error {
 	db.pool.Close()
 	return nil
 }
+
+// ConcurrentWriters tells the Service's heartbeat group commit how many
+// batches to apply at once: one per pooled connection but one, which stays
+// free for claims, reads and the sweep.
+func (db *DB) ConcurrentWriters() int { return max(1, int(db.pool.Config().MaxConns)-1) }
+
+var _ warp.ConcurrentWriter = (*DB)(nil)

@@ -1,8 +1,6 @@
 package postgres_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +18,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
 )
 
 // The warp binary, built once per test run by the first test that needs it.
@@ -64,35 +62,13 @@ func warpBinary(t *testing.T) string {
 	return warpBin.path
 }
 
-// syncBuffer collects a process's log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) WriteLine(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-	b.buf.WriteByte('\n')
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// warpProc is one running `warp serve`.
+// warpProc is one running `warp serve` with a client of it.
 type warpProc struct {
-	cmd    *exec.Cmd
-	url    string
-	log    *syncBuffer
-	done   chan struct{}
-	client *httpapi.Client
+	*warpclitest.Process
+	url    string     // Process.URL
+	log    processLog // Process.Log
+	client *client.Client
 }
-
-var listeningRE = regexp.MustCompile(`warp listening on (http://127\.0\.0\.1:\d+)`)
 
 // startWarp runs `warp serve --db dbURL --addr 127.0.0.1:0 args...` and
 // waits until it listens. The process is killed when the test ends.
@@ -100,50 +76,15 @@ func startWarp(t *testing.T, dbURL string, args ...string) *warpProc {
 	t.Helper()
 	cmd := exec.Command(warpBinary(t), append([]string{"serve", "--db", dbURL, "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "WARP_TOKEN=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &warpProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.log.WriteLine(sc.Text())
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("log of warp pid %d:\n%s", cmd.Process.Pid, p.log.String())
-		}
-	})
-	select {
-	case p.url = <-found:
-	case <-p.done:
-		t.Fatalf("warp serve exited before listening: %s", p.log.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("warp serve not listening within 20s: %s", p.log.String())
-	}
+	p := warpclitest.StartProcess(t, cmd)
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	p.client = httpapi.NewClient(p.url, "").WithHTTPClient(hc)
-	return p
+	return &warpProc{Process: p, url: p.URL, log: processLog{p}, client: client.NewClient(p.URL, "").WithHTTPClient(hc)}
 }
 
-func (p *warpProc) pid() int { return p.cmd.Process.Pid }
+// processLog is a process's log as a fmt.Stringer.
+type processLog struct{ p *warpclitest.Process }
+
+func (l processLog) String() string { return l.p.Log() }
 
 // sweeper returns which of procs holds the sweep lock, from pg_locks and
 // the application_name each warp process gives its sessions; nil when none.
@@ -151,7 +92,7 @@ func sweeper(t *testing.T, conn *pgx.Conn, procs ...*warpProc) *warpProc {
 	t.Helper()
 	names := make([]string, len(procs))
 	for i, p := range procs {
-		names[i] = "warp pid " + strconv.Itoa(p.pid())
+		names[i] = "warp pid " + strconv.Itoa(p.Pid())
 	}
 	var name string
 	err := conn.QueryRow(context.Background(), `SELECT a.application_name FROM pg_locks l
@@ -199,7 +140,7 @@ func TestReplicasClaimEachTicketOnce(t *testing.T) {
 	ctx := context.Background()
 	const tickets, claimers = 500, 64
 	for i := range tickets {
-		if _, err := a.client.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: fmt.Sprintf("T-%03d", i)}); err != nil {
+		if _, err := a.client.CreateTicket(ctx, client.CreateTicketRequest{ID: fmt.Sprintf("T-%03d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,18 +152,18 @@ func TestReplicasClaimEachTicketOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := []*httpapi.Client{a.client, b.client}[c%2]
+			cl := []*client.Client{a.client, b.client}[c%2]
 			agent := fmt.Sprintf("agent-%d", c)
 			rng := rand.New(rand.NewPCG(uint64(c), 11))
 			misses := 0
 			for {
-				var tk httpapi.Ticket
+				var tk client.Ticket
 				var err error
 				if c%4 == 3 {
-					tk, err = cl.Claim(ctx, fmt.Sprintf("T-%03d", rng.IntN(tickets)), httpapi.ClaimRequest{Agent: agent, Host: "h"})
-					if errors.Is(err, warp.ErrConflict) {
+					tk, err = cl.Claim(ctx, fmt.Sprintf("T-%03d", rng.IntN(tickets)), client.ClaimRequest{Agent: agent, Host: "h"})
+					if errors.Is(err, client.ErrConflict) {
 						if misses++; misses%10 == 0 {
-							open, lerr := cl.ListTickets(ctx, httpapi.ListOptions{State: "open", Limit: 1})
+							open, lerr := cl.ListTickets(ctx, client.ListOptions{State: "open", Limit: 1})
 							if lerr != nil {
 								errc <- lerr
 								return
@@ -234,8 +175,8 @@ func TestReplicasClaimEachTicketOnce(t *testing.T) {
 						continue
 					}
 				} else {
-					tk, err = cl.ClaimNext(ctx, httpapi.ClaimNextRequest{Agent: agent, Host: "h"})
-					if errors.Is(err, warp.ErrNoOpenTicket) {
+					tk, err = cl.ClaimNext(ctx, client.ClaimNextRequest{Agent: agent, Host: "h"})
+					if errors.Is(err, client.ErrNoOpenTicket) {
 						return
 					}
 				}
@@ -290,12 +231,12 @@ func TestReplicasLapseOnceAndSurviveSweeperKill(t *testing.T) {
 	conn := connect(t, u)
 	const n = 100
 	for i := range n {
-		cl := []*httpapi.Client{a.client, b.client}[i%2]
+		cl := []*client.Client{a.client, b.client}[i%2]
 		id := fmt.Sprintf("L-%03d", i)
-		if _, err := cl.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: id}); err != nil {
+		if _, err := cl.CreateTicket(ctx, client.CreateTicketRequest{ID: id}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.Claim(ctx, id, httpapi.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+		if _, err := cl.Claim(ctx, id, client.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,23 +262,23 @@ func TestReplicasLapseOnceAndSurviveSweeperKill(t *testing.T) {
 	if dead == a {
 		survivor = b
 	}
-	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := dead.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-dead.done
-	t.Logf("SIGKILLed the sweeper, warp pid %d; pid %d stays", dead.pid(), survivor.pid())
+	<-dead.Done()
+	t.Logf("SIGKILLed the sweeper, warp pid %d; pid %d stays", dead.Pid(), survivor.Pid())
 
-	if _, err := survivor.client.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: "NEXT"}); err != nil {
+	if _, err := survivor.client.CreateTicket(ctx, client.CreateTicketRequest{ID: "NEXT"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := survivor.client.Claim(ctx, "NEXT", httpapi.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+	if _, err := survivor.client.Claim(ctx, "NEXT", client.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the surviving replica to lapse the next due lease", func() bool {
 		return queryInt(t, conn, "SELECT count(*) FROM events WHERE kind = 'lapsed' AND ticket = 'NEXT'") == 1
 	})
 	if got := sweeper(t, conn, a, b); got != survivor {
-		t.Errorf("sweep lock holder after the kill: got %v, want the survivor pid %d", got, survivor.pid())
+		t.Errorf("sweep lock holder after the kill: got %v, want the survivor pid %d", got, survivor.Pid())
 	}
 	// Three more sweeps (last_sweep moves each time) must not lapse it again.
 	var seen []string

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -67,7 +67,7 @@ func TestPostgresRestart(t *testing.T) {
 			}
 			return
 		}
-		var ae *httpapi.APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) {
 			failures[fmt.Sprintf("%d %s", ae.Status, ae.Code)]++
 			messages[ae.Message] = true
@@ -88,7 +88,7 @@ func TestPostgresRestart(t *testing.T) {
 				case <-time.After(20 * time.Millisecond):
 				}
 				id := fmt.Sprintf("R-%d-%d", g, k)
-				_, err := w.client.CreateTicket(ctx, httpapi.CreateTicketRequest{ID: id})
+				_, err := w.client.CreateTicket(ctx, client.CreateTicketRequest{ID: id})
 				record(err)
 				if err != nil {
 					continue
@@ -97,7 +97,7 @@ func TestPostgresRestart(t *testing.T) {
 				acks = append(acks, acked{id: id})
 				i := len(acks) - 1
 				mu.Unlock()
-				tk, err := w.client.Claim(ctx, id, httpapi.ClaimRequest{Agent: "a", Host: "h"})
+				tk, err := w.client.Claim(ctx, id, client.ClaimRequest{Agent: "a", Host: "h"})
 				record(err)
 				if err != nil {
 					continue
@@ -107,7 +107,7 @@ func TestPostgresRestart(t *testing.T) {
 				mu.Unlock()
 				age := 1.0
 				v2 := 2
-				_, err = w.client.Heartbeat(ctx, httpapi.HeartbeatRequest{SchemaVersion: &v2, Ticket: id, Epoch: tk.Epoch, Host: "h", ActivityAgeS: &age})
+				_, err = w.client.Heartbeat(ctx, client.HeartbeatRequest{SchemaVersion: &v2, Ticket: id, Epoch: tk.Epoch, Host: "h", ActivityAgeS: &age})
 				record(err)
 			}
 		}()

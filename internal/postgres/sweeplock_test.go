@@ -134,7 +134,7 @@ func TestExpiryJobsSweepOnOneReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.job, err = expiry.New(svc, expiry.Config{Interval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-			OnSweep: func(warp.SweepResult) { r.sweeps.Add(1) }})
+			OnSweep: func(warp.SweepResult) { r.sweeps.Add(1) }, Locker: r.db})
 		if err != nil {
 			t.Fatal(err)
 		}

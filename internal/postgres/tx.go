@@ -3,15 +3,16 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/gyrum-labs/warp/internal/leasesql"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -41,41 +42,21 @@ func limitArg(n int) *int64 {
 	return &v
 }
 
-// ts converts a domain time to a column value: unix nanoseconds, 0 for the
-// zero time (as in internal/sqlite).
-func ts(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+// ts converts a domain time to a column value (leasesql.Nanos).
+func ts(t time.Time) int64 { return leasesql.Nanos(t) }
 
 // fromTS converts a column value back, in UTC; 0 and NULL (a LEFT JOIN
 // that found no row) are the zero time.
 func fromTS(v pgtype.Int8) time.Time {
-	if !v.Valid || v.Int64 == 0 {
+	if !v.Valid {
 		return time.Time{}
 	}
-	return time.Unix(0, v.Int64).UTC()
+	return leasesql.FromNanos(v.Int64)
 }
 
 // stored returns t as the database gives it back: UTC, without a
 // monotonic reading.
 func stored(t time.Time) time.Time { return fromTS(pgtype.Int8{Int64: ts(t), Valid: true}) }
-
-// normLabels returns labels deduplicated and sorted, never nil.
-func normLabels(in []string) []string {
-	out := make([]string, 0, len(in))
-	seen := make(map[string]bool, len(in))
-	for _, l := range in {
-		if !seen[l] {
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 const ticketCols = "t.seq, t.id, t.title, t.labels, t.state, t.epoch, t.created_at, t.updated_at"
 
@@ -92,7 +73,10 @@ func (r *ticketRow) dest() []any {
 }
 
 func (r *ticketRow) ticket() warp.Ticket {
-	labels := normLabels(r.labels)
+	labels := r.labels
+	if labels == nil {
+		labels = []string{}
+	}
 	return warp.Ticket{
 		ID: r.id, Seq: r.seq, Title: r.title, Labels: labels, State: warp.TicketState(r.state),
 		Epoch: r.epoch, CreatedAt: fromTS(r.createdAt), UpdatedAt: fromTS(r.updatedAt),
@@ -101,24 +85,26 @@ func (r *ticketRow) ticket() warp.Ticket {
 
 const leaseCols = "l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at, l.last_activity_at, " +
 	"l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at, l.exit, l.exited_at, " +
-	"l.ended_at, l.end_reason, l.fallback_extended, l.pr_url, l.hook_seen, l.hook_events, l.recorded_verdict"
+	"l.ended_at, l.end_reason, l.fallback_extended, l.pr_url, l.hook_seen, l.hook_events, l.recorded_verdict, " +
+	"l.claimant, l.secret_hash, l.verdict_due_at"
 
 // leaseRow scans leaseCols; every field tolerates NULL so a LEFT JOIN that
 // found no lease scans too (Epoch.Valid is then false).
 type leaseRow struct {
 	ticket, agent, host, state, inFlight, exit, endReason, prURL pgtype.Text
-	hookSeen, recordedVerdict                                    pgtype.Text
+	hookSeen, recordedVerdict, claimant, secretHash              pgtype.Text
 	epoch, hookEvents                                            pgtype.Int8
 	schemaVersion                                                pgtype.Int4
 	claimedAt, lastHeartbeatAt, lastActivityAt, firstV2At        pgtype.Int8
-	refreshedAt, expiresAt, exitedAt, endedAt                    pgtype.Int8
+	refreshedAt, expiresAt, exitedAt, endedAt, verdictDueAt      pgtype.Int8
 	fallbackExtended                                             pgtype.Bool
 }
 
 func (r *leaseRow) dest() []any {
 	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimedAt, &r.lastHeartbeatAt, &r.lastActivityAt,
 		&r.schemaVersion, &r.inFlight, &r.firstV2At, &r.refreshedAt, &r.expiresAt, &r.exit, &r.exitedAt,
-		&r.endedAt, &r.endReason, &r.fallbackExtended, &r.prURL, &r.hookSeen, &r.hookEvents, &r.recordedVerdict}
+		&r.endedAt, &r.endReason, &r.fallbackExtended, &r.prURL, &r.hookSeen, &r.hookEvents, &r.recordedVerdict,
+		&r.claimant, &r.secretHash, &r.verdictDueAt}
 }
 
 func (r *leaseRow) lease() warp.Lease {
@@ -132,11 +118,15 @@ func (r *leaseRow) lease() warp.Lease {
 		EndedAt: fromTS(r.endedAt), EndReason: r.endReason.String, FallbackExtended: r.fallbackExtended.Bool,
 		PRURL: r.prURL.String, HookSeen: warp.HookSeen(r.hookSeen.String), HookEvents: r.hookEvents.Int64,
 		RecordedVerdict: warp.Verdict(r.recordedVerdict.String),
+		Claimant:        r.claimant.String, SecretHash: r.secretHash.String, VerdictDueAt: fromTS(r.verdictDueAt),
 	}
 }
 
 func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, error) {
-	labels := normLabels(tk.Labels)
+	labels := tk.Labels
+	if labels == nil {
+		labels = []string{}
+	}
 	err := t.tx.QueryRow(ctx, `INSERT INTO tickets (id, title, labels, state, epoch, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
 		tk.ID, tk.Title, labels, string(tk.State), tk.Epoch, ts(tk.CreatedAt), ts(tk.UpdatedAt)).Scan(&tk.Seq)
@@ -184,80 +174,25 @@ func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, 
 	return r.ticket(), nil
 }
 
-// where collects SQL conditions with numbered arguments.
-type where struct {
-	conds []string
-	args  []any
-}
-
-func (w *where) add(cond string, arg any) {
-	w.args = append(w.args, arg)
-	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
-}
-
-func (w *where) sql() string {
-	if len(w.conds) == 0 {
-		return ""
-	}
-	return " WHERE " + strings.Join(w.conds, " AND ")
-}
-
-// bounds adds the verdict bounds on the lease alias l.
-func (w *where) bounds(b warp.VerdictBounds) {
-	if b.Exited != nil {
-		if *b.Exited {
-			w.conds = append(w.conds, "l.exit <> ''")
-		} else {
-			w.conds = append(w.conds, "l.exit = ''")
-		}
-	}
-	if !b.HeartbeatBefore.IsZero() {
-		w.add("l.last_heartbeat_at < ?", ts(b.HeartbeatBefore))
-	}
-	if !b.HeartbeatFrom.IsZero() {
-		w.add("l.last_heartbeat_at >= ?", ts(b.HeartbeatFrom))
-	}
-	if !b.ProgressBefore.IsZero() {
-		w.add("l.progress_at < ?", ts(b.ProgressBefore))
-	}
-	if !b.ProgressFrom.IsZero() {
-		w.add("l.progress_at >= ?", ts(b.ProgressFrom))
-	}
-	if b.HookNo != nil {
-		if *b.HookNo {
-			w.conds = append(w.conds, "l.hook_seen = 'no'")
-		} else {
-			w.conds = append(w.conds, "l.hook_seen <> 'no'")
-		}
-	}
-	if !b.ClaimedBefore.IsZero() {
-		w.add("l.claimed_at < ?", ts(b.ClaimedBefore))
-	}
-	if !b.NotUnwiredAt.IsZero() {
-		w.add("(l.hook_seen <> 'no' OR l.claimed_at >= ?)", ts(b.NotUnwiredAt))
-	}
-}
-
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
-	var w where
-	w.add("t.seq > ?", f.AfterSeq)
+	w := leasesql.Where{Dollar: true}
+	w.Add("t.seq > ?", f.AfterSeq)
 	if f.State != "" {
-		w.add("t.state = ?", string(f.State))
+		w.Add("t.state = ?", string(f.State))
 	}
 	if f.Host != "" || f.Verdict != nil {
-		w.conds = append(w.conds, "l.state = 'held'")
+		w.Add("l.state = 'held'")
 	}
 	if f.Host != "" {
-		w.add("l.host = ?", f.Host)
+		w.Add("l.host = ?", f.Host)
 	}
 	if f.Verdict != nil {
-		w.bounds(*f.Verdict)
+		w.Bounds(*f.Verdict)
 	}
-	w.args = append(w.args, limitArg(f.Limit))
 	q := "SELECT " + ticketCols + ", " + leaseCols +
 		" FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch" +
-		w.sql() + " ORDER BY t.seq LIMIT $" + strconv.Itoa(len(w.args))
-	rows, err := t.tx.Query(ctx, q, w.args...)
+		w.SQL() + " ORDER BY t.seq LIMIT " + w.Arg(limitArg(f.Limit))
+	rows, err := t.tx.Query(ctx, q, w.Args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -303,6 +238,20 @@ func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, erro
 	return out, nil
 }
 
+func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lease, error) {
+	var tr ticketRow
+	var lr leaseRow
+	err := t.tx.QueryRow(ctx, "SELECT t.seq, t.id, t.title, NULL::text[], t.state, t.epoch, t.created_at, t.updated_at, "+leaseCols+
+		" FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id = $1"+t.forUpdate("FOR UPDATE OF t, l"), id).
+		Scan(append(tr.dest(), lr.dest()...)...)
+	if err != nil {
+		return warp.Ticket{}, warp.Lease{}, translate(err)
+	}
+	tk := tr.ticket()
+	tk.Labels = nil
+	return tk, lr.lease(), nil
+}
+
 func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
 	var r leaseRow
 	err := t.tx.QueryRow(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.ticket = $1 AND l.epoch = $2"+t.forUpdate("FOR UPDATE"),
@@ -316,12 +265,13 @@ func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease,
 func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at, last_heartbeat_at,
 		last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at, expires_at, exit, exited_at,
-		ended_at, end_reason, fallback_extended, pr_url, hook_seen, hook_events, recorded_verdict)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+		ended_at, end_reason, fallback_extended, pr_url, hook_seen, hook_events, recorded_verdict, claimant, secret_hash,
+		verdict_due_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
 		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
 		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, ts(l.VerdictDueAt))
 	return translate(err)
 }
 
@@ -330,12 +280,12 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		last_heartbeat_at = $7, last_activity_at = $8, progress_at = $9, schema_version = $10, in_flight = $11,
 		first_v2_at = $12, refreshed_at = $13, expires_at = $14, exit = $15, exited_at = $16, ended_at = $17,
 		end_reason = $18, fallback_extended = $19, pr_url = $20, hook_seen = $21, hook_events = $22,
-		recorded_verdict = $23
+		recorded_verdict = $23, verdict_due_at = $24
 		WHERE ticket = $1 AND epoch = $2`,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
 		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
 		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), ts(l.VerdictDueAt))
 	if err != nil {
 		return translate(err)
 	}
@@ -385,25 +335,91 @@ func dueLeasesSQL(grace, lock bool) string {
 	return q
 }
 
-func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
-	args := []any{ts(now), limitArg(limit)}
-	if !refreshedFrom.IsZero() {
-		args = append(args, ts(refreshedFrom))
+func (t *tx) DueLeases(ctx context.Context, f warp.DueFilter, limit int) ([]warp.Lease, error) {
+	args := []any{ts(f.Now), limitArg(limit)}
+	if !f.RefreshedFrom.IsZero() {
+		args = append(args, ts(f.RefreshedFrom))
 	}
-	return t.scanLeases(ctx, dueLeasesSQL(!refreshedFrom.IsZero(), t.write), args...)
+	return t.scanLeases(ctx, dueLeasesSQL(!f.RefreshedFrom.IsZero(), t.write), args...)
 }
 
-func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
+// verdictDueSQL is the verdict pass's query: $1 now, $2 limit. The partial
+// index leases_held_verdict_due answers it in O(due); inside Update it
+// locks the leases it returns and skips those a heartbeat holds (a skipped
+// lease stays due for the next pass). Tests check its plan.
+func verdictDueSQL(lock bool) string {
+	q := "SELECT " + leaseCols + " FROM leases l WHERE l.state = 'held' AND l.verdict_due_at > 0 AND l.verdict_due_at <= $1" +
+		" ORDER BY l.verdict_due_at LIMIT $2"
+	if lock {
+		q += " FOR UPDATE OF l SKIP LOCKED"
+	}
+	return q
+}
+
+func (t *tx) VerdictDueLeases(ctx context.Context, now time.Time, limit int) ([]warp.Lease, error) {
+	return t.scanLeases(ctx, verdictDueSQL(t.write), ts(now), limitArg(limit))
+}
+
+func (t *tx) AddVerdictCounts(ctx context.Context, host string, delta map[warp.Verdict]int64) error {
+	b := &pgx.Batch{}
+	// In key order: two transactions that move the same host's counts
+	// (a claim adds to its verdict and to its hook health) lock the rows
+	// in one order and cannot deadlock.
+	for _, v := range slices.Sorted(maps.Keys(delta)) {
+		if n := delta[v]; n != 0 {
+			b.Queue(`INSERT INTO verdict_counts (host, verdict, n) VALUES ($1, $2, $3)
+				ON CONFLICT (host, verdict) DO UPDATE SET n = verdict_counts.n + EXCLUDED.n`, host, string(v), n)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return translate(t.tx.SendBatch(ctx, b).Close())
+}
+
+func (t *tx) VerdictCounts(ctx context.Context) ([]warp.HostVerdictCount, error) {
+	rows, err := t.tx.Query(ctx, "SELECT host, verdict, n FROM verdict_counts WHERE n <> 0")
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []warp.HostVerdictCount
+	for rows.Next() {
+		var c warp.HostVerdictCount
+		var v string
+		if err := rows.Scan(&c.Host, &v, &c.N); err != nil {
+			return nil, translate(err)
+		}
+		c.Verdict = warp.Verdict(v)
+		out = append(out, c)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t *tx) EndedHosts(ctx context.Context, since time.Time) ([]string, error) {
+	rows, err := t.tx.Query(ctx, "SELECT DISTINCT host FROM leases WHERE state <> 'held' AND ended_at >= $1", ts(since))
+	if err != nil {
+		return nil, translate(err)
+	}
+	hosts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return hosts, translate(err)
+}
+
+func (t *tx) HeldLeases(ctx context.Context, host, after string, limit int) ([]warp.Lease, error) {
+	if host != "" {
+		return t.scanLeases(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.state = 'held' AND l.host = $1 AND l.ticket > $2 ORDER BY l.ticket LIMIT $3",
+			host, after, limitArg(limit))
+	}
 	return t.scanLeases(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.state = 'held' AND l.ticket > $1 ORDER BY l.ticket LIMIT $2"+
 		t.forUpdate("FOR UPDATE"), after, limitArg(limit))
 }
 
 func (t *tx) CountHeld(ctx context.Context, b warp.VerdictBounds) (int64, error) {
-	var w where
-	w.conds = append(w.conds, "l.state = 'held'")
-	w.bounds(b)
+	w := leasesql.Where{Dollar: true}
+	w.Add("l.state = 'held'")
+	w.Bounds(b)
 	var n int64
-	if err := t.tx.QueryRow(ctx, "SELECT count(*) FROM leases l"+w.sql(), w.args...).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, "SELECT count(*) FROM leases l"+w.SQL(), w.Args...).Scan(&n); err != nil {
 		return 0, translate(err)
 	}
 	return n, nil
@@ -473,18 +489,36 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 	return t.scanEvents(ctx, "SELECT id, ticket, epoch, kind, at, data::text FROM events WHERE kind = ANY($1) ORDER BY id DESC LIMIT $2", ks, limitArg(limit))
 }
 
-// RecordHeartbeat counts the heartbeat in its one-second bucket and moves
-// the host's last-seen forward, in one round trip.
-func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error {
+// RecordHeartbeat counts the heartbeats in their one-second bucket and
+// moves the host's last-seen forward, in one round trip.
+func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ($1, $2, $3, 1)
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + 1`,
-		host, schemaVersion, at.Unix())
-	b.Queue(`INSERT INTO hosts (host, last_schema_version, last_seen) VALUES ($1, $2, $3)
+	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + EXCLUDED.count`,
+		c.Host, c.SchemaVersion, c.At.Unix(), c.N)
+	// xmax = 0 on the returned row: it was inserted, not updated.
+	created := false
+	b.Queue(`INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
-		WHERE hosts.last_seen <= EXCLUDED.last_seen`,
-		host, schemaVersion, ts(at))
-	return translate(t.tx.SendBatch(ctx, b).Close())
+		WHERE hosts.last_seen <= EXCLUDED.last_seen
+		RETURNING xmax = 0`,
+		c.Host, c.Token, c.SchemaVersion, ts(c.At)).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // an older heartbeat than the stored one: not new
+		}
+		return err
+	})
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return false, translate(err)
+	}
+	return created, nil
+}
+
+func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (int, error) {
+	var n int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM hosts WHERE token = $1 AND last_seen >= $2`, token, ts(since)).Scan(&n)
+	return n, translate(err)
 }
 
 func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -168,7 +168,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %s", name, warp.ErrorMessage(err))
-		if code, status := httpapi.ErrorStatus(err); status != http.StatusServiceUnavailable || code != httpapi.CodeUnavailable {
+		if code, status := httpkit.ErrorStatus(err); status != http.StatusServiceUnavailable || code != httpkit.CodeUnavailable {
 			t.Errorf("%s: HTTP answer %d %s, want 503 unavailable", name, status, code)
 		}
 		if msg := warp.ErrorMessage(err); !strings.Contains(msg, "database (PostgreSQL) is unavailable") {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,4 +100,31 @@ func List() ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// TakeSnapshot lists every process with sysctl kern.proc.all. macOS gives
+// no CPU times without cgo (proc_pid_rusage is in libproc), so CPUKnown is
+// false: callers fall back to what identities and start times tell.
+func TakeSnapshot() (Snapshot, error) {
+	kps, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("sysctl kern.proc.all: %w", err)
+	}
+	s := Snapshot{At: time.Now(), Procs: make([]Sample, 0, len(kps))}
+	for _, kp := range kps {
+		if kp.Proc.P_pid <= 0 || kp.Proc.P_stat == sZomb {
+			continue
+		}
+		tv := kp.Proc.P_starttime
+		name := kp.Proc.P_comm[:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		s.Procs = append(s.Procs, Sample{
+			Identity: Identity{PID: int(kp.Proc.P_pid), StartTime: uint64(tv.Sec)*1_000_000 + uint64(tv.Usec)},
+			PPID:     int(kp.Eproc.Ppid), Name: string(name),
+			Started: time.Unix(int64(tv.Sec), int64(tv.Usec)*1000),
+		})
+	}
+	return s, nil
 }

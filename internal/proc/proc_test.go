@@ -27,6 +27,13 @@ func startProcess(t *testing.T, name string, args ...string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// Start returns once the kernel has passed execve's point of no return,
+	// which is before it lays out the new argument pages: for a moment the
+	// child has its new name but an empty /proc/PID/cmdline (seen in CI).
+	waitFor(t, name+" to finish exec", func() bool {
+		args, err := proc.Cmdline(cmd.Process.Pid)
+		return err == nil && len(args) > 0
+	})
 	return cmd
 }
 

@@ -21,20 +21,36 @@ var agentFile = map[string]string{
 	"cursor": filepath.Join(".cursor", "hooks.json"),
 }
 
+// Each agent's file, installed into from nothing, from a file with the
+// user's own hooks, from an install of an older gyrum (another path,
+// fewer events), re-installed, and uninstalled again, against the golden
+// files of testdata/agents. The formats are the documented ones (see
+// agents.go for each source).
 func TestAgentsGolden(t *testing.T) {
 	cases := []struct {
 		agent string
 		input string // testdata/agents/INPUT.json; "" → no file
 		name  string // golden base name
+		// restores: install + uninstall gives back the input byte for
+		// byte (it holds no gyrum hook of its own).
+		restores bool
+		changes  bool   // the first install changes the file
+		warn     string // a warning the install gives, on every run; "" → none after the first
+		warnOnce string // a warning only a run that changes the file gives
 	}{
-		{"codex", "", "codex-missing"},
-		{"codex", "codex-other", "codex-other"},
-		{"codex", "codex-old-path", "codex-old-path"},
-		{"gemini", "", "gemini-missing"},
-		{"gemini", "gemini-other", "gemini-other"},
-		{"cursor", "", "cursor-missing"},
-		{"cursor", "cursor-other", "cursor-other"},
-		{"cursor", "cursor-old-path", "cursor-old-path"},
+		{agent: "codex", name: "codex-missing", changes: true, warnOnce: "open /hooks"},
+		{agent: "codex", input: "codex-other", name: "codex-other", restores: true, changes: true, warnOnce: "open /hooks"},
+		{agent: "codex", input: "codex-old-path", name: "codex-old-path", changes: true, warnOnce: "open /hooks"},
+		{agent: "codex", input: "codex-previous", name: "codex-previous"},
+		{agent: "gemini", name: "gemini-missing", changes: true},
+		{agent: "gemini", input: "gemini-other", name: "gemini-other", restores: true, changes: true},
+		{agent: "gemini", input: "gemini-previous", name: "gemini-previous", changes: true},
+		{agent: "gemini", input: "gemini-disabled", name: "gemini-disabled", restores: true, changes: true,
+			warn: `"hooksConfig.enabled" is false`},
+		{agent: "cursor", name: "cursor-missing", changes: true},
+		{agent: "cursor", input: "cursor-other", name: "cursor-other", restores: true, changes: true},
+		{agent: "cursor", input: "cursor-old-path", name: "cursor-old-path", changes: true},
+		{agent: "cursor", input: "cursor-previous", name: "cursor-previous", changes: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,12 +68,17 @@ func TestAgentsGolden(t *testing.T) {
 			}
 			o := hookOptions(dir)
 			o.Agents = []string{tc.agent}
-			if _, err := setup.Run(ctx, o); err != nil {
+			rep, err := setup.Run(ctx, o)
+			if err != nil {
 				t.Fatal(err)
 			}
+			checkWarnings(t, "first install", rep.Warnings, tc.warn, tc.warnOnce)
 			got, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if changed := !bytes.Equal(got, input); changed != tc.changes {
+				t.Errorf("install changed the file: %v, want %v", changed, tc.changes)
 			}
 			want := readGolden(t, filepath.Join("testdata", "agents", tc.name+".golden"), got)
 			if !bytes.Equal(got, want) {
@@ -69,34 +90,59 @@ func TestAgentsGolden(t *testing.T) {
 			}
 
 			o.Now = func() time.Time { return fixedNow.Add(time.Minute) }
-			rep, err := setup.Run(ctx, o)
+			rep, err = setup.Run(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.Changed {
 				t.Errorf("second run changed something")
 			}
+			checkWarnings(t, "second install", rep.Warnings, tc.warn, "")
 			again, _ := os.ReadFile(path)
 			if !bytes.Equal(again, got) {
 				t.Errorf("second run rewrote %s", path)
 			}
 
 			o.Uninstall = true
-			if _, err := setup.Run(ctx, o); err != nil {
+			rep, err = setup.Run(ctx, o)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if len(rep.Warnings) != 0 {
+				t.Errorf("uninstall warns: %q", rep.Warnings)
 			}
 			removed, _ := os.ReadFile(path)
 			wantRemoved := readGolden(t, filepath.Join("testdata", "agents", tc.name+".uninstalled.golden"), removed)
 			if !bytes.Equal(removed, wantRemoved) {
 				t.Errorf("after uninstall differs from %s.uninstalled.golden:\ngot:\n%s", tc.name, removed)
 			}
-			if tc.input != "" && !strings.Contains(tc.input, "old-path") && !bytes.Equal(removed, input) {
+			if tc.restores && !bytes.Equal(removed, input) {
 				t.Errorf("install + uninstall did not restore the original:\ngot:\n%s\nwant:\n%s", removed, input)
 			}
-			if strings.Contains(string(removed), "touch-activity") {
+			if strings.Contains(string(removed), "gyrum touch-activity") {
 				t.Errorf("uninstall left our hook:\n%s", removed)
 			}
 		})
+	}
+}
+
+// checkWarnings checks that warnings hold always (when set) and once (when
+// set), and nothing else.
+func checkWarnings(t *testing.T, run string, warnings []string, always, once string) {
+	t.Helper()
+	all := strings.Join(warnings, "\n")
+	n := 0
+	for _, w := range []string{always, once} {
+		if w == "" {
+			continue
+		}
+		n++
+		if !strings.Contains(all, w) {
+			t.Errorf("%s: warnings lack %q: %q", run, w, warnings)
+		}
+	}
+	if len(warnings) != n {
+		t.Errorf("%s: %d warnings, want %d: %q", run, len(warnings), n, warnings)
 	}
 }
 
@@ -149,5 +195,40 @@ func TestAgentsRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Claude settings written despite the refusal")
+	}
+}
+
+// Gemini CLI settings that keep the hook from running are reported on every
+// run (the hook is installed all the same); settings that allow it are not.
+func TestGeminiHooksOffWarning(t *testing.T) {
+	cases := []struct {
+		settings string
+		warn     string // "" → no warning
+	}{
+		{`{"tools": {"enableHooks": false}}`, `"tools.enableHooks" is false`},
+		{`{"hooksConfig": {"disabled": ["gyrum-touch-activity"]}}`, `"hooksConfig.disabled" lists "gyrum-touch-activity"`},
+		{`{"hooks": {"disabled": ["/old/gyrum touch-activity"]}}`, `"hooks.disabled" lists "/old/gyrum touch-activity"`},
+		{`{"tools": {"enableHooks": true}, "hooksConfig": {"enabled": true, "disabled": ["other"]}}`, ""},
+	}
+	for _, tc := range cases {
+		dir := t.TempDir()
+		path := filepath.Join(dir, agentFile["gemini"])
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, []byte(tc.settings), 0o600)
+		o := hookOptions(dir)
+		o.Agents = []string{"gemini"}
+		for run := 1; run <= 2; run++ {
+			rep, err := setup.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWarnings(t, tc.settings, rep.Warnings, tc.warn, "")
+			if tc.warn != "" && !strings.Contains(strings.Join(rep.Warnings, "\n"), path) {
+				t.Errorf("%s: the warning does not name %s: %q", tc.settings, path, rep.Warnings)
+			}
+		}
+		if data, _ := os.ReadFile(path); strings.Count(string(data), testBinary+" touch-activity") != 2 {
+			t.Errorf("%s: hook not installed:\n%s", tc.settings, data)
+		}
 	}
 }

@@ -412,6 +412,11 @@ func TestHookCommandRecognition(t *testing.T) {
 		{"/x/gyrumtouch-activity", false, ""},
 		{"touch-activity", false, ""},
 		{"/x/gyrum status", false, ""},
+		{"/opt/gyrum/bin/gyrum-hook", true, "/opt/gyrum/bin/gyrum-hook"},
+		{"'/Users/Dev Name/bin/gyrum-hook'", true, "/Users/Dev Name/bin/gyrum-hook"},
+		{"gyrum-hook", true, "gyrum-hook"},
+		{"/x/gyrum-hooks", false, ""},
+		{"/x/gyrum-hook touch-activity", false, ""},
 	}
 	for _, tc := range cases {
 		if got := setup.IsHookCommand(tc.cmd); got != tc.ours {
@@ -427,5 +432,36 @@ func TestHookCommandRecognition(t *testing.T) {
 	}
 	if bin, ok := setup.HookBinary(setup.HookCommand("/it's/gyrum")); !ok || bin != "/it's/gyrum" {
 		t.Errorf("quote round trip = %q, %v", bin, ok)
+	}
+}
+
+// TestHookCommandPrefersGyrumHook: with the small gyrum-hook binary beside
+// gyrum (as a release ships them), setup installs it; a gyrum-hook that is
+// not an executable file is passed over for gyrum touch-activity.
+func TestHookCommandPrefersGyrumHook(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gyrum")
+	if got, want := setup.HookCommand(bin), "'"+bin+"' touch-activity"; got != want {
+		t.Errorf("without gyrum-hook: %s, want %s", got, want)
+	}
+	small := filepath.Join(dir, "gyrum-hook")
+	if err := os.WriteFile(small, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := setup.HookCommand(bin); !strings.HasSuffix(got, "touch-activity") {
+		t.Errorf("gyrum-hook not executable: %s, want gyrum touch-activity", got)
+	}
+	if err := os.Chmod(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := setup.HookCommand(bin)
+	if got != "'"+small+"'" {
+		t.Errorf("with gyrum-hook: %s, want '%s'", got, small)
+	}
+	if b, ok := setup.HookBinary(got); !ok || b != small || !setup.IsHookCommand(got) {
+		t.Errorf("the installed gyrum-hook command is not recognised: %q %v", b, ok)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -20,16 +21,41 @@ var claudeHookEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure
 // ClaudeHookEvents returns the Claude Code events setup wires the hook to.
 func ClaudeHookEvents() []string { return append([]string(nil), claudeHookEvents...) }
 
-// HookCommand returns the hook command line for the gyrum binary at bin:
-// the path (shell-quoted when it needs it) followed by touch-activity.
-func HookCommand(bin string) string { return shellQuote(bin) + " touch-activity" }
+// HookBinaryName is the small hook binary a release ships beside gyrum: the
+// hook alone, which starts several times faster than the whole CLI.
+const HookBinaryName = "gyrum-hook"
 
-// IsHookCommand reports whether cmd is a gyrum touch-activity hook: its last
-// word is touch-activity and the program before it is named gyrum, whatever
-// its directory. That is how an entry written by an older install (another
-// path of the binary) is found and replaced instead of duplicated.
+// HookCommand returns the hook command line for the gyrum binary at bin:
+// the gyrum-hook binary beside it (shell-quoted when it needs it) when there
+// is one, else bin followed by touch-activity. Both do the same.
+func HookCommand(bin string) string {
+	argv := HookArgv(bin)
+	if len(argv) == 1 {
+		return shellQuote(argv[0])
+	}
+	return shellQuote(argv[0]) + " " + argv[1]
+}
+
+// HookArgv is HookCommand as an argument vector: [gyrum-hook] or [bin,
+// touch-activity].
+func HookArgv(bin string) []string {
+	small := filepath.Join(filepath.Dir(bin), HookBinaryName)
+	if st, err := os.Stat(small); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return []string{small}
+	}
+	return []string{bin, "touch-activity"}
+}
+
+// IsHookCommand reports whether cmd is a gyrum hook: a program named
+// gyrum-hook alone, or touch-activity as the last word after a program named
+// gyrum, whatever the directory. That is how an entry written by an older
+// install (another path, or the other form) is found and replaced instead of
+// duplicated.
 func IsHookCommand(cmd string) bool {
 	s := strings.TrimSpace(cmd)
+	if p := unquote(s); p == HookBinaryName || filepath.Base(p) == HookBinaryName {
+		return true
+	}
 	rest, ok := strings.CutSuffix(s, "touch-activity")
 	if !ok || rest == "" {
 		return false
@@ -49,6 +75,9 @@ func HookBinary(cmd string) (string, bool) {
 		return "", false
 	}
 	s := strings.TrimSpace(cmd)
+	if p := unquote(s); p == HookBinaryName || filepath.Base(p) == HookBinaryName {
+		return p, true
+	}
 	rest := strings.TrimRight(strings.TrimSuffix(s, "touch-activity"), " \t")
 	return unquote(rest), true
 }
@@ -81,29 +110,136 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// matcherFormat describes settings whose hooks are grouped by matcher, as
-// Claude Code's (and Gemini CLI's) are:
+// hookFormat is how an agent's settings file lists its command hooks, and
+// so where install and uninstall look for ours. Every agent supported has
+// the same outer shape, a top-level "hooks" object mapping each event to
+// an array, and they differ in what that array holds and in the fields of
+// a handler:
 //
-//	{"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 5}]}]}}
-type matcherFormat struct {
-	events  []string
+//	grouped (Claude Code, Codex, Gemini CLI): matcher groups, each with its handler list
+//	  {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 5}]}]}}
+//	flat (Cursor): the handlers themselves, and a top-level "version"
+//	  {"version": 1, "hooks": {"postToolUse": [{"command": "...", "timeout": 5}]}}
+//
+// One installer serves them all: install, uninstall and entries walk the
+// handler lists of each event the same way whatever the format.
+type hookFormat struct {
+	events []string // the events our hook is wired to
+	// grouped: the handlers of an event are in matcher groups, {"matcher":
+	// M, "hooks": [...]}, and ours is in a group whose matcher is matcher.
+	// Otherwise they are the event's array itself (and matcher is "").
+	grouped bool
 	matcher string
-	// hook returns our hook object for command, in the key order it is written.
-	hook func(command string) *node
+	// The fields of our handler, in this order: "name" (when name is
+	// set), "type": "command" (when typed), "command", and "timeout":
+	// HookTimeoutSecs in units of 1/timeoutScale second (1: seconds,
+	// 1000: milliseconds).
+	name         string
+	typed        bool
+	timeoutScale int
+	// header lists top-level members the file must have (Cursor's
+	// "version": 1): install adds each missing one at the start of the
+	// document; an existing one is left as it is, and uninstall keeps them.
+	header []member
 }
 
-func claudeFormat() matcherFormat {
-	return matcherFormat{
-		events:  claudeHookEvents,
-		matcher: "*",
-		hook: func(command string) *node {
-			return newObject(
-				member{"type", newString("command")},
-				member{"command", newString(command)},
-				member{"timeout", newNumber(HookTimeoutSecs)},
-			)
-		},
+func claudeFormat() hookFormat {
+	return hookFormat{
+		events:       claudeHookEvents,
+		grouped:      true,
+		matcher:      "*",
+		typed:        true,
+		timeoutScale: 1,
 	}
+}
+
+// handler returns our handler object for command, in the key order it is
+// written.
+func (f hookFormat) handler(command string) *node {
+	h := newObject()
+	if f.name != "" {
+		h.obj = append(h.obj, member{"name", newString(f.name)})
+	}
+	if f.typed {
+		h.obj = append(h.obj, member{"type", newString("command")})
+	}
+	h.obj = append(h.obj,
+		member{"command", newString(command)},
+		member{"timeout", newNumber(HookTimeoutSecs * f.scale())},
+	)
+	return h
+}
+
+// scale returns timeoutScale, 1 (seconds) when unset.
+func (f hookFormat) scale() int { return max(f.timeoutScale, 1) }
+
+// entry returns what install appends to an event's array that lacks our
+// handler h: h itself, or a group of our matcher holding it.
+func (f hookFormat) entry(h *node) *node {
+	if !f.grouped {
+		return h
+	}
+	return newObject(
+		member{"matcher", newString(f.matcher)},
+		member{"hooks", newArray(h)},
+	)
+}
+
+// lists returns the handler lists of arr, an event's array: arr itself
+// for a flat format, the "hooks" array of each matcher group for a grouped
+// one.
+func (f hookFormat) lists(arr *node) []*node {
+	if !f.grouped {
+		return []*node{arr}
+	}
+	var lists []*node
+	for _, g := range arr.arr {
+		if gh := groupHooks(g); gh != nil {
+			lists = append(lists, gh)
+		}
+	}
+	return lists
+}
+
+// filter visits our handlers in the handler lists of arr (an event's
+// array), in order, with the matcher of their list, and drops the ones
+// keep refuses; the handlers of others are left. A matcher group that held
+// only handlers dropped goes with them; one that was empty stays. It
+// reports whether it dropped anything.
+func (f hookFormat) filter(arr *node, keep func(h *node, matcher string) bool) (dropped bool) {
+	filterList := func(list []*node, matcher string) []*node {
+		var kept []*node
+		for _, h := range list {
+			if isOurHook(h) && !keep(h, matcher) {
+				dropped = true
+				continue
+			}
+			kept = append(kept, h)
+		}
+		return kept
+	}
+	if !f.grouped {
+		arr.arr = filterList(arr.arr, f.matcher)
+		return dropped
+	}
+	var groups []*node
+	for _, g := range arr.arr {
+		gh := groupHooks(g)
+		if gh == nil {
+			groups = append(groups, g)
+			continue
+		}
+		m, _ := g.get("matcher")
+		matcher, _ := m.str()
+		kept := filterList(gh.arr, matcher)
+		if len(kept) == 0 && len(gh.arr) > 0 {
+			continue // the group held only our hooks: drop it with them
+		}
+		gh.arr = kept
+		groups = append(groups, g)
+	}
+	arr.arr = groups
+	return dropped
 }
 
 // isOurHook reports whether a hook object runs gyrum touch-activity.
@@ -124,14 +260,26 @@ func shapeError(path string, data []byte, n *node, what, want string) error {
 
 // install merges our hook into data (the file at path) and returns the new
 // content and whether anything changed. When nothing changes it returns
-// data itself, byte for byte.
-func (f matcherFormat) install(path string, data []byte, command string) ([]byte, bool, error) {
+// data itself, byte for byte; otherwise only what it changed differs from
+// data (spliceDocument).
+func (f hookFormat) install(path string, data []byte, command string) ([]byte, bool, error) {
 	doc, err := parseDocument(path, data)
 	if err != nil {
 		return nil, false, err
 	}
 	if !doc.isObj {
 		return nil, false, shapeError(path, data, doc, "the document", "an object")
+	}
+	changed := false
+	var missing []member
+	for _, m := range f.header {
+		if v, _ := doc.get(m.key); v == nil {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		doc.obj = append(missing, doc.obj...)
+		changed = true
 	}
 	hooks, _ := doc.get("hooks")
 	if hooks == nil {
@@ -141,7 +289,6 @@ func (f matcherFormat) install(path string, data []byte, command string) ([]byte
 	if !hooks.isObj {
 		return nil, false, shapeError(path, data, hooks, `"hooks"`, "an object")
 	}
-	changed := false
 	for _, ev := range f.events {
 		arr, _ := hooks.get(ev)
 		if arr == nil {
@@ -158,56 +305,32 @@ func (f matcherFormat) install(path string, data []byte, command string) ([]byte
 	if !changed {
 		return data, false, nil
 	}
-	return encodeDocument(doc), true, nil
+	return spliceDocument(data, doc), true, nil
 }
 
-// installEvent makes arr hold our hook exactly once, in a group with our
-// matcher: an existing entry is updated in place (an old binary path is
-// replaced), duplicates elsewhere are dropped, and a group of our own is
-// appended when there was none. Groups and hooks of others are kept as
-// they are.
-func (f matcherFormat) installEvent(arr *node, command string) bool {
-	want := f.hook(command)
+// installEvent makes arr (an event's array) hold our hook exactly once,
+// under our matcher: the first entry there is updated in place (an old
+// binary path is replaced), the others and any under another matcher are
+// dropped, and an entry of our own is appended when there was none.
+// Handlers and groups of others are kept as they are.
+func (f hookFormat) installEvent(arr *node, command string) bool {
+	want := f.handler(command)
 	found, changed := false, false
-	var groups []*node
-	for _, g := range arr.arr {
-		gh := groupHooks(g)
-		if gh == nil {
-			groups = append(groups, g)
-			continue
-		}
-		m, _ := g.get("matcher")
-		matcher, _ := m.str()
-		var kept []*node
-		for _, h := range gh.arr {
-			if !isOurHook(h) {
-				kept = append(kept, h)
-				continue
+	f.filter(arr, func(h *node, matcher string) bool {
+		if !found && matcher == f.matcher {
+			found = true
+			if updateHook(h, want) {
+				changed = true
 			}
-			if !found && matcher == f.matcher {
-				found = true
-				if updateHook(h, want) {
-					changed = true
-				}
-				kept = append(kept, h)
-				continue
-			}
-			changed = true // a duplicate, or ours under another matcher
+			return true
 		}
-		if len(kept) == 0 && len(gh.arr) > 0 {
-			continue // the group held only our hook: drop it with it
-		}
-		gh.arr = kept
-		groups = append(groups, g)
-	}
+		changed = true // a duplicate, or ours under another matcher
+		return false
+	})
 	if !found {
-		groups = append(groups, newObject(
-			member{"matcher", newString(f.matcher)},
-			member{"hooks", newArray(want)},
-		))
+		arr.arr = append(arr.arr, f.entry(want))
 		changed = true
 	}
-	arr.arr = groups
 	return changed
 }
 
@@ -239,10 +362,12 @@ func updateHook(h, want *node) bool {
 	return changed
 }
 
-// uninstall removes our hook from data: our hook objects, then the groups,
+// uninstall removes our hook from data: our handlers, then the groups,
 // event arrays and "hooks" object that our removal left empty. Nothing
-// else is touched; an empty group or array that was already empty stays.
-func (f matcherFormat) uninstall(path string, data []byte) ([]byte, bool, error) {
+// else is touched (an empty group or array that was already empty stays,
+// and so does a header member), and only what it removed differs from
+// data (spliceDocument).
+func (f hookFormat) uninstall(path string, data []byte) ([]byte, bool, error) {
 	doc, err := parseDocument(path, data)
 	if err != nil {
 		return nil, false, err
@@ -255,12 +380,13 @@ func (f matcherFormat) uninstall(path string, data []byte) ([]byte, bool, error)
 		return data, false, nil
 	}
 	changed := false
+	dropAll := func(*node, string) bool { return false }
 	for _, ev := range f.events {
 		arr, _ := hooks.get(ev)
 		if arr == nil || !arr.isArr {
 			continue
 		}
-		if !removeOurs(arr) {
+		if !f.filter(arr, dropAll) {
 			continue
 		}
 		changed = true
@@ -274,41 +400,12 @@ func (f matcherFormat) uninstall(path string, data []byte) ([]byte, bool, error)
 	if len(hooks.obj) == 0 {
 		doc.del("hooks")
 	}
-	return encodeDocument(doc), true, nil
-}
-
-// removeOurs drops our hooks from the groups of arr, and the groups that
-// held nothing else. It reports whether it removed anything.
-func removeOurs(arr *node) bool {
-	removed := false
-	var groups []*node
-	for _, g := range arr.arr {
-		gh := groupHooks(g)
-		if gh == nil {
-			groups = append(groups, g)
-			continue
-		}
-		var kept []*node
-		for _, h := range gh.arr {
-			if isOurHook(h) {
-				removed = true
-				continue
-			}
-			kept = append(kept, h)
-		}
-		if len(kept) == 0 && len(gh.arr) > 0 {
-			continue
-		}
-		gh.arr = kept
-		groups = append(groups, g)
-	}
-	arr.arr = groups
-	return removed
+	return spliceDocument(data, doc), true, nil
 }
 
 // commands returns the command of every one of our hooks in data, per
 // event, for doctor. A file that does not parse is an error.
-func (f matcherFormat) commands(path string, data []byte) (map[string][]string, error) {
+func (f hookFormat) commands(path string, data []byte) (map[string][]string, error) {
 	entries, err := f.entries(path, data)
 	if err != nil {
 		return nil, err
@@ -331,7 +428,7 @@ type HookEntry struct {
 }
 
 // entries returns, per event, our hooks of data with their timeouts.
-func (f matcherFormat) entries(path string, data []byte) (map[string][]HookEntry, error) {
+func (f hookFormat) entries(path string, data []byte) (map[string][]HookEntry, error) {
 	doc, err := parseDocument(path, data)
 	if err != nil {
 		return nil, err
@@ -349,12 +446,8 @@ func (f matcherFormat) entries(path string, data []byte) (map[string][]HookEntry
 		if arr == nil || !arr.isArr {
 			continue
 		}
-		for _, g := range arr.arr {
-			gh := groupHooks(g)
-			if gh == nil {
-				continue
-			}
-			for _, h := range gh.arr {
+		for _, list := range f.lists(arr) {
+			for _, h := range list.arr {
 				if !isOurHook(h) {
 					continue
 				}
@@ -362,9 +455,9 @@ func (f matcherFormat) entries(path string, data []byte) (map[string][]HookEntry
 				cmd, _ := c.str()
 				e := HookEntry{Command: cmd}
 				if t, _ := h.get("timeout"); t != nil && t.kind() == "a number" {
-					var secs float64
-					if json.Unmarshal(t.scalar, &secs) == nil && secs > 0 {
-						e.Timeout = secs
+					var v float64
+					if json.Unmarshal(t.scalar, &v) == nil && v > 0 {
+						e.Timeout = v / float64(f.scale())
 					}
 				}
 				out[ev] = append(out[ev], e)

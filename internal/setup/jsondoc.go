@@ -43,19 +43,74 @@ func position(data []byte, off int) (line, col int) {
 }
 
 // node is one JSON value that remembers the order of an object's members,
-// so a user's file is rewritten in the order it was written.
+// so a user's file is rewritten in the order it was written. A node read
+// from a file also remembers where it was and what it held (orig), so an
+// edit can be written back by splicing: spliceDocument copies every value
+// the edit left as it was byte for byte, and writes only what changed.
 type node struct {
 	obj    []member        // when isObj
 	arr    []*node         // when isArr
 	scalar json.RawMessage // string, number, bool, null, re-encoded
 	isObj  bool
 	isArr  bool
-	offset int // byte offset of the value in the source, for errors
+	offset int     // byte offset of the value in the source, for errors and splicing
+	end    int     // byte offset just past the value in the source; 0: not read from a source
+	orig   []child // the members (or elements) as read from the source
 }
 
 type member struct {
 	key string
 	val *node
+}
+
+// child is a member or element of a container as it was read from the
+// source: where its key starts and ends (members only) and its value.
+// Edits never change it; they change node.obj and node.arr.
+type child struct {
+	key            string
+	keyOff, keyEnd int // the member's key in the source; -1 for elements
+	val            *node
+}
+
+// start returns where c begins in the source: at its key for a member.
+func (c child) start() int {
+	if c.keyOff >= 0 {
+		return c.keyOff
+	}
+	return c.val.offset
+}
+
+// fromSource reports whether n was read from a source (and has offsets).
+func (n *node) fromSource() bool { return n.end > 0 }
+
+// pristine reports whether n is as it was read from its source: the same
+// members (or elements), each pristine itself, so its source bytes are
+// still its encoding. A node the installer made is never pristine.
+func (n *node) pristine() bool {
+	if !n.fromSource() {
+		return false
+	}
+	switch {
+	case n.isObj:
+		if len(n.obj) != len(n.orig) {
+			return false
+		}
+		for i, m := range n.obj {
+			if o := n.orig[i]; m.key != o.key || m.val != o.val || !m.val.pristine() {
+				return false
+			}
+		}
+	case n.isArr:
+		if len(n.arr) != len(n.orig) {
+			return false
+		}
+		for i, e := range n.arr {
+			if e != n.orig[i].val || !e.pristine() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // get returns the value of key (the last one when the key repeats, as
@@ -216,6 +271,7 @@ func decodeValue(dec *json.Decoder, data []byte) (*node, error) {
 		case '{':
 			n := &node{isObj: true, offset: off}
 			for dec.More() {
+				keyOff := valueStart(data, int(dec.InputOffset()))
 				kt, err := dec.Token()
 				if err != nil {
 					return nil, err
@@ -224,15 +280,18 @@ func decodeValue(dec *json.Decoder, data []byte) (*node, error) {
 				if !ok {
 					return nil, fmt.Errorf("object key is %v, want a string", kt)
 				}
+				keyEnd := int(dec.InputOffset())
 				v, err := decodeValue(dec, data)
 				if err != nil {
 					return nil, err
 				}
 				n.obj = append(n.obj, member{key: key, val: v})
+				n.orig = append(n.orig, child{key: key, keyOff: keyOff, keyEnd: keyEnd, val: v})
 			}
 			if _, err := dec.Token(); err != nil { // '}'
 				return nil, err
 			}
+			n.end = int(dec.InputOffset())
 			return n, nil
 		case '[':
 			n := &node{isArr: true, offset: off}
@@ -242,72 +301,29 @@ func decodeValue(dec *json.Decoder, data []byte) (*node, error) {
 					return nil, err
 				}
 				n.arr = append(n.arr, v)
+				n.orig = append(n.orig, child{keyOff: -1, keyEnd: -1, val: v})
 			}
 			if _, err := dec.Token(); err != nil { // ']'
 				return nil, err
 			}
+			n.end = int(dec.InputOffset())
 			return n, nil
 		default:
 			return nil, fmt.Errorf("unexpected %q", rune(t))
 		}
+	}
+	n := &node{offset: off, end: int(dec.InputOffset())}
+	switch t := tok.(type) {
 	case string:
-		return &node{scalar: encodeString(t), offset: off}, nil
+		n.scalar = encodeString(t)
 	case json.Number:
-		return &node{scalar: json.RawMessage(t.String()), offset: off}, nil
+		n.scalar = json.RawMessage(t.String())
 	case bool:
-		return &node{scalar: json.RawMessage(fmt.Sprint(t)), offset: off}, nil
+		n.scalar = json.RawMessage(fmt.Sprint(t))
 	case nil:
-		return &node{scalar: json.RawMessage("null"), offset: off}, nil
+		n.scalar = json.RawMessage("null")
 	default:
 		return nil, fmt.Errorf("unexpected token %v", tok)
 	}
-}
-
-// encodeDocument writes n as JSON indented by two spaces, as Claude Code
-// writes its settings, followed by a newline.
-func encodeDocument(n *node) []byte {
-	var b bytes.Buffer
-	encodeNode(&b, n, "")
-	b.WriteByte('\n')
-	return b.Bytes()
-}
-
-func encodeNode(b *bytes.Buffer, n *node, indent string) {
-	const step = "  "
-	switch {
-	case n.isObj:
-		if len(n.obj) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{\n")
-		for i, m := range n.obj {
-			b.WriteString(indent + step)
-			b.Write(encodeString(m.key))
-			b.WriteString(": ")
-			encodeNode(b, m.val, indent+step)
-			if i < len(n.obj)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "}")
-	case n.isArr:
-		if len(n.arr) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteString("[\n")
-		for i, e := range n.arr {
-			b.WriteString(indent + step)
-			encodeNode(b, e, indent+step)
-			if i < len(n.arr)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "]")
-	default:
-		b.Write(n.scalar)
-	}
+	return n, nil
 }

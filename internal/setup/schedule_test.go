@@ -382,15 +382,136 @@ func TestUnreadableCrontabStopsSetup(t *testing.T) {
 	}
 }
 
-func TestCronMissingProgram(t *testing.T) {
+// noSchedulers points o at a systemctl and a crontab that do not exist:
+// a host with neither a systemd user manager nor cron (a container), and
+// the real ones of the host running the test are never touched.
+func noSchedulers(o *setup.Options, dir string) {
+	o.Systemd = setup.Systemd{UnitDir: filepath.Join(dir, "units"), Systemctl: filepath.Join(dir, "no-systemctl")}
+	o.Cron = setup.Cron{Crontab: filepath.Join(dir, "no-crontab")}
+}
+
+// Without any scheduler, auto installs the hook all the same, schedules
+// nothing, and warns with what to run by hand and how to schedule it later.
+func TestNoSchedulerInstallsTheHookAndWarns(t *testing.T) {
+	ctx := context.Background()
 	dir := t.TempDir()
 	o := hookOptions(dir)
 	o.Watchdog = setup.WatchdogAuto
-	o.Systemd = setup.Systemd{UnitDir: filepath.Join(dir, "units"), Systemctl: filepath.Join(dir, "no-systemctl")}
-	o.Cron = setup.Cron{Crontab: filepath.Join(dir, "no-crontab")}
+	o.ScheduleEnv = map[string]string{"GYRUM_HOME": "/srv/gyrum home"}
+	noSchedulers(&o, dir)
+	var out bytes.Buffer
+	o.Out = &out
+	rep, err := setup.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("setup without a scheduler failed: %v", err)
+	}
+	settings := filepath.Join(dir, ".claude", "settings.json")
+	data, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatalf("the hook was not installed: %v", err)
+	}
+	if n := strings.Count(string(data), testBinary+" touch-activity"); n != 3 {
+		t.Errorf("settings run the hook %d times, want 3:\n%s", n, data)
+	}
+	if !rep.Changed || rep.Schedule != "" {
+		t.Errorf("report = %+v, want changed and no schedule", rep)
+	}
+	if len(rep.Warnings) != 1 {
+		t.Fatalf("warnings = %q, want one", rep.Warnings)
+	}
+	w := rep.Warnings[0]
+	for _, want := range []string{
+		"the watchdog is not scheduled",
+		"GYRUM_HOME='/srv/gyrum home' " + testBinary + " watchdog sweep", // by hand, same registry
+		"gyrum setup --watchdog cron",
+		"gyrum setup --watchdog systemd",
+		setup.CronLine(testBinary, o.ScheduleEnv),
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning lacks %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(out.String(), "not scheduled") {
+		t.Errorf("Run printed the warning itself (the caller does):\n%s", out.String())
+	}
+	if _, err := os.Stat(o.Systemd.UnitDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unit directory created without a systemd user manager")
+	}
+
+	// Again: nothing to change, the same warning.
+	rep, err = setup.Run(ctx, o)
+	if err != nil || rep.Changed || len(rep.Warnings) != 1 {
+		t.Errorf("second run: %+v, %v", rep, err)
+	}
+	again, _ := os.ReadFile(settings)
+	if !bytes.Equal(again, data) {
+		t.Errorf("second run changed the settings")
+	}
+
+	// Uninstall needs no scheduler either.
+	o.Uninstall = true
+	if _, err := setup.Run(ctx, o); err != nil {
+		t.Fatalf("uninstall without a scheduler: %v", err)
+	}
+	if b, _ := os.ReadFile(settings); strings.Contains(string(b), "touch-activity") {
+		t.Errorf("uninstall left the hook:\n%s", b)
+	}
+}
+
+// A dry run always shows the hook's diff: without a scheduler (exit 0,
+// with the warning), and before the error when the scheduler asked for by
+// name is missing.
+func TestDryRunShowsTheHookWithoutScheduler(t *testing.T) {
+	for _, watchdog := range []string{setup.WatchdogAuto, setup.WatchdogCron, setup.WatchdogSystemd} {
+		t.Run(watchdog, func(t *testing.T) {
+			dir := t.TempDir()
+			o := hookOptions(dir)
+			o.Watchdog = watchdog
+			o.DryRun = true
+			noSchedulers(&o, dir)
+			var out bytes.Buffer
+			o.Out = &out
+			rep, err := setup.Run(context.Background(), o)
+			settings := filepath.Join(dir, ".claude", "settings.json")
+			switch watchdog {
+			case setup.WatchdogAuto:
+				if err != nil || len(rep.Warnings) != 1 {
+					t.Fatalf("dry run: %+v, %v", rep, err)
+				}
+			case setup.WatchdogCron:
+				if err == nil || !strings.Contains(err.Error(), "no crontab program") || !strings.Contains(err.Error(), "apt-get install cron") {
+					t.Fatalf("err = %v, want the missing crontab, with what to do", err)
+				}
+			case setup.WatchdogSystemd:
+				if err == nil || !strings.Contains(err.Error(), "systemctl --user does not work") {
+					t.Fatalf("err = %v, want the systemd refusal", err)
+				}
+			}
+			for _, want := range []string{"would create " + settings, "+++ " + settings, "+            \"command\": \"" + testBinary + " touch-activity\"", "dry run: nothing was changed"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("dry run output lacks %q:\n%s", want, out.String())
+				}
+			}
+			if _, err := os.Stat(settings); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("dry run wrote the settings")
+			}
+		})
+	}
+}
+
+// A scheduler asked for by name that is missing is an error, and nothing
+// is changed, not even the hook.
+func TestCronMissingProgram(t *testing.T) {
+	dir := t.TempDir()
+	o := hookOptions(dir)
+	o.Watchdog = setup.WatchdogCron
+	noSchedulers(&o, dir)
 	_, err := setup.Run(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), "no watchdog scheduler") {
-		t.Fatalf("err = %v, want the no-scheduler error", err)
+	if err == nil || !strings.Contains(err.Error(), "--watchdog cron: no crontab program") {
+		t.Fatalf("err = %v, want the missing crontab", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("settings written although the forced schedule failed")
 	}
 	o.Watchdog = "sometimes"
 	if _, err := setup.Run(context.Background(), o); err == nil {

@@ -4,7 +4,8 @@
 // timer, or a crontab line where there is no systemd user manager). It
 // merges into what is there, is idempotent, backs files up and writes them
 // atomically, refuses files it cannot parse without touching them, and
-// uninstalls exactly what it added.
+// uninstalls exactly what it added. RunInstructions puts the agent
+// instructions snippet into an instructions file (CLAUDE.md, AGENTS.md).
 package setup
 
 import (
@@ -23,7 +24,7 @@ import (
 
 // Watchdog schedule choices of Options.Watchdog.
 const (
-	WatchdogAuto    = "auto"    // systemd when systemctl --user works, else cron
+	WatchdogAuto    = "auto"    // systemd when systemctl --user works, else cron, else none with a warning
 	WatchdogSystemd = "systemd" // a systemd user timer, or fail
 	WatchdogCron    = "cron"    // a crontab line, or fail
 	WatchdogNone    = "none"    // no schedule
@@ -100,6 +101,12 @@ type Report struct {
 	Changed  bool     // something was (or would be) changed
 	Schedule string   // the scheduler used: systemd, cron or "" (none)
 	Backups  []string // backup files written
+	// Warnings are things the user should act on although Run succeeded
+	// (a watchdog left unscheduled because the host has no scheduler; a
+	// Codex hook to trust; Gemini CLI hooks turned off).
+	// Run does not print them: the caller shows them (gyrum on stderr).
+	// The first line of each is the summary; more lines say what to do.
+	Warnings []string
 }
 
 // step is one planned change.
@@ -113,6 +120,13 @@ type step struct {
 // schedule. Every file and table is read and checked before anything is
 // changed: a settings file that does not parse stops Run with a
 // *ParseError and nothing is modified.
+//
+// With Watchdog auto on a host with neither a systemd user manager nor a
+// crontab program, Run installs the hook alone and returns a warning in
+// Report.Warnings saying how to run or schedule the watchdog. A scheduler
+// asked for by name (systemd, cron) that is not there is an error, and
+// nothing is changed; with DryRun the hook changes are still printed
+// before the error is returned.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -137,26 +151,34 @@ func Run(ctx context.Context, o Options) (Report, error) {
 
 	var rep Report
 	var steps []step
-	hookSteps, err := planHooks(o)
+	hookSteps, notes, err := planHooks(o)
 	if err != nil {
 		return Report{}, err
 	}
 	steps = append(steps, hookSteps...)
-	schedSteps, sched, err := planSchedule(ctx, o)
+	schedSteps, sched, warning, err := planSchedule(ctx, o)
 	if err != nil {
+		if o.DryRun {
+			// Show what the hook would become all the same; the error then
+			// says why the run as asked cannot go ahead.
+			printPlan(o.Out, hookSteps)
+			if len(hookSteps) == 0 {
+				fmt.Fprintln(o.Out, "the hook settings need no change")
+			}
+			fmt.Fprintln(o.Out, "dry run: nothing was changed")
+		}
 		return Report{}, err
 	}
 	rep.Schedule = sched
+	rep.Warnings = append(rep.Warnings, notes...)
+	if warning != "" {
+		rep.Warnings = append(rep.Warnings, warning)
+	}
 	steps = append(steps, schedSteps...)
 	rep.Changed = len(steps) > 0
 
 	if o.DryRun {
-		for _, s := range steps {
-			fmt.Fprintf(o.Out, "would %s\n", s.describe)
-			if s.diff != "" {
-				fmt.Fprint(o.Out, indentText(s.diff, "    "))
-			}
-		}
+		printPlan(o.Out, steps)
 		if len(steps) == 0 {
 			fmt.Fprintln(o.Out, "nothing to change")
 		} else {
@@ -184,6 +206,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, nil
 }
 
+// printPlan prints the dry run of steps: what each would do, and its diff.
+func printPlan(out io.Writer, steps []step) {
+	for _, s := range steps {
+		fmt.Fprintf(out, "would %s\n", s.describe)
+		if s.diff != "" {
+			fmt.Fprint(out, indentText(s.diff, "    "))
+		}
+	}
+}
+
 // pastTense turns "write X" into "wrote X" for the log of what was done.
 func pastTense(s string) string {
 	for _, p := range [][2]string{{"write ", "wrote "}, {"update ", "updated "}, {"create ", "created "}, {"remove ", "removed "}, {"run ", "ran "}} {
@@ -208,6 +240,10 @@ type hookTarget struct {
 	path      string
 	install   func(path string, data []byte, command string) ([]byte, bool, error)
 	uninstall func(path string, data []byte) ([]byte, bool, error)
+	// notes, when set, returns what the user must still do for the hook to
+	// run after an install (data: the file as it will be; changed: whether
+	// setup changes it). They become Report.Warnings.
+	notes func(path string, data []byte, changed bool) []string
 }
 
 func hookTargets(o Options) ([]hookTarget, error) {
@@ -223,18 +259,18 @@ func hookTargets(o Options) ([]hookTarget, error) {
 	return targets, nil
 }
 
-// planHooks reads every settings file and plans its edit.
-func planHooks(o Options) ([]step, error) {
+// planHooks reads every settings file and plans its edit. notes are what
+// the user must still do for a hook to run (trust it, turn hooks on).
+func planHooks(o Options) (steps []step, notes []string, err error) {
 	targets, err := hookTargets(o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	command := HookCommand(o.Binary)
-	var steps []step
 	for _, t := range targets {
 		old, existed, err := readFile(t.path)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", t.path, err)
+			return nil, nil, fmt.Errorf("read %s: %w", t.path, err)
 		}
 		var data []byte
 		var changed bool
@@ -247,7 +283,10 @@ func planHooks(o Options) ([]step, error) {
 			data, changed, err = t.install(t.path, old, command)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if !o.Uninstall && t.notes != nil {
+			notes = append(notes, t.notes(t.path, data, changed)...)
 		}
 		if !changed {
 			continue
@@ -274,11 +313,44 @@ func planHooks(o Options) ([]step, error) {
 			},
 		})
 	}
-	return steps, nil
+	return steps, notes, nil
 }
 
-// planSchedule decides the scheduler and plans its changes.
-func planSchedule(ctx context.Context, o Options) ([]step, string, error) {
+// planSchedule decides the scheduler and plans its changes. warning is
+// set when auto found no scheduler: the schedule is then left out, and the
+// hook is installed all the same.
+func planSchedule(ctx context.Context, o Options) (steps []step, sched, warning string, err error) {
+	steps, sched, err = planScheduleSteps(ctx, o)
+	if errors.Is(err, errNoScheduler) {
+		return nil, "", noSchedulerWarning(o), nil
+	}
+	return steps, sched, "", err
+}
+
+// errNoScheduler: auto found neither systemctl --user nor crontab.
+var errNoScheduler = errors.New("no watchdog scheduler")
+
+// noSchedulerWarning says that the watchdog is not scheduled and how to
+// run it by hand or schedule it later.
+func noSchedulerWarning(o Options) string {
+	var words []string
+	for _, kv := range envAssignments(o.ScheduleEnv) {
+		name, val, _ := strings.Cut(kv, "=")
+		words = append(words, name+"="+shellQuote(val))
+	}
+	words = append(words, shellQuote(o.Binary), "watchdog", "sweep")
+	return "the watchdog is not scheduled: systemctl --user does not work here and there is no crontab program.\n" +
+		"Without it, the heartbeat loops of agents that died are never stopped. Run it by hand (every few minutes):\n" +
+		"  " + strings.Join(words, " ") + "\n" +
+		"or schedule it later: install cron (Debian: apt-get install cron) and run 'gyrum setup --watchdog cron',\n" +
+		"which adds this crontab line:\n" +
+		"  " + CronLine(o.Binary, o.ScheduleEnv) + "\n" +
+		"or, where a systemd user manager runs ('systemctl --user' works), 'gyrum setup --watchdog systemd'."
+}
+
+// planScheduleSteps is planSchedule; errNoScheduler when auto finds no
+// scheduler.
+func planScheduleSteps(ctx context.Context, o Options) ([]step, string, error) {
 	if o.Watchdog == WatchdogNone {
 		return nil, "", nil
 	}
@@ -314,11 +386,11 @@ func planSchedule(ctx context.Context, o Options) ([]step, string, error) {
 		}
 	}
 	if use == WatchdogCron && !o.Cron.Available() {
-		hint := "install cron (Debian: apt-get install cron)"
 		if o.Watchdog == WatchdogAuto {
-			return nil, "", fmt.Errorf("no watchdog scheduler: systemctl --user does not work and there is no crontab program; %s, or use --watchdog none", hint)
+			return nil, "", errNoScheduler
 		}
-		return nil, "", fmt.Errorf("--watchdog cron: no crontab program; %s", hint)
+		return nil, "", fmt.Errorf("--watchdog cron: no crontab program; install cron (Debian: apt-get install cron), " +
+			"or run setup with --watchdog auto to install the hook alone and be told how to run the watchdog by hand")
 	}
 
 	var steps []step

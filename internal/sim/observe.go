@@ -20,6 +20,8 @@ type Observation struct {
 	// finished: evidence of activity may be that late.
 	LastHookEnd time.Time
 	DeletedAt   time.Time
+	// ReleasedAt is when an operator released the lease (operator-released).
+	ReleasedAt  time.Time
 	LapsedAt    time.Time // first lapse of the agent's lease; zero when none
 	LapseReason string
 	LeaseState  warp.LeaseState // at the end of the scenario
@@ -33,6 +35,12 @@ type Observation struct {
 	HookCalls                                  int
 	HookFailures                               int
 	HookProblem                                string
+	// PostStarts are the starts of the agent's Post hooks; ToldAt the start
+	// of the first whose output told it its lease had ended (zero: never);
+	// Notices counts such outputs.
+	PostStarts []time.Time
+	ToldAt     time.Time
+	Notices    int
 }
 
 // observe measures the outcome at the end of the scenario: leases and
@@ -50,6 +58,7 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 			Plan: a.plan, StartedAt: a.startedAt, FailedAt: a.failedAt, DeletedAt: a.deletedAt, LastHookEnd: a.lastHookEnd,
 			Heartbeats: hbs[a.plan.Ticket], LoopsAtEnd: len(loops[a.plan.Name]), LoopsAfterWD: -1,
 			WatchedAlive: a.watchedAlive(), HookCalls: a.hookCalls, HookFailures: a.hookFailures, HookProblem: a.hookProblem,
+			ReleasedAt: a.releasedAt, PostStarts: a.postStarts, ToldAt: a.toldAt, Notices: a.notices,
 		}
 		if a.startErr != nil {
 			o.StartErr = a.startErr.Error()
@@ -87,9 +96,19 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 
 // summaryInput returns everything Summarize needs besides the observations.
 func (r *run) summaryInput(end time.Time) RunInfo {
+	steady := r.t0
+	for _, a := range r.agents {
+		if a.startedAt.After(steady) {
+			steady = a.startedAt
+		}
+	}
 	info := RunInfo{
 		Scenario: r.plan.Scenario, Client: r.cfg.Client, Mode: r.cfg.Mode, Watchdog: r.cfg.Watchdog,
 		TimeScale: r.scale, Timing: r.cfg.Timing, Start: r.t0, End: end, PlannedEnd: r.plan.End,
+		SteadyFrom: steady, Injection: r.timing.since(seriesInjection, steady), Hooks: r.timing.since(seriesHook, steady),
+		JobBursts:     r.timing.since(seriesJob, steady),
+		LagTolerance:  r.cfg.LagTolerance,
+		JobCPUPercent: round1(100 * r.job.Duty), BackgroundJobs: r.plan.BackgroundJobs(),
 	}
 	r.mu.Lock()
 	for _, rs := range r.restarts {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -27,12 +29,37 @@ type RunInfo struct {
 	// the failed ones.
 	WatchdogRuns   int
 	WatchdogErrors []string
+	// The simulator's own lateness, wall clock, once every agent has
+	// started (SteadyFrom; the start of the fleet is a burst of process
+	// starts the scale compresses, and no claim depends on its timing): how
+	// late each scheduled action ran, how long each hook exec took.
+	// LagTolerance is the p95 each may reach (and the loops' tick lateness
+	// too); a quarter of the scaled heartbeat interval when zero.
+	Injection, Hooks []time.Duration
+	// JobBursts: how late each background job's CPU bursts ended.
+	JobBursts    []time.Duration
+	SteadyFrom   time.Time
+	LagTolerance time.Duration
+	// BackgroundJobs is the most background jobs at once; JobCPUPercent
+	// the CPU each uses, in % of one core.
+	BackgroundJobs int
+	JobCPUPercent  float64
 }
 
 // Restart is one stop and start of the embedded warp, wall clock.
 type Restart struct {
 	StoppedAt, StartedAt time.Time
 }
+
+// Verdicts of a run.
+const (
+	VerdictPass = "pass" // every claim holds
+	VerdictFail = "fail" // a claim does not hold
+	// VerdictTooLoaded: the machine ran the simulation too late for its
+	// time scale (or cannot give its background jobs the CPU they need);
+	// the claims are not judged.
+	VerdictTooLoaded = "too-loaded"
+)
 
 // Report is the outcome of a run. Minutes are unscaled (product time).
 type Report struct {
@@ -43,22 +70,31 @@ type Report struct {
 	Watchdog  bool     `json:"watchdog"`
 	TimeScale float64  `json:"time_scale"`
 	Settings  Settings `json:"settings"`
+	// Verdict is VerdictPass, VerdictFail or VerdictTooLoaded; OK is true
+	// for VerdictPass only.
+	Verdict string `json:"verdict"`
+	// Ran is false when the machine was judged too loaded before the run.
+	Ran bool `json:"ran"`
 	// Minutes of product time simulated and the wall-clock seconds they took.
 	Minutes     float64       `json:"minutes"`
 	RealSeconds float64       `json:"real_seconds"`
 	Restarts    []RestartInfo `json:"restarts"`
 	// BoundMinutes is the claim's limit from failure to lapse: lease window
 	// + one heartbeat interval (later only when a startup grace applied).
-	BoundMinutes        float64       `json:"bound_minutes"`
-	HeartbeatsReceived  int           `json:"heartbeats_received"`
-	Classes             []ClassResult `json:"classes"`
-	Checks              []Check       `json:"checks"`
-	OK                  bool          `json:"ok"`
-	OperatorActions     int           `json:"operator_actions"`
-	WatchdogRuns        int           `json:"watchdog_runs,omitempty"`
-	WatchdogErrors      []string      `json:"watchdog_errors,omitempty"`
-	AgentResults        []AgentResult `json:"agent_results"`
-	DetectionToleranceS float64       `json:"detection_tolerance_s"`
+	BoundMinutes       float64       `json:"bound_minutes"`
+	HeartbeatsReceived int           `json:"heartbeats_received"`
+	StaleReports       int           `json:"stale_reports"`
+	Classes            []ClassResult `json:"classes"`
+	Checks             []Check       `json:"checks"`
+	OK                 bool          `json:"ok"`
+	Timing             TimingReport  `json:"timing"`
+	OperatorActions    int           `json:"operator_actions"`
+	WatchdogRuns       int           `json:"watchdog_runs,omitempty"`
+	WatchdogErrors     []string      `json:"watchdog_errors,omitempty"`
+	AgentResults       []AgentResult `json:"agent_results"`
+	// DetectionToleranceS is how long after a failure a heartbeat already
+	// on its way is not the loop's fault (product seconds).
+	DetectionToleranceS float64 `json:"detection_tolerance_s"`
 	// MaxInjectionLagMin is how late, at worst, a failure happened against
 	// its schedule (a busy machine runs late; the figures use the actual time).
 	MaxInjectionLagMin float64 `json:"max_injection_lag_min"`
@@ -93,7 +129,8 @@ type ClassResult struct {
 	// Failures counts agents whose failure was injected (failure classes).
 	Failures int `json:"failures"`
 	// Lapsed counts leases that lapsed; FalseLapses those of healthy agents,
-	// or of failing agents before their failure.
+	// of failing agents before their failure, of released agents before
+	// the release.
 	Lapsed      int `json:"lapsed"`
 	FalseLapses int `json:"false_lapses"`
 	// CaughtInTime counts failures whose lease lapsed within BoundMinutes.
@@ -101,33 +138,55 @@ type ClassResult struct {
 	// Failure → lapse, minutes, over the lapsed failures; nil when none.
 	LapseP50Min *float64 `json:"lapse_p50_min"`
 	LapseMaxMin *float64 `json:"lapse_max_min"`
-	// Heartbeats (exit reports excluded) the server received after the
-	// failure; and after the point the loop could know of it (orphans: at
-	// once; wedged: once activity is older than the staleness limit).
+	// Heartbeats claiming progress (exit and stale reports excluded) the
+	// server received after the failure; and after the point the loop
+	// could know of it (orphans: at once; wedged: once the last evidence
+	// is older than the staleness limit).
 	HeartbeatsAfterFailure    int `json:"heartbeats_after_failure"`
 	HeartbeatsAfterDetectable int `json:"heartbeats_after_detectable"`
-	ExitReports               int `json:"exit_reports"`
+	// StaleReports: heartbeats that only report a stale agent (they never
+	// extend a lease); expected from a wedged agent's loop until the lapse.
+	StaleReports int `json:"stale_reports"`
+	ExitReports  int `json:"exit_reports"`
 	// CreditedAfterFailure counts leases whose last_activity_at, as the
 	// server recorded it, lies after the failure (beyond the tolerance): a
 	// heartbeat or exit report claimed activity the agent did not have.
 	CreditedAfterFailure int `json:"credited_after_failure"`
+	// Released counts leases an operator released mid-run; EndedUnder the
+	// agents that went on working after their loop learned the lease had
+	// ended (404, 409, 410); Told those a hook told on the first tool call
+	// after that.
+	Released   int `json:"released"`
+	EndedUnder int `json:"ended_under_agent"`
+	Told       int `json:"told"`
+	// PostsAfterEnd counts heartbeats sent after the loop's first answer
+	// that the lease was over: a loop must exit on it.
+	PostsAfterEnd int `json:"posts_after_end"`
+	// BackgroundHeartbeats counts heartbeats whose in_flight says the
+	// agent's own processes kept it busy ("background: NAME").
+	BackgroundHeartbeats int `json:"background_heartbeats"`
 	// Loops still running at the end; after the final watchdog sweep (nil
 	// without --watchdog). For healthy agents a running loop is expected.
 	LoopsAtEnd         int  `json:"loops_at_end"`
 	LoopsAfterWatchdog *int `json:"loops_after_watchdog"`
-	// DormantLoops are loops left running for a wedged agent that is still
-	// alive and that no longer POST: not spam, they exit when the agent dies
-	// or when it resumes and learns its lease ended.
-	DormantLoops int `json:"dormant_loops"`
+	// EndedLoops are loops still running for a lease that ended at least
+	// two heartbeat intervals before the end (a wedged agent's loop exits
+	// at the 410 after the lapse).
+	EndedLoops int `json:"ended_lease_loops"`
+	// NotActiveAtEnd counts healthy leases whose verdict at the end is not
+	// active (stalled, unwired, silent, exited).
+	NotActiveAtEnd int `json:"not_active_at_end"`
 	// LeasesHeldAtEnd counts leases still held when the scenario ended.
 	LeasesHeldAtEnd int `json:"leases_held_at_end"`
 	// Operator actions a person would still have to take: release a lease
-	// of a failed agent, kill a loop of a dead agent or one still POSTing.
+	// of a failed agent, kill a loop of a dead agent, of an ended lease or
+	// one still claiming progress for a wedged agent.
 	OperatorReleases int `json:"operator_releases"`
 	OperatorKills    int `json:"operator_kills"`
 	OperatorActions  int `json:"operator_actions"`
 	HookCalls        int `json:"hook_calls"`
 	HookFailures     int `json:"hook_failures"`
+	Notices          int `json:"notices"`
 }
 
 // AgentResult is the outcome for one agent (JSON only).
@@ -155,8 +214,22 @@ type AgentResult struct {
 	Heartbeats       int      `json:"heartbeats"`
 	AfterFailure     int      `json:"heartbeats_after_failure"`
 	AfterDetectable  int      `json:"heartbeats_after_detectable"`
+	StaleReports     int      `json:"stale_reports"`
 	ExitReports      int      `json:"exit_reports"`
+	PostsAfterEnd    int      `json:"posts_after_end"`
+	Background       int      `json:"background_heartbeats"`
 	CreditedAfter    bool     `json:"activity_credited_after_failure"`
+	ReleasedAtMin    *float64 `json:"released_at_min"`
+	// LearnedAtMin: the loop's first answer that the lease was over.
+	LearnedAtMin *float64 `json:"learned_at_min"`
+	// EndedUnder: the agent ran a tool call after its loop learned.
+	EndedUnder bool `json:"ended_under_agent"`
+	// ToldAtMin: the tool call whose PostToolUse hook showed the notice;
+	// MissedNotices: Post hooks after the loop learned that did not show it.
+	ToldAtMin        *float64 `json:"told_at_min"`
+	Told             bool     `json:"told"`
+	MissedNotices    int      `json:"missed_notices"`
+	Notices          int      `json:"notices"`
 	LoopsAtEnd       int      `json:"loops_at_end"`
 	LoopsAfterWD     *int     `json:"loops_after_watchdog"`
 	WatchedAlive     bool     `json:"watched_alive_at_end"`
@@ -166,6 +239,7 @@ type AgentResult struct {
 	HookFailures     int      `json:"hook_failures"`
 	HookProblem      string   `json:"hook_problem,omitempty"`
 	WorktreeDeleted  bool     `json:"worktree_deleted"`
+	ProjectCwd       bool     `json:"project_cwd,omitempty"`
 	LongStepMinutes  float64  `json:"long_step_min,omitempty"`
 	PlannedFailAtMin float64  `json:"planned_fail_at_min,omitempty"`
 }
@@ -193,25 +267,10 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 	// fault: a quarter of an interval of tolerance cannot hide a second one.
 	tolerance := realD(t.Interval / 4)
 
-	rep := &Report{
-		Scenario: info.Scenario, Agents: len(obs), Client: string(info.Client), Mode: string(info.Mode),
-		Watchdog: info.Watchdog, TimeScale: scale,
-		Settings: Settings{
-			LeaseWindowS: t.LeaseWindow.Seconds(), IntervalS: t.Interval.Seconds(), StalenessS: t.Staleness.Seconds(),
-			InFlightMaxS: t.InFlightMax.Seconds(), SweepS: t.Sweep.Seconds(), StartupGraceS: t.StartupGrace.Seconds(),
-			StallAfterS: t.StallAfter.Seconds(), SilentAfterS: t.SilentAfter.Seconds(),
-		},
-		Minutes:             minutes(info.End.Sub(info.Start)),
-		RealSeconds:         round1(info.End.Sub(info.Start).Seconds()),
-		BoundMinutes:        round1((t.LeaseWindow + t.Interval).Minutes()),
-		WatchdogRuns:        info.WatchdogRuns,
-		WatchdogErrors:      info.WatchdogErrors,
-		DetectionToleranceS: (t.Interval / 4).Seconds(),
-		Restarts:            []RestartInfo{},
-	}
-	if info.Watchdog {
-		rep.Settings.WatchdogS = t.Watchdog.Seconds()
-	}
+	rep := newReport(info, len(obs))
+	rep.Ran = true
+	rep.Minutes = minutes(info.End.Sub(info.Start))
+	rep.RealSeconds = round1(info.End.Sub(info.Start).Seconds())
 	for _, rs := range info.Restarts {
 		rep.Restarts = append(rep.Restarts, RestartInfo{
 			StoppedAtMin: *offset(rs.StoppedAt), StartedAtMin: *offset(rs.StartedAt),
@@ -221,6 +280,7 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 
 	rows := map[[2]string]*ClassResult{}
 	lapses := map[[2]string][]float64{}
+	var ticks, answers []time.Duration
 	for _, o := range obs {
 		p := o.Plan
 		key := [2]string{string(p.Class), string(p.Client)}
@@ -232,15 +292,21 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			}
 			rows[key] = row
 		}
+		ticks = append(ticks, tickLateness(o.Heartbeats, realD(t.Interval), info.Restarts, info.SteadyFrom)...)
+		for _, h := range o.Heartbeats {
+			if !h.At.Before(info.SteadyFrom) {
+				answers = append(answers, h.Took)
+			}
+		}
 		ar := AgentResult{
 			Name: p.Name, Ticket: p.Ticket, Host: p.Host, Class: p.Class, Client: p.Client,
 			Started: o.StartErr == "" && !o.StartedAt.IsZero(), StartErr: o.StartErr,
 			FailedAtMin: offset(o.FailedAt), LapsedAtMin: offset(o.LapsedAt), LapseReason: o.LapseReason,
 			LeaseState: string(o.LeaseState), Verdict: string(o.Verdict), Heartbeats: len(o.Heartbeats),
 			LastActivityMin: offset(o.LastActivityAt), LastHeartbeatMin: offset(o.LastHeartbeatAt), ExpiresAtMin: offset(o.ExpiresAt),
-			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive,
-			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem,
-			WorktreeDeleted: !o.DeletedAt.IsZero(), LongStepMinutes: p.LongStep.Minutes(),
+			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive, ReleasedAtMin: offset(o.ReleasedAt),
+			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices,
+			WorktreeDeleted: !o.DeletedAt.IsZero(), ProjectCwd: p.ProjectCwd, LongStepMinutes: p.LongStep.Minutes(),
 		}
 		if p.Class.Failure() {
 			ar.PlannedFailAtMin = p.FailAt.Minutes()
@@ -265,39 +331,97 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 		}
 		row.HookCalls += o.HookCalls
 		row.HookFailures += o.HookFailures
+		row.Notices += o.Notices
+		var learned time.Time
 		for _, h := range o.Heartbeats {
-			if h.Exit != "" {
+			switch {
+			case h.Exit != "":
 				ar.ExitReports++
+			case h.Stale:
+				ar.StaleReports++
+			case strings.HasPrefix(h.InFlight, heartbeat.BackgroundPrefix):
+				ar.Background++
+			}
+			if !learned.IsZero() {
+				ar.PostsAfterEnd++
+			} else if h.Ended() {
+				learned = h.At
 			}
 		}
 		row.ExitReports += ar.ExitReports
+		row.StaleReports += ar.StaleReports
+		row.PostsAfterEnd += ar.PostsAfterEnd
+		row.BackgroundHeartbeats += ar.Background
+		rep.StaleReports += ar.StaleReports
 		lapsed := !o.LapsedAt.IsZero()
 		if lapsed {
 			row.Lapsed++
 		}
+		if !o.ReleasedAt.IsZero() {
+			row.Released++
+		}
 		if o.LeaseState == warp.LeaseHeld {
 			row.LeasesHeldAtEnd++
+		}
+		if p.Class.Healthy() && ar.Started && o.Verdict != warp.VerdictActive {
+			row.NotActiveAtEnd++
+		}
+
+		// Told: the first Post hook that started once the loop had learned
+		// (and had a moment to leave its notice) must show the notice.
+		if !learned.IsZero() {
+			ar.LearnedAtMin = offset(learned)
+			for _, at := range o.PostStarts {
+				if !at.After(learned.Add(tolerance)) {
+					continue
+				}
+				if !o.ToldAt.IsZero() && !at.Before(o.ToldAt) {
+					break
+				}
+				ar.MissedNotices++
+			}
+			ar.EndedUnder = ar.MissedNotices > 0 || !o.ToldAt.IsZero()
+			ar.Told = !o.ToldAt.IsZero() && ar.MissedNotices == 0
+			ar.ToldAtMin = offset(o.ToldAt)
+		}
+		if ar.EndedUnder {
+			row.EndedUnder++
+		}
+		if ar.Told {
+			row.Told++
+		}
+		// The lease's end: a lapse, or the operator's release.
+		ended := o.LapsedAt
+		if ended.IsZero() || (!o.ReleasedAt.IsZero() && o.ReleasedAt.Before(ended)) {
+			ended = o.ReleasedAt
+		}
+		endedLoop := loopsLeft > 0 && !ended.IsZero() && ended.Before(info.End.Add(-2*realD(t.Interval)))
+		if endedLoop {
+			row.EndedLoops += loopsLeft
 		}
 
 		failed := p.Class.Failure() && !o.FailedAt.IsZero()
 		switch {
+		case p.Class == ClassReleased:
+			ar.FalseLapse = lapsed && (o.ReleasedAt.IsZero() || o.LapsedAt.Before(o.ReleasedAt))
 		case !p.Class.Failure():
 			ar.FalseLapse = lapsed
 		case failed:
 			row.Failures++
 			ar.FalseLapse = lapsed && o.LapsedAt.Before(o.FailedAt)
 			detectable := o.FailedAt.Add(tolerance)
-			if p.Class == ClassWedged {
+			if p.Class == ClassWedged || p.Class == ClassWedgedDenied {
 				detectable = detectable.Add(realD(t.Staleness))
 			}
 			// The loop checks before it POSTs: one heartbeat whose check
 			// passed just before the failure may land after it, later still
 			// on a loaded machine. The first such heartbeat within one
 			// interval is excused; a loop that does not check sends one
-			// every interval, so its second is always counted.
+			// every interval, so its second is always counted. Stale
+			// reports claim nothing: they are counted apart.
 			excused := false
 			for _, h := range o.Heartbeats {
-				if h.Exit != "" {
+				if !h.Progress() {
 					continue
 				}
 				if h.At.After(o.FailedAt) {
@@ -341,21 +465,20 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 				row.CaughtInTime++
 			}
 			ar.NeedsRelease = o.LeaseState == warp.LeaseHeld
-			// A loop left behind by a dead agent, or one still POSTing
-			// after the failure was detectable, needs a person to kill it.
+			// A loop left behind by a dead agent, or one still claiming
+			// progress after the failure was detectable, needs a person to
+			// kill it.
 			spamming := false
 			cut := info.End.Add(-2 * realD(t.Interval))
 			for _, h := range o.Heartbeats {
-				if h.Exit == "" && h.At.After(detectable) && h.At.After(cut) {
+				if h.Progress() && h.At.After(detectable) && h.At.After(cut) {
 					spamming = true
 				}
 			}
-			if loopsLeft > 0 && (!o.WatchedAlive || spamming) {
-				ar.NeedsKill = true
-			} else if loopsLeft > 0 {
-				row.DormantLoops += loopsLeft
-			}
+			ar.NeedsKill = loopsLeft > 0 && (!o.WatchedAlive || spamming)
 		}
+		// So does a loop that goes on after its lease ended.
+		ar.NeedsKill = ar.NeedsKill || endedLoop
 		if ar.FalseLapse {
 			row.FalseLapses++
 		}
@@ -388,18 +511,69 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 		}
 	}
 	rep.Checks = checks(rep, info)
-	rep.OK = true
+
+	lagTolerance := info.LagTolerance
+	if lagTolerance <= 0 {
+		lagTolerance = tolerance
+	}
+	tr := judgeTiming(scale, realD(t.Interval), lagTolerance, map[string][]time.Duration{
+		seriesInjection: info.Injection, seriesHook: info.Hooks, seriesTick: ticks, seriesServer: answers, seriesJob: info.JobBursts})
+	tr.BackgroundJobs, tr.JobCPUPercent = info.BackgroundJobs, info.JobCPUPercent
+	rep.Timing = tr
+	rep.OK = tr.OK
 	for _, c := range rep.Checks {
 		rep.OK = rep.OK && c.OK
 	}
+	switch {
+	case !tr.OK:
+		rep.Verdict = VerdictTooLoaded
+	case rep.OK:
+		rep.Verdict = VerdictPass
+	default:
+		rep.Verdict = VerdictFail
+	}
+	return rep
+}
+
+// newReport returns the parts of a report that do not depend on the run.
+func newReport(info RunInfo, agents int) *Report {
+	t := info.Timing
+	rep := &Report{
+		Scenario: info.Scenario, Agents: agents, Client: string(info.Client), Mode: string(info.Mode),
+		Watchdog: info.Watchdog, TimeScale: info.TimeScale,
+		Settings: Settings{
+			LeaseWindowS: t.LeaseWindow.Seconds(), IntervalS: t.Interval.Seconds(), StalenessS: t.Staleness.Seconds(),
+			InFlightMaxS: t.InFlightMax.Seconds(), SweepS: t.Sweep.Seconds(), StartupGraceS: t.StartupGrace.Seconds(),
+			StallAfterS: t.StallAfter.Seconds(), SilentAfterS: t.SilentAfter.Seconds(),
+		},
+		BoundMinutes:        round1((t.LeaseWindow + t.Interval).Minutes()),
+		WatchdogRuns:        info.WatchdogRuns,
+		WatchdogErrors:      info.WatchdogErrors,
+		DetectionToleranceS: (t.Interval / 4).Seconds(),
+		Restarts:            []RestartInfo{},
+		Classes:             []ClassResult{},
+		Checks:              []Check{},
+		AgentResults:        []AgentResult{},
+	}
+	if info.Watchdog {
+		rep.Settings.WatchdogS = t.Watchdog.Seconds()
+	}
+	return rep
+}
+
+// NotRun returns the report of a run that was not started because the
+// machine cannot keep up with its time scale (tr says why).
+func NotRun(info RunInfo, agents int, tr TimingReport) *Report {
+	rep := newReport(info, agents)
+	rep.Verdict, rep.Timing = VerdictTooLoaded, tr
 	return rep
 }
 
 // checks states the product's claims and whether the run kept them.
 func checks(rep *Report, info RunInfo) []Check {
-	var started, agents, hookCalls, hookFail, failures, caught, falseLapses, afterDetect, exitReports,
-		deadLoops, kills, releases, dormant int
-	var late, credited []string
+	var started, agents, hookCalls, hookFail, notices, failures, caught, falseLapses, afterDetect, stale, exitReports,
+		deadLoops, endedLoops, kills, releases, endedUnder, told, healthy, active int
+	var late, credited, untold, notActive []string
 	for _, a := range rep.AgentResults {
 		agents++
 		if a.Started {
@@ -407,6 +581,7 @@ func checks(rep *Report, info RunInfo) []Check {
 		}
 		hookCalls += a.HookCalls
 		hookFail += a.HookFailures
+		notices += a.Notices
 		if a.FalseLapse {
 			falseLapses++
 		}
@@ -418,9 +593,29 @@ func checks(rep *Report, info RunInfo) []Check {
 				late = append(late, a.Name)
 			}
 			afterDetect += a.AfterDetectable
+			stale += a.StaleReports
 			exitReports += a.ExitReports
 			if a.CreditedAfter {
 				credited = append(credited, a.Name)
+			}
+		}
+		// An operator-released agent whose lease was released must have
+		// gone on working and been told; so must any agent that worked on
+		// after its loop learned the lease had ended.
+		if a.EndedUnder || (a.Class == ClassReleased && a.ReleasedAtMin != nil) {
+			endedUnder++
+			if a.Told {
+				told++
+			} else {
+				untold = append(untold, a.Name)
+			}
+		}
+		if a.Class.Healthy() && a.Started {
+			healthy++
+			if a.Verdict == string(warp.VerdictActive) {
+				active++
+			} else {
+				notActive = append(notActive, fmt.Sprintf("%s %s", a.Name, cmp.Or(a.Verdict, a.LeaseState)))
 			}
 		}
 		if a.NeedsKill {
@@ -430,8 +625,12 @@ func checks(rep *Report, info RunInfo) []Check {
 			releases++
 		}
 	}
+	released := 0
 	for _, c := range rep.Classes {
-		dormant += c.DormantLoops
+		endedLoops += c.EndedLoops
+		if c.Class == ClassReleased {
+			released += c.Started
+		}
 		if c.Class == ClassOrphan || c.Class == ClassOrphanGone {
 			if c.LoopsAfterWatchdog != nil {
 				deadLoops += *c.LoopsAfterWatchdog
@@ -441,17 +640,23 @@ func checks(rep *Report, info RunInfo) []Check {
 		}
 	}
 	out := []Check{
-		{Name: "every agent started and every hook call exited 0 silently", OK: started == agents && hookFail == 0,
-			Detail: fmt.Sprintf("%d/%d agents started; %d of %d hook calls failed", started, agents, hookFail, hookCalls)},
+		{Name: "every agent started and every hook call exited 0, silent but for lease-ended notices", OK: started == agents && hookFail == 0,
+			Detail: fmt.Sprintf("%d/%d agents started; %d of %d hook calls failed; %d notices shown", started, agents, hookFail, hookCalls, notices)},
 		{Name: fmt.Sprintf("every failure caught within lease window + one tick (%.0f min)", rep.BoundMinutes), OK: failures > 0 && caught == failures,
 			Detail: fmt.Sprintf("%d/%d caught in time", caught, failures) + listed("not in time", late)},
 		{Name: "no false lapse of a healthy agent", OK: falseLapses == 0, Detail: fmt.Sprintf("%d false lapses", falseLapses)},
 		{Name: "no heartbeat after a failure was detectable, except the exit report", OK: afterDetect == 0,
-			Detail: fmt.Sprintf("%d heartbeats after detectable failures; %d exit reports", afterDetect, exitReports)},
+			Detail: fmt.Sprintf("%d heartbeats claiming progress after detectable failures; %d stale reports (no extension, expected until the lapse); %d exit reports",
+				afterDetect, stale, exitReports)},
 		{Name: "no lease credited with activity after its agent failed", OK: len(credited) == 0,
 			Detail: fmt.Sprintf("%d of %d failed agents' leases show last_activity_at after the failure", len(credited), failures) + listed("credited", credited)},
-		{Name: "no loop left running for a dead agent", OK: deadLoops == 0,
-			Detail: fmt.Sprintf("%d orphan loops running at the end%s; %d dormant loops of wedged agents still alive", deadLoops, map[bool]string{true: " (after the watchdog)", false: ""}[info.Watchdog], dormant)},
+		{Name: "every agent whose lease ended under it was told on its next tool call", OK: told == endedUnder && endedUnder >= released,
+			Detail: fmt.Sprintf("%d/%d told on the first tool call after their loop learned it", told, endedUnder) + listed("not told", untold)},
+		{Name: "no loop left running for a dead agent or an ended lease", OK: deadLoops+endedLoops == 0,
+			Detail: fmt.Sprintf("%d orphan loops running at the end%s; %d loops of leases that ended (a wedged agent's loop exits at the 410 after the lapse)",
+				deadLoops, map[bool]string{true: " (after the watchdog)", false: ""}[info.Watchdog], endedLoops)},
+		{Name: "every healthy agent's lease active at the end", OK: active == healthy,
+			Detail: fmt.Sprintf("%d/%d active", active, healthy) + listed("not active", notActive)},
 		{Name: "no operator action needed", OK: kills+releases == 0,
 			Detail: fmt.Sprintf("%d leases to release by hand, %d loops to kill by hand", releases, kills)},
 	}
@@ -484,16 +689,34 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		rep.Scenario, rep.Agents, rep.Client, rep.Mode, rep.TimeScale, wd)
 	fmt.Fprintf(w, "product time: lease window %s, heartbeat every %s, activity staleness %s, sweep every %s, startup grace %s\n",
 		dur(s.LeaseWindowS), dur(s.IntervalS), dur(s.StalenessS), dur(s.SweepS), dur(s.StartupGraceS))
+	if !rep.Ran {
+		fmt.Fprintf(w, "\n%s\n", rep.TooLoaded())
+		return nil
+	}
 	fmt.Fprintf(w, "simulated %.0f min in %.1f s;", rep.Minutes, rep.RealSeconds)
 	for _, r := range rep.Restarts {
 		fmt.Fprintf(w, " warp restarted at %.0f min (down %.1f min, grace until %.0f min);", r.StoppedAtMin, r.StartedAtMin-r.StoppedAtMin, r.GraceUntilMin)
 	}
-	fmt.Fprintf(w, " failures injected up to %.1f min late; %d heartbeats received\n\n", rep.MaxInjectionLagMin, rep.HeartbeatsReceived)
+	fmt.Fprintf(w, " failures injected up to %.1f min late; %d heartbeats received (%d stale reports)\n", rep.MaxInjectionLagMin, rep.HeartbeatsReceived, rep.StaleReports)
+	tm := rep.Timing
+	fmt.Fprintf(w, "timing, p95/tolerance:")
+	for i, sr := range tm.Series {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s %.1f/%.0f ms", sep, map[string]string{seriesInjection: "actions late", seriesHook: "hook exec",
+			seriesTick: "loop ticks late", seriesServer: "warp answers", seriesJob: "job bursts late"}[sr.Name], sr.P95Ms, sr.ToleranceMs)
+	}
+	if tm.BackgroundJobs > 0 {
+		fmt.Fprintf(w, "; background jobs use %.0f %% of a core each, up to %d at once", tm.JobCPUPercent, tm.BackgroundJobs)
+	}
+	fmt.Fprintf(w, "\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLASS\tCLIENT\tAGENTS\tLAPSED\tFALSE\tFAIL→LAPSE p50/max\tIN TIME\tHB AFTER FAIL/DETECT\tEXIT RPT\tLOOPS LEFT\tOPERATOR")
+	fmt.Fprintln(tw, "CLASS\tCLIENT\tAGENTS\tLAPSED\tFALSE\tFAIL→LAPSE p50/max\tIN TIME\tHB AFTER FAIL/DETECT\tSTALE\tEXIT\tTOLD\tLOOPS LEFT\tOPERATOR")
 	for _, c := range rep.Classes {
-		lapse, inTime, hb := "-", "-", "-"
+		lapse, inTime, hb, told := "-", "-", "-", "-"
 		if c.LapseP50Min != nil {
 			lapse = fmt.Sprintf("%.1f / %.1f min", *c.LapseP50Min, *c.LapseMaxMin)
 		}
@@ -501,15 +724,18 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			inTime = fmt.Sprintf("%d/%d", c.CaughtInTime, c.Failures)
 			hb = fmt.Sprintf("%d / %d", c.HeartbeatsAfterFailure, c.HeartbeatsAfterDetectable)
 		}
+		if ended := max(c.EndedUnder, c.Released); ended > 0 {
+			told = fmt.Sprintf("%d/%d", c.Told, ended)
+		}
 		loops := fmt.Sprint(c.LoopsAtEnd)
 		if c.LoopsAfterWatchdog != nil {
 			loops = fmt.Sprintf("%d → %d wd", c.LoopsAtEnd, *c.LoopsAfterWatchdog)
 		}
 		switch {
-		case !c.Class.Failure():
+		case c.Class.Healthy():
 			loops += " running"
-		case c.DormantLoops > 0:
-			loops += fmt.Sprintf(" (%d dormant)", c.DormantLoops)
+		case c.EndedLoops > 0:
+			loops += fmt.Sprintf(" (%d of ended leases)", c.EndedLoops)
 		}
 		started := fmt.Sprint(c.Agents)
 		if c.Started != c.Agents {
@@ -519,23 +745,33 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if c.Class.Failure() {
 			lapsed = fmt.Sprintf("%d/%d", c.Lapsed, c.Failures)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d\n", c.Class, c.Client, started, lapsed, c.FalseLapses,
-			lapse, inTime, hb, c.ExitReports, loops, c.OperatorActions)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\n", c.Class, c.Client, started, lapsed, c.FalseLapses,
+			lapse, inTime, hb, c.StaleReports, c.ExitReports, told, loops, c.OperatorActions)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nclaims:\n")
+	if rep.Verdict == VerdictTooLoaded {
+		fmt.Fprintf(w, "\nclaims (not judged: the run's timing says more about this machine than about the product):\n")
+	} else {
+		fmt.Fprintf(w, "\nclaims:\n")
+	}
 	for _, c := range rep.Checks {
 		mark := "PASS"
-		if !c.OK {
+		switch {
+		case rep.Verdict == VerdictTooLoaded:
+			mark = "----"
+		case !c.OK:
 			mark = "FAIL"
 		}
 		fmt.Fprintf(w, "  %s  %s: %s\n", mark, c.Name, c.Detail)
 	}
-	if rep.OK {
-		fmt.Fprintf(w, "\nThe heartbeat told the truth: every failure was caught, no healthy agent lost its lease, nothing needs a person.\n")
-	} else {
+	switch rep.Verdict {
+	case VerdictPass:
+		fmt.Fprintf(w, "\nThe heartbeat told the truth: every failure was caught, no healthy agent lost its lease, every agent was told when its lease ended, nothing needs a person.\n")
+	case VerdictTooLoaded:
+		fmt.Fprintf(w, "\n%s\n", rep.TooLoaded())
+	default:
 		fmt.Fprintf(w, "\nThe claims above marked FAIL do not hold for this configuration (%d operator actions needed).\n", rep.OperatorActions)
 	}
 	for _, e := range rep.WatchdogErrors {
@@ -549,6 +785,24 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// TooLoaded is the verdict line of a run the machine could not keep up
+// with, "" for any other run.
+func (rep *Report) TooLoaded() string {
+	if rep.Verdict != VerdictTooLoaded {
+		return ""
+	}
+	tm := rep.Timing
+	what := "the claims were not judged"
+	if !rep.Ran {
+		what = "the simulation was not run"
+	}
+	advice := "rerun with fewer --agents"
+	if tm.SuggestedScale > 0 {
+		advice = fmt.Sprintf("rerun with --time-scale %g", tm.SuggestedScale)
+	}
+	return fmt.Sprintf("machine too loaded for --time-scale %g: %s; %s: %s.", rep.TimeScale, tm.Detail, what, advice)
 }
 
 // dur renders seconds of product time compactly: 30m, 4m, 10s.

@@ -39,13 +39,27 @@ func hbs(minutes ...float64) []sim.Received {
 	return out
 }
 
+// staleReports returns v2 stale reports received at the product minutes given.
+func staleReports(minutes ...float64) []sim.Received {
+	out := hbs(minutes...)
+	for i := range out {
+		out[i].Stale = true
+	}
+	return out
+}
+
+// gone is a heartbeat answered 410: the loop learns its lease ended.
+func gone(m float64, stale bool) sim.Received {
+	return sim.Received{At: pm(m), SchemaVersion: 2, Stale: stale, Status: 410}
+}
+
 func exitReport(m float64) sim.Received {
 	return sim.Received{At: pm(m), SchemaVersion: 2, Exit: warp.ExitParentExited, Status: 200}
 }
 
 func healthy(name string) sim.Observation {
 	return sim.Observation{Plan: agent(name, sim.ClassIdle), StartedAt: pm(0), LeaseState: warp.LeaseHeld,
-		Heartbeats: hbs(4, 8, 12), LoopsAtEnd: 1, LoopsAfterWD: -1, WatchedAlive: true, HookCalls: 10}
+		Heartbeats: hbs(4, 8, 12), LoopsAtEnd: 1, LoopsAfterWD: -1, WatchedAlive: true, HookCalls: 10, Verdict: warp.VerdictActive}
 }
 
 func row(t *testing.T, rep *sim.Report, c sim.Class) sim.ClassResult {
@@ -76,12 +90,14 @@ func TestSummarizeEverythingCaught(t *testing.T) {
 		// the one at 10.2 was on the wire when the agent died (tolerance: a quarter interval)
 		Heartbeats: append(hbs(2, 6, 10.2), exitReport(10.3))}
 	wedged := sim.Observation{Plan: agent("w1", sim.ClassWedged), StartedAt: pm(0), FailedAt: pm(20),
-		LapsedAt: pm(50.2), LeaseState: warp.LeaseLapsed, LoopsAtEnd: 1, LoopsAfterWD: -1, WatchedAlive: true,
-		// heartbeats within the staleness limit after the last activity are legitimate
-		Heartbeats: hbs(16, 20.5, 24, 28, 34)}
+		LapsedAt: pm(50.2), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1, WatchedAlive: true,
+		// heartbeats within the staleness limit after the last activity
+		// are legitimate; then stale reports until the lapse, whose 410
+		// ends the loop
+		Heartbeats: append(append(hbs(16.5, 20.5, 24.5, 28.5, 32.5), staleReports(36.5, 40.5, 44.5, 48.5)...), gone(52.5, true))}
 	rep := sim.Summarize(info(), []sim.Observation{orphan, wedged, healthy("h1")})
-	if !rep.OK {
-		t.Fatalf("report not OK: %+v", rep.Checks)
+	if !rep.OK || rep.Verdict != sim.VerdictPass {
+		t.Fatalf("report not OK (verdict %s): %+v", rep.Verdict, rep.Checks)
 	}
 	o := row(t, rep, sim.ClassOrphan)
 	if o.Lapsed != 1 || o.CaughtInTime != 1 || o.FalseLapses != 0 || o.ExitReports != 1 {
@@ -94,11 +110,15 @@ func TestSummarizeEverythingCaught(t *testing.T) {
 		t.Errorf("orphan failure→lapse: got %v/%v, want 30.5", o.LapseP50Min, o.LapseMaxMin)
 	}
 	w := row(t, rep, sim.ClassWedged)
-	if w.HeartbeatsAfterFailure != 4 || w.HeartbeatsAfterDetectable != 0 {
-		t.Errorf("wedged heartbeats after failure/detectable: got %d/%d, want 4/0", w.HeartbeatsAfterFailure, w.HeartbeatsAfterDetectable)
+	if w.HeartbeatsAfterFailure != 4 || w.HeartbeatsAfterDetectable != 0 || w.StaleReports != 5 {
+		t.Errorf("wedged heartbeats after failure/detectable, stale reports: got %d/%d, %d, want 4/0, 5",
+			w.HeartbeatsAfterFailure, w.HeartbeatsAfterDetectable, w.StaleReports)
 	}
-	if w.DormantLoops != 1 || w.OperatorActions != 0 {
-		t.Errorf("wedged: a live agent's quiet loop is dormant, not an operator action: got %+v", w)
+	if w.EndedLoops != 0 || w.OperatorActions != 0 || w.PostsAfterEnd != 0 {
+		t.Errorf("wedged: the loop exited at the 410, nothing to do: got %+v", w)
+	}
+	if c := check(t, rep, "no heartbeat after"); !strings.Contains(c.Detail, "0 heartbeats claiming progress") || !strings.Contains(c.Detail, "5 stale reports") {
+		t.Errorf("heartbeat check detail: got %q", c.Detail)
 	}
 	if rep.OperatorActions != 0 {
 		t.Errorf("operator actions: got %d, want 0", rep.OperatorActions)
@@ -136,9 +156,9 @@ func TestSummarizeLegacyFailure(t *testing.T) {
 	if o.LapseP50Min != nil {
 		t.Errorf("failure→lapse for leases that never lapsed: %v", *o.LapseP50Min)
 	}
-	// The wedged agent's loop still POSTs: that needs a kill too.
-	if w := row(t, rep, sim.ClassWedged); w.OperatorKills != 1 || w.DormantLoops != 0 {
-		t.Errorf("wedged: got %+v, want one kill, no dormant loop", w)
+	// The wedged agent's loop still claims progress: that needs a kill too.
+	if w := row(t, rep, sim.ClassWedged); w.OperatorKills != 1 || w.OperatorReleases != 1 {
+		t.Errorf("wedged: got %+v, want one kill and one release", w)
 	}
 	if rep.OperatorActions != 4 {
 		t.Errorf("operator actions: got %d, want 4", rep.OperatorActions)
@@ -234,7 +254,7 @@ func TestReportJSONShape(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"classes", "checks", "ok", "operator_actions", "agent_results", "settings", "bound_minutes"} {
+	for _, k := range []string{"classes", "checks", "ok", "verdict", "timing", "stale_reports", "operator_actions", "agent_results", "settings", "bound_minutes"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON report lacks %q: %s", k, b)
 		}
@@ -282,5 +302,187 @@ func TestSummarizeExcusesOnlyOneLateHeartbeat(t *testing.T) {
 	}
 	if c := check(t, rep, "no heartbeat after a failure"); c.OK {
 		t.Errorf("claim %q passed for a spamming loop", c.Name)
+	}
+}
+
+// A wedged agent's loop sends stale reports until the lapse: they claim
+// nothing and are counted apart. One that goes on claiming progress, or
+// keeps running after the lease lapsed, is not excused.
+func TestSummarizeStaleReportsAndLoopsOfEndedLeases(t *testing.T) {
+	quiet := sim.Observation{Plan: agent("w1", sim.ClassWedgedDenied), StartedAt: pm(0), FailedAt: pm(12),
+		LapsedAt: pm(42.3), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1, WatchedAlive: true,
+		Heartbeats: append(append(hbs(8, 12, 16, 20, 24), staleReports(28.5, 32, 36, 40)...), gone(44, true))}
+	liar := quiet
+	liar.Plan = agent("w2", sim.ClassWedged)
+	liar.Heartbeats = append(hbs(8, 12, 16, 20, 24, 28.5, 32, 36, 40), gone(44, false))
+	lingering := quiet
+	lingering.Plan = agent("w3", sim.ClassWedged)
+	lingering.LoopsAtEnd = 1
+	lingering.Heartbeats = append(append(hbs(8, 12, 16), staleReports(28.5, 32, 36, 40)...), gone(44, true), gone(48, true), gone(52, true))
+	rep := sim.Summarize(info(), []sim.Observation{quiet, liar, lingering, healthy("h1")})
+	if r := row(t, rep, sim.ClassWedgedDenied); r.StaleReports != 5 || r.HeartbeatsAfterDetectable != 0 || r.OperatorActions != 0 {
+		t.Errorf("quiet wedged-after-denied: got %+v, want 5 stale reports, nothing after detectable, no operator action", r)
+	}
+	w := row(t, rep, sim.ClassWedged)
+	// liar: 28.5 is within one interval of detectable (12+1+15=28) and
+	// excused; 32, 36, 40 and 44 (answered 410) claim progress.
+	if w.HeartbeatsAfterDetectable != 4 {
+		t.Errorf("wedged claiming progress: got %d heartbeats after detectable, want 4", w.HeartbeatsAfterDetectable)
+	}
+	if w.EndedLoops != 1 || w.PostsAfterEnd != 2 || w.OperatorKills != 1 {
+		t.Errorf("loop running after its lease lapsed: got %+v, want 1 ended-lease loop, 2 posts after the end, 1 kill", w)
+	}
+	if c := check(t, rep, "no heartbeat after"); c.OK {
+		t.Errorf("heartbeat check passed with progress claimed after detectable: %+v", c)
+	}
+	if c := check(t, rep, "no loop left"); c.OK || !strings.Contains(c.Detail, "1 loops of leases that ended") {
+		t.Errorf("loop check: got %+v", c)
+	}
+}
+
+// An agent whose lease an operator ended is told on its first tool call
+// after its loop learned it (the 410); a notice shown a call later, or
+// never, breaks the claim.
+func TestSummarizeTold(t *testing.T) {
+	released := func(name string, toldAt float64, posts ...float64) sim.Observation {
+		o := sim.Observation{Plan: agent(name, sim.ClassReleased), StartedAt: pm(0), ReleasedAt: pm(10),
+			LeaseState: warp.LeaseReleased, LoopsAfterWD: -1, WatchedAlive: true, HookCalls: 2 * len(posts),
+			Heartbeats: append(hbs(2, 6), gone(10.5, false))}
+		for _, m := range posts {
+			o.PostStarts = append(o.PostStarts, pm(m))
+		}
+		if toldAt > 0 {
+			o.ToldAt, o.Notices = pm(toldAt), 1
+		}
+		return o
+	}
+	ok := released("r1", 13, 5, 10.6, 13, 20) // 10.6: within the tolerance after the 410, excused
+	rep := sim.Summarize(info(), []sim.Observation{ok, healthy("h1")})
+	if c := check(t, rep, "every agent whose lease ended"); !c.OK || !strings.Contains(c.Detail, "1/1") {
+		t.Errorf("told check: got %+v", c)
+	}
+	if r := row(t, rep, sim.ClassReleased); r.Told != 1 || r.Released != 1 || r.EndedUnder != 1 || r.FalseLapses != 0 || r.OperatorActions != 0 {
+		t.Errorf("released row: got %+v", r)
+	}
+	if c := check(t, rep, "every agent started"); !c.OK || !strings.Contains(c.Detail, "1 notices shown") {
+		t.Errorf("a notice is legitimate hook output: %+v", c)
+	}
+	late := released("r2", 20, 5, 13, 20)
+	never := released("r3", 0, 5, 13, 20)
+	rep = sim.Summarize(info(), []sim.Observation{late, never, healthy("h1")})
+	c := check(t, rep, "every agent whose lease ended")
+	if c.OK || !strings.Contains(c.Detail, "0/2") || !strings.Contains(c.Detail, "r2, r3") {
+		t.Errorf("told check with a late and a missing notice: got %+v", c)
+	}
+	if a := rep.AgentResults[0]; a.Told || a.MissedNotices != 1 {
+		t.Errorf("late notice: got told=%v missed=%d, want false, 1", a.Told, a.MissedNotices)
+	}
+	// A release that never happened cannot pass as told.
+	unreleased := released("r4", 0)
+	unreleased.ReleasedAt, unreleased.Heartbeats, unreleased.LeaseState = time.Time{}, hbs(2, 6), warp.LeaseHeld
+	if c := check(t, sim.Summarize(info(), []sim.Observation{unreleased, healthy("h1")}), "every agent whose lease ended"); c.OK {
+		t.Errorf("told check passed without a release: %+v", c)
+	}
+}
+
+// A healthy lease that is not active at the end (a hook that never reached
+// the worktree makes it unwired) breaks the claim.
+func TestSummarizeHealthyNotActive(t *testing.T) {
+	h := healthy("h1")
+	h.Plan.Class, h.Plan.ProjectCwd, h.Verdict = sim.ClassProjectCwd, true, warp.VerdictUnwired
+	a := healthy("h2")
+	a.Verdict = warp.VerdictActive
+	rep := sim.Summarize(info(), []sim.Observation{h, a})
+	if c := check(t, rep, "every healthy agent"); c.OK || !strings.Contains(c.Detail, "1/2") || !strings.Contains(c.Detail, "h1 unwired") {
+		t.Errorf("active check: got %+v", c)
+	}
+}
+
+// When the simulator itself ran late against the time scale, the verdict
+// is too-loaded: the claims are listed but not judged, and the verdict
+// says which scale to use.
+func TestSummarizeTooLoaded(t *testing.T) {
+	in := info()
+	for range 20 {
+		in.Injection = append(in.Injection, time.Millisecond)
+		in.Hooks = append(in.Hooks, 250*time.Millisecond) // tolerance at 600: half an interval, 200 ms
+	}
+	late := sim.Observation{Plan: agent("o1", sim.ClassOrphan), StartedAt: pm(0), FailedAt: pm(10),
+		LapsedAt: pm(10 + 30 + 4.5), LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1}
+	rep := sim.Summarize(in, []sim.Observation{late, healthy("h1")})
+	if rep.Verdict != sim.VerdictTooLoaded || rep.OK || rep.Timing.OK {
+		t.Fatalf("verdict %s ok=%v timing ok=%v, want too-loaded", rep.Verdict, rep.OK, rep.Timing.OK)
+	}
+	if rep.Timing.SuggestedScale != 200 {
+		t.Errorf("suggested scale: got %v, want 200 (600 × 200 ms / (2 × 250 ms) = 240, rounded down)", rep.Timing.SuggestedScale)
+	}
+	for _, s := range rep.Timing.Series {
+		if want := s.Name != "hook"; s.OK != want {
+			t.Errorf("series %s: ok %v, want %v", s.Name, s.OK, want)
+		}
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"machine too loaded for --time-scale 600", "hook execs (gyrum touch-activity) took 250ms at p95 (2m30s of product time), over 200ms", "the claims were not judged: rerun with --time-scale 200", "not judged", "----  every failure caught"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "  FAIL  ") {
+		t.Errorf("a too-loaded run printed FAIL:\n%s", out.String())
+	}
+	// The same lateness within the tolerance: judged, and the late lapse fails.
+	in.LagTolerance = time.Second
+	if rep := sim.Summarize(in, []sim.Observation{late, healthy("h1")}); rep.Verdict != sim.VerdictFail {
+		t.Errorf("within a 1 s tolerance: verdict %s, want fail", rep.Verdict)
+	}
+}
+
+func TestNotRunReport(t *testing.T) {
+	rep := sim.NotRun(info(), 30, sim.TimingReport{Detail: "background jobs need 3 cores", SuggestedScale: 200})
+	if rep.Ran || rep.OK || rep.Verdict != sim.VerdictTooLoaded {
+		t.Fatalf("got ran=%v ok=%v verdict=%s", rep.Ran, rep.OK, rep.Verdict)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "machine too loaded for --time-scale 600: background jobs need 3 cores; the simulation was not run: rerun with --time-scale 200."; !strings.Contains(out.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, out.String())
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"verdict":"too-loaded"`, `"ran":false`, `"suggested_time_scale":200`, `"classes":[]`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("JSON lacks %s: %s", k, b)
+		}
+	}
+}
+
+// A loop's heartbeat late beyond interval + jitter counts against the
+// timing, except across a warp outage (the loop retries on its own
+// schedule then) and before every agent started.
+func TestSummarizeTickLateness(t *testing.T) {
+	h := healthy("h1")
+	h.Heartbeats = hbs(4, 8, 12, 20, 24) // 12 → 20: one tick, 3.6 min late
+	in := info()
+	rep := sim.Summarize(in, []sim.Observation{h})
+	if rep.Verdict != sim.VerdictTooLoaded {
+		t.Fatalf("a loop 3.6 min late: verdict %s, want too-loaded", rep.Verdict)
+	}
+	if s := rep.Timing.Series[2]; s.Name != "tick" || s.OK || s.Samples != 4 || s.MaxMs != 360 {
+		t.Errorf("tick series: got %+v, want 4 gaps, the worst 360 ms late (3.6 min at scale 600)", s)
+	}
+	in.Restarts = []sim.Restart{{StoppedAt: pm(13), StartedAt: pm(14)}}
+	if rep := sim.Summarize(in, []sim.Observation{h}); !rep.Timing.OK || rep.Verdict == sim.VerdictTooLoaded {
+		t.Errorf("the same gap across a warp outage: verdict %s, timing %+v; want judged", rep.Verdict, rep.Timing)
+	}
+	in.Restarts, in.SteadyFrom = nil, pm(13)
+	if rep := sim.Summarize(in, []sim.Observation{h}); !rep.Timing.OK || rep.Verdict == sim.VerdictTooLoaded {
+		t.Errorf("the same gap before every agent started: verdict %s, timing %+v; want judged", rep.Verdict, rep.Timing)
 	}
 }

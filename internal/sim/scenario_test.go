@@ -24,9 +24,10 @@ func TestBuildADR138Fleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := classCounts(p)
-	want := map[sim.Class]int{sim.ClassOrphan: 3, sim.ClassOrphanGone: 3, sim.ClassWedged: 4, sim.ClassLongStep: 10, sim.ClassIdle: 10}
+	want := map[sim.Class]int{sim.ClassOrphan: 3, sim.ClassOrphanGone: 3, sim.ClassWedged: 4, sim.ClassWedgedDenied: 2,
+		sim.ClassLongStep: 6, sim.ClassIdle: 6, sim.ClassProjectCwd: 4, sim.ClassReleased: 2}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("classes: got %v, want %v (the night of ADR-138: 6 orphans, 4 wedged)", got, want)
+		t.Fatalf("classes: got %v, want %v (the night of ADR-138: 6 orphans, 4 wedged; and the measured client's ways)", got, want)
 	}
 	long := map[time.Duration]int{}
 	for _, a := range p.Agents {
@@ -34,22 +35,28 @@ func TestBuildADR138Fleet(t *testing.T) {
 			long[a.LongStep]++
 		}
 	}
-	if long[20*time.Minute] != 5 || long[40*time.Minute] != 5 {
-		t.Errorf("long steps: got %v, want five of 20 min and five of 40 min", long)
+	if long[20*time.Minute] != 3 || long[40*time.Minute] != 3 {
+		t.Errorf("background jobs: got %v, want three of 20 min and three of 40 min", long)
+	}
+	if n := p.BackgroundJobs(); n < 1 || n > 6 {
+		t.Errorf("background jobs at once: got %d, want 1 to 6", n)
 	}
 }
 
 func TestBuildSmallFleetHasEveryClass(t *testing.T) {
-	for _, n := range []int{sim.MinAgents, 8, 13} {
+	for _, n := range []int{sim.MinAgents, 9, 13} {
 		p, err := sim.Build(sim.ScenarioADR138, n, sim.ClientV2, sim.DefaultTiming())
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := classCounts(p)
-		for _, c := range []sim.Class{sim.ClassOrphan, sim.ClassOrphanGone, sim.ClassWedged, sim.ClassLongStep, sim.ClassIdle} {
+		for _, c := range sim.Classes() {
 			if got[c] == 0 {
 				t.Errorf("%d agents: no %s agent (classes %v)", n, c, got)
 			}
+		}
+		if got[sim.ClassOrphan]+got[sim.ClassOrphanGone] < 2 {
+			t.Errorf("%d agents: %d orphans, want at least 2", n, got[sim.ClassOrphan]+got[sim.ClassOrphanGone])
 		}
 		if len(p.Agents) != n {
 			t.Errorf("%d agents: plan has %d", n, len(p.Agents))
@@ -57,9 +64,11 @@ func TestBuildSmallFleetHasEveryClass(t *testing.T) {
 	}
 }
 
-// The schedule must be one the product can pass: healthy idle gaps stay
-// under the staleness limit, failures stop all activity, and the run lasts
-// until every failure can have lapsed.
+// The schedule must be one the product can pass and the measured client
+// could produce: foreground calls of at most 10 minutes, longer work in
+// the background with no hook until it ends, denied calls without a Post
+// event, idle gaps under the staleness limit, failures that stop all
+// activity, and a run that lasts until every failure can have lapsed.
 func TestBuildScheduleInvariants(t *testing.T) {
 	tm := sim.DefaultTiming()
 	p, err := sim.Build(sim.ScenarioADR138, 30, sim.ClientV2, tm)
@@ -67,13 +76,15 @@ func TestBuildScheduleInvariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lastFail time.Duration
+	seen := map[string]int{}
 	for _, a := range p.Agents {
 		if a.Actions[0].Kind != sim.ActStart {
 			t.Fatalf("%s: first action %s, want start", a.Name, a.Actions[0].Kind)
 		}
-		open := map[string]time.Duration{}
-		var lastPost, prev time.Duration
-		killed := false
+		open := map[string]sim.Action{}
+		var lastEvidence, prev, jobEnd time.Duration
+		killed, released := false, false
+		denied := 0
 		for _, act := range a.Actions {
 			if act.At < prev {
 				t.Fatalf("%s: actions out of order at %s", a.Name, act.At)
@@ -82,26 +93,60 @@ func TestBuildScheduleInvariants(t *testing.T) {
 			if act.At >= p.End {
 				t.Errorf("%s: action %s at %s is after the end %s", a.Name, act.Kind, act.At, p.End)
 			}
+			if (act.Kind == sim.ActPreTool || act.Kind == sim.ActPostTool) && act.At > jobEnd-time.Second && act.At < jobEnd {
+				// the Post of the background call itself is 0.1 s after its start
+				if o, ok := open[act.ToolUseID]; !ok || o.Background == 0 {
+					t.Errorf("%s: hook at %s while its background job runs (until %s)", a.Name, act.At, jobEnd)
+				}
+			}
 			switch act.Kind {
 			case sim.ActPreTool:
+				seen["pre"]++
 				if killed {
 					t.Errorf("%s: tool call after the kill", a.Name)
 				}
-				if len(open) == 0 && lastPost > 0 && !a.Class.Failure() && act.At-lastPost >= tm.Staleness {
-					t.Errorf("%s: idle %s between tool calls, not under the staleness limit %s", a.Name, act.At-lastPost, tm.Staleness)
+				if len(open) == 0 && !a.Class.Failure() && act.At-lastEvidence >= tm.Staleness {
+					t.Errorf("%s: idle %s before %s, not under the staleness limit %s", a.Name, act.At-lastEvidence, act.At, tm.Staleness)
 				}
-				open[act.ToolUseID] = act.At
+				lastEvidence = act.At
+				if act.Denied {
+					denied++
+					seen["denied"]++
+					continue
+				}
+				if act.Background > 0 {
+					seen["background"]++
+					if act.Tool != "Bash" || a.Class != sim.ClassLongStep {
+						t.Errorf("%s (%s): background %s call", a.Name, a.Class, act.Tool)
+					}
+					jobEnd = act.At + act.Background
+				}
+				open[act.ToolUseID] = act
 			case sim.ActPostTool:
-				at, ok := open[act.ToolUseID]
+				pre, ok := open[act.ToolUseID]
 				if !ok {
 					t.Errorf("%s: PostToolUse %s without its PreToolUse", a.Name, act.ToolUseID)
+					continue
 				}
-				if d := act.At - at; a.Class == sim.ClassLongStep && d > time.Minute && d != a.LongStep {
-					t.Errorf("%s: long call of %s, want %s", a.Name, d, a.LongStep)
+				d := act.At - pre.At
+				switch {
+				case pre.Background > 0 && d > time.Second:
+					t.Errorf("%s: PostToolUse of a background call %s after its start, want ~0.1 s", a.Name, d)
+				case d > sim.MaxForeground:
+					t.Errorf("%s: foreground call of %s, over the %s Claude Code allows", a.Name, d, sim.MaxForeground)
+				}
+				if act.Failed {
+					seen["failed"]++
+				}
+				if d == sim.MaxForeground {
+					seen["10min"]++
 				}
 				delete(open, act.ToolUseID)
-				lastPost = act.At
-				if a.Class == sim.ClassWedged && act.At > a.FailAt {
+				lastEvidence = act.At
+				if pre.Background > 0 {
+					lastEvidence = jobEnd // the job's CPU is the evidence until it ends
+				}
+				if (a.Class == sim.ClassWedged || a.Class == sim.ClassWedgedDenied) && act.At > a.FailAt {
 					t.Errorf("%s: wedged agent active at %s after its failure at %s", a.Name, act.At, a.FailAt)
 				}
 			case sim.ActKill:
@@ -113,6 +158,14 @@ func TestBuildScheduleInvariants(t *testing.T) {
 				if !killed || a.Class != sim.ClassOrphanGone {
 					t.Errorf("%s (%s): worktree deleted without a kill before", a.Name, a.Class)
 				}
+			case sim.ActRelease:
+				released = true
+				if a.Class != sim.ClassReleased || act.At != a.ReleaseAt {
+					t.Errorf("%s (%s): release at %s, planned %s", a.Name, a.Class, act.At, a.ReleaseAt)
+				}
+				if act.At > p.RestartAt-2*time.Minute && act.At < p.RestartAt+p.RestartOutage+time.Minute {
+					t.Errorf("%s: release at %s, too close to the warp restart", a.Name, act.At)
+				}
 			}
 		}
 		switch a.Class {
@@ -121,18 +174,40 @@ func TestBuildScheduleInvariants(t *testing.T) {
 				t.Errorf("%s: orphan never killed", a.Name)
 			}
 		case sim.ClassWedged:
-			if lastPost != a.FailAt {
-				t.Errorf("%s: last activity %s, want the failure %s", a.Name, lastPost, a.FailAt)
+			if lastEvidence != a.FailAt {
+				t.Errorf("%s: last activity %s, want the failure %s", a.Name, lastEvidence, a.FailAt)
 			}
-		case sim.ClassLongStep, sim.ClassIdle:
+		case sim.ClassWedgedDenied:
+			if last := a.Actions[len(a.Actions)-1]; last.Kind != sim.ActPreTool || !last.Denied || last.At != a.FailAt {
+				t.Errorf("%s: last action %+v, want a denied call at the failure %s", a.Name, last, a.FailAt)
+			}
+		case sim.ClassReleased:
+			if !released || p.End-a.ReleaseAt < tm.Interval+sim.MaxForeground {
+				t.Errorf("%s: released=%v at %s: want a release with time left to be told", a.Name, released, a.ReleaseAt)
+			}
+		case sim.ClassLongStep, sim.ClassIdle, sim.ClassProjectCwd:
 			if a.FailAt != 0 {
 				t.Errorf("%s: healthy agent with a failure at %s", a.Name, a.FailAt)
 			}
-			if p.End-lastPost >= tm.Staleness {
-				t.Errorf("%s: idle from %s to the end %s", a.Name, lastPost, p.End)
+			if p.End-lastEvidence >= tm.Staleness {
+				t.Errorf("%s: idle from %s to the end %s", a.Name, lastEvidence, p.End)
+			}
+			if (a.Class == sim.ClassIdle || a.Class == sim.ClassProjectCwd) && denied != 1 {
+				t.Errorf("%s: %d denied calls, want 1", a.Name, denied)
+			}
+			if a.ProjectCwd != (a.Class == sim.ClassProjectCwd) {
+				t.Errorf("%s (%s): project cwd %v", a.Name, a.Class, a.ProjectCwd)
 			}
 		}
+		if len(open) != 0 && a.Class != sim.ClassOrphan && a.Class != sim.ClassOrphanGone {
+			t.Errorf("%s: %d tool calls never end", a.Name, len(open))
+		}
 		lastFail = max(lastFail, a.FailAt)
+	}
+	for _, k := range []string{"denied", "background", "failed", "10min"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s call in the scenario (%v)", k, seen)
+		}
 	}
 	if min := lastFail + tm.LeaseWindow + tm.Interval; p.End < min {
 		t.Errorf("end %s: want at least the last failure + lease window + one tick = %s", p.End, min)

@@ -25,9 +25,28 @@ import (
 type Received struct {
 	At            time.Time
 	Ticket        string
-	SchemaVersion int // 1 when the body had none (the warp#683 v1 contract)
+	SchemaVersion int // 1 when the body had none (the v1 contract)
 	Exit          string
-	Status        int
+	// Stale marks a stale report: the loop lives, the agent has shown no
+	// activity within the staleness limit; it never extends the lease.
+	Stale bool
+	// InFlight is what the loop said runs now: a tool, "wait: REASON" or
+	// "background: NAME" (the agent's processes keep it busy).
+	InFlight string
+	Status   int
+	// Took is how long the embedded warp took to answer: what it credits
+	// (its clock minus the activity age) is that much later than what the
+	// loop measured.
+	Took time.Duration
+}
+
+// Progress reports whether the heartbeat claims the agent progresses: not
+// an exit report, not a stale report.
+func (h Received) Progress() bool { return h.Exit == "" && !h.Stale }
+
+// Ended reports whether the answer said the lease is over: 404, 409, 410.
+func (h Received) Ended() bool {
+	return h.Status == http.StatusNotFound || h.Status == http.StatusConflict || h.Status == http.StatusGone
 }
 
 // counter records every heartbeat request the embedded server answers. It
@@ -57,11 +76,14 @@ func (c *counter) wrap(h http.Handler) http.Handler {
 			SchemaVersion *int   `json:"schema_version"`
 			Ticket        string `json:"ticket"`
 			Exit          string `json:"exit"`
+			Stale         bool   `json:"stale"`
+			InFlight      string `json:"in_flight"`
 		}
 		_ = json.Unmarshal(body, &hb) // a bad body is the handler's to answer
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)
-		rec := Received{At: at, Ticket: hb.Ticket, SchemaVersion: 1, Exit: hb.Exit, Status: sw.status}
+		rec := Received{At: at, Ticket: hb.Ticket, SchemaVersion: 1, Exit: hb.Exit, Stale: hb.Stale,
+			InFlight: hb.InFlight, Status: sw.status, Took: time.Since(at)}
 		if hb.SchemaVersion != nil {
 			rec.SchemaVersion = *hb.SchemaVersion
 		}
@@ -204,6 +226,9 @@ func (e *embedded) doStop() {
 	}
 	if e.job != nil {
 		e.job.Close()
+	}
+	if e.svc != nil {
+		e.svc.Close()
 	}
 	if e.db != nil {
 		e.db.Close()

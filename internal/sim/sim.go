@@ -3,16 +3,28 @@
 //
 // A run starts an embedded warp (the real service on a temporary SQLite
 // file, the real HTTP API and expiry job) on 127.0.0.1, and for every
-// simulated agent a real watched process (sleep), a temporary worktree, a
-// real `gyrum start-work` whose detached loop heartbeats to that warp, and an
-// activity generator that runs the real `gyrum touch-activity` hook with
-// Claude Code hook payloads on stdin. Every product duration is divided by
-// the time scale. Failures are injected on the scenario's schedule (orphans
-// by SIGKILL, with and without deleting the worktree; wedged agents that stop
-// calling tools; a warp restart), and the outcome is measured from the
-// server's side: which leases lapsed and when, which heartbeats arrived
-// after a failure, which loops are still running. The Report says per class
-// of agent whether the product kept its claims.
+// simulated agent a watched stand-in for Claude Code (this executable run
+// again as a small helper named claude, see helper.go) that starts the
+// processes of its tool calls as its own children, a temporary worktree, a
+// real `gyrum start-work` (with CLAUDE_PID, as from a Bash call) whose
+// detached loop heartbeats to that warp, and an activity generator that
+// runs the real `gyrum touch-activity` hook with Claude Code hook payloads
+// on stdin and CLAUDE_PID in its environment. The agents behave like the
+// measured client (docs/DESIGN.md section 6): foreground calls of at most 10
+// minutes backed by a child process, longer work as background jobs that
+// use a little CPU with no hook until they end, denied calls (PreToolUse
+// without Post), hook payloads whose cwd is the project rather than the
+// worktree, and sessions told by a hook that their lease ended.
+//
+// Every product duration is divided by the time scale. Failures are
+// injected on the scenario's schedule (orphans by SIGKILL, with and without
+// deleting the worktree; wedged agents that stop calling tools, after a
+// normal or a denied call; an operator's release; a warp restart), and the
+// outcome is measured from the server's side: which leases lapsed and when,
+// which heartbeats claimed progress after a failure, which loops are still
+// running. The Report says per class of agent whether the product kept its
+// claims — unless the simulator's own timing says the machine was too
+// loaded for the time scale (timing.go): then it says so instead.
 //
 // The simulator only signals processes it started, by pid after checking
 // their start time, and removes everything it created when it ends, also
@@ -60,6 +72,12 @@ type Config struct {
 	TempDir string
 	// Logger receives progress; discarded when nil.
 	Logger *slog.Logger
+	// LagTolerance is how late (p95, wall clock) the loops' ticks and the
+	// background jobs' CPU bursts may run, and half how late the
+	// simulator's own actions and hook execs may run, before the machine is
+	// judged too loaded for the time scale and the claims are not judged;
+	// a quarter of the scaled heartbeat interval when zero.
+	LagTolerance time.Duration
 }
 
 func (c *Config) validate() error {
@@ -116,6 +134,11 @@ type run struct {
 	url                   string // the embedded warp; a restart keeps the port
 	count                 *counter
 	srvCfg                serverConfig
+	// claudeBin and jobBin start this executable as the watched stand-in
+	// and as a background job (helper.go), under those names.
+	claudeBin, jobBin string
+	job               jobShape
+	timing            timingLog
 
 	mu       sync.Mutex
 	srv      *embedded
@@ -146,6 +169,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, plan: plan, log: cfg.Logger, scale: cfg.TimeScale, count: &counter{}}
+	r.job = jobFor(r.real(cfg.Timing.Interval))
+	if tr := feasible(cfg.TimeScale, cfg.Timing, plan); tr != nil {
+		return NotRun(r.summaryInput(time.Time{}), len(plan.Agents), *tr), nil
+	}
 	root, err := os.MkdirTemp(cfg.TempDir, "warp-sim-")
 	if err != nil {
 		return nil, fmt.Errorf("create simulation directory: %w", err)
@@ -158,13 +185,37 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.home = filepath.Join(r.root, "gyrum-home")
 	r.agentsDir = filepath.Join(r.root, "agents")
-	for _, d := range []string{r.home, r.agentsDir} {
+	bin := filepath.Join(r.root, "bin")
+	for _, d := range []string{r.home, r.agentsDir, bin} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create simulation directory: %w", err)
 		}
 	}
+	if r.claudeBin, r.jobBin, err = helperBins(bin); err != nil {
+		return nil, err
+	}
 	r.log.Info("simulation directory", "dir", r.root)
 	return r.execute(ctx)
+}
+
+// helperBins makes the names the stand-ins run under: dir/claude and
+// dir/sim-job, links to this executable (a process is named after the file
+// it was started from). Without links the executable itself is used.
+func helperBins(dir string) (claude, job string, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", "", fmt.Errorf("find this executable for the stand-ins: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(self); err == nil {
+		self = real
+	}
+	claude, job = filepath.Join(dir, "claude"), filepath.Join(dir, "sim-job")
+	for _, l := range []string{claude, job} {
+		if os.Symlink(self, l) != nil {
+			return self, self, nil
+		}
+	}
+	return claude, job, nil
 }
 
 // real turns an unscaled product duration into wall-clock time of this run.
@@ -215,7 +266,14 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 		if _, err := srv.svc.CreateTicket(ctx, warp.NewTicket{ID: ap.Ticket, Title: fmt.Sprintf("simulated %s agent %s", ap.Class, ap.Name)}); err != nil {
 			return nil, fmt.Errorf("create ticket %s: %w", ap.Ticket, err)
 		}
-		r.agents = append(r.agents, &agent{plan: ap, r: r, dir: filepath.Join(r.agentsDir, ap.Name)})
+		a := &agent{plan: ap, r: r, dir: filepath.Join(r.agentsDir, ap.Name)}
+		a.cwd = a.dir
+		if ap.ProjectCwd {
+			// The project the session runs in; the worktree start-work
+			// prepares for the ticket lies elsewhere.
+			a.cwd = filepath.Join(r.agentsDir, ap.Name+".project")
+		}
+		r.agents = append(r.agents, a)
 	}
 	r.log.Info("embedded warp listening", "url", srv.URL(), "mode", r.cfg.Mode, "lease_window", r.srvCfg.Policy.LeaseWindow,
 		"sweep", r.srvCfg.Sweep, "startup_grace", r.srvCfg.Policy.StartupGrace)

@@ -145,7 +145,7 @@ func BenchmarkDueLeases(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := db.View(ctx, func(tx warp.Tx) error {
-					ls, err := tx.DueLeases(ctx, now, time.Time{}, 1000)
+					ls, err := tx.DueLeases(ctx, warp.DueFilter{Now: now}, 1000)
 					if len(ls) != 0 {
 						return fmt.Errorf("%d due, want 0", len(ls))
 					}

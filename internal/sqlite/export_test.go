@@ -62,10 +62,11 @@ func (db *DB) BulkInsertLeases(ctx context.Context, n, due int, now time.Time) e
 	}
 	// The CTE's bound is ?1; the times are ?2, the due count ?3.
 	if _, err := tx.ExecContext(ctx, series+`INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
-		last_heartbeat_at, last_activity_at, progress_at, schema_version, first_v2_at, refreshed_at, expires_at)
+		last_heartbeat_at, last_activity_at, progress_at, schema_version, first_v2_at, refreshed_at, expires_at,
+		verdict_due_at)
 		SELECT printf('B-%07d', x), 1, 'bench', 'bench-host', 'held', ?2, ?2, ?2, ?2, 2, ?2, ?2,
-			CASE WHEN x <= ?3 THEN ?2 - x * 1000000 ELSE ?2 + 3600000000000 + x * 1000000 END
-		FROM c`, n, ns, due); err != nil {
+			CASE WHEN x <= ?3 THEN ?2 - x * 1000000 ELSE ?2 + 3600000000000 + x * 1000000 END, ?4
+		FROM c`, n, ns, due, ns+int64(warp.DefaultSilentAfter)+1); err != nil {
 		return fmt.Errorf("bulk leases: %w", err)
 	}
 	return tx.Commit()
@@ -93,6 +94,9 @@ func (db *DB) SetSynchronous(ctx context.Context, mode string) error {
 // Queries the plan test checks besides DueLeasesSQL and TicketsSQL.
 const (
 	HeldLeasesSQL = qHeldLeases
+	HostHeldSQL   = qHostHeldLeases
+	VerdictDueSQL = verdictDueSQL
+	EndedHostsSQL = qEndedHosts
 	EventsSQL     = qEvents
 	AdoptionSQL   = qAdoption
 	LeaseSQL      = qLease

@@ -15,33 +15,48 @@ const (
 	qUpdateTicket = `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`
 	qCountTickets = `SELECT state, count(*) FROM tickets GROUP BY state`
 	qLease        = `SELECT ` + leaseCols + ` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`
-	qInsertLease  = `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
+	// qCurrentLease skips the labels subquery: '[]' stands for them.
+	qCurrentLease = `SELECT t.seq, t.id, t.title, t.state, t.epoch, t.created_at, t.updated_at, '[]', ` + leaseCols + `
+		FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id = ?`
+	qInsertLease = `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
 		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
 		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
-		hook_seen, hook_events, recorded_verdict)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		hook_seen, hook_events, recorded_verdict, claimant, secret_hash, verdict_due_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qUpdateLease = `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
 		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
 		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
-		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?
+		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?,
+		verdict_due_at = ?
 		WHERE ticket = ? AND epoch = ?`
 	// dueLeasesSQL is the sweep's query; the partial index
 	// leases_held_expires answers it in O(due). Tests check its plan.
 	dueLeasesSQL = `SELECT ` + leaseCols + ` FROM leases l
 		WHERE l.state = 'held' AND l.expires_at <= ? AND l.refreshed_at >= ?
 		ORDER BY l.expires_at LIMIT ?`
+	// verdictDueSQL is the verdict pass's query; the partial index
+	// leases_held_verdict_due answers it in O(due). Tests check its plan.
+	verdictDueSQL = `SELECT ` + leaseCols + ` FROM leases l
+		WHERE l.state = 'held' AND l.verdict_due_at > 0 AND l.verdict_due_at <= ?
+		ORDER BY l.verdict_due_at LIMIT ?`
 	qHeldLeases = `SELECT ` + leaseCols + ` FROM leases l
 		WHERE l.state = 'held' AND l.ticket > ? ORDER BY l.ticket LIMIT ?`
+	qAddVerdictCount = `INSERT INTO verdict_counts (host, verdict, n) VALUES (?, ?, ?)
+		ON CONFLICT (host, verdict) DO UPDATE SET n = n + excluded.n`
+	qVerdictCounts  = `SELECT host, verdict, n FROM verdict_counts WHERE n <> 0`
+	qEndedHosts     = `SELECT host FROM leases WHERE state <> 'held' AND ended_at >= ?`
+	qHostHeldLeases = `SELECT ` + leaseCols + ` FROM leases l
+		WHERE l.state = 'held' AND l.host = ? AND l.ticket > ? ORDER BY l.ticket LIMIT ?`
 	qAppendEvent    = `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`
 	eventCols       = `id, ticket, epoch, kind, at, data`
 	qEvents         = `SELECT ` + eventCols + ` FROM events WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`
 	qRecentEvents   = `SELECT ` + eventCols + ` FROM events ORDER BY id DESC LIMIT ?`
-	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES (?, ?, ?, 1)
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + 1`
-	qRecordHost = `INSERT INTO hosts (host, last_schema_version, last_seen) VALUES (?, ?, ?)
-		ON CONFLICT (host) DO UPDATE SET last_schema_version = excluded.last_schema_version, last_seen = excluded.last_seen
-		WHERE excluded.last_seen >= hosts.last_seen`
-	qAdoption = `SELECT h.host, h.last_schema_version, h.last_seen,
+	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES (?, ?, ?, ?)
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
+	qNewHost      = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
+	qRecordHost   = `UPDATE hosts SET last_schema_version = ?, last_seen = ? WHERE host = ? AND last_seen <= ?`
+	qHostsOfToken = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
+	qAdoption     = `SELECT h.host, h.last_schema_version, h.last_seen,
 		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
 		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
 		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`
@@ -65,9 +80,9 @@ func nextOpenSQL(n int) string {
 
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
-	return []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qInsertLease,
-		qUpdateLease, dueLeasesSQL, qHeldLeases, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
-		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta,
+	return []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
+		qUpdateLease, dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 }
 

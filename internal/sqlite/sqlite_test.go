@@ -294,8 +294,43 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	q, args = sqlite.TicketsSQL(warp.TicketFilter{AfterSeq: 10, Limit: 100})
 	check("tickets after a cursor", q, args, "USING INTEGER PRIMARY KEY")
 	check("held leases", sqlite.HeldLeasesSQL, []any{"", 1000}, "USING INDEX leases_held_ticket")
+	check("held leases of a host", sqlite.HostHeldSQL, []any{"h", "", 1000}, "USING INDEX leases_held_host")
+	check("verdict-due leases", sqlite.VerdictDueSQL, []any{now, 1000}, "USING INDEX leases_held_verdict_due")
+	check("hosts of ended leases", sqlite.EndedHostsSQL, []any{now}, "USING INDEX leases_ended_at")
 	check("events of a ticket", sqlite.EventsSQL, []any{"T-1", 0, 100}, "USING INDEX events_ticket_id")
 	check("adoption", sqlite.AdoptionSQL, []any{0, 0, 0}, "USING PRIMARY KEY")
 	check("lease", sqlite.LeaseSQL, []any{"T-1", 1}, "USING INDEX sqlite_autoindex_leases_1")
 	check("claim-next with labels", sqlite.NextOpenSQL(2), []any{"a", "b"}, "USING INDEX tickets_state_seq")
+}
+
+// A database from before migration 0004 (no verdict_due_at, no
+// verdict_counts) with held leases gets its counts backfilled by the
+// migration — per verdict and per hook health — so the gauges and the
+// hosts overview are right from the first read after the upgrade.
+func TestMigration0004BackfillsCounts(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warp.db")
+	clk := storetest.NewClock(storetest.T0())
+	newSvc := func(db *sqlite.DB) *warp.Service {
+		svc, err := warp.NewService(db, warp.Config{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	db := mustOpenPath(t, path)
+	svc := newSvc(db)
+	if err := svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := storetest.SeedCountedHosts(t, svc)
+	svc.Close()
+	db.Close()
+	// Back to the schema before 0004.
+	rawExec(t, path,
+		"DROP INDEX leases_held_verdict_due", "DROP INDEX leases_held_host", "DROP INDEX leases_ended_at",
+		"DROP TABLE verdict_counts", "ALTER TABLE leases DROP COLUMN verdict_due_at",
+		"DELETE FROM schema_migrations WHERE version = 4")
+	db = mustOpenPath(t, path)
+	storetest.SameHosts(t, newSvc(db), want)
 }

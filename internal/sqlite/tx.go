@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/leasesql"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -22,21 +25,10 @@ type tx struct {
 
 var _ warp.Tx = (*tx)(nil)
 
-// nanos stores a time as unix nanoseconds; the zero time is 0.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+// nanos and fromNanos store times as the other adapter does (leasesql).
+func nanos(t time.Time) int64 { return leasesql.Nanos(t) }
 
-// fromNanos is the inverse of nanos, in UTC.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
+func fromNanos(n int64) time.Time { return leasesql.FromNanos(n) }
 
 func boolInt(b bool) int64 {
 	if b {
@@ -74,6 +66,7 @@ func (r *ticketRow) ticket() (warp.Ticket, error) {
 	if err := json.Unmarshal([]byte(r.labels), &t.Labels); err != nil {
 		return warp.Ticket{}, fmt.Errorf("decode labels of ticket %s: %w", r.id, err)
 	}
+	// Rows come back in no promised order; the Service stored them sorted.
 	sort.Strings(t.Labels)
 	return t, nil
 }
@@ -90,22 +83,23 @@ func scanTicket(s rowScanner) (warp.Ticket, error) {
 const leaseCols = `l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at,
 	l.last_activity_at, l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at,
 	l.exit, l.exited_at, l.ended_at, l.end_reason, l.fallback_extended, l.pr_url,
-	l.hook_seen, l.hook_events, l.recorded_verdict`
+	l.hook_seen, l.hook_events, l.recorded_verdict, l.claimant, l.secret_hash, l.verdict_due_at`
 
 // leaseRow holds nullable lease columns, so a LEFT JOIN that found no
 // lease scans too.
 type leaseRow struct {
 	ticket, agent, host, state, inFlight, exit, endReason, prURL, hookSeen, recordedVerdict sql.Null[string]
+	claimant, secretHash                                                                    sql.Null[string]
 
 	epoch, claimed, heartbeat, activity, schema, firstV2, refreshed, expires,
-	exited, ended, fallback, hookEvents sql.Null[int64]
+	exited, ended, fallback, hookEvents, verdictDue sql.Null[int64]
 }
 
 func (r *leaseRow) dest() []any {
 	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimed, &r.heartbeat,
 		&r.activity, &r.schema, &r.inFlight, &r.firstV2, &r.refreshed, &r.expires,
 		&r.exit, &r.exited, &r.ended, &r.endReason, &r.fallback, &r.prURL,
-		&r.hookSeen, &r.hookEvents, &r.recordedVerdict}
+		&r.hookSeen, &r.hookEvents, &r.recordedVerdict, &r.claimant, &r.secretHash, &r.verdictDue}
 }
 
 func (r *leaseRow) lease() *warp.Lease {
@@ -120,6 +114,7 @@ func (r *leaseRow) lease() *warp.Lease {
 		Exit: r.exit.V, ExitedAt: fromNanos(r.exited.V), EndedAt: fromNanos(r.ended.V), EndReason: r.endReason.V,
 		FallbackExtended: r.fallback.V != 0, PRURL: r.prURL.V,
 		HookSeen: warp.HookSeen(r.hookSeen.V), HookEvents: r.hookEvents.V, RecordedVerdict: warp.Verdict(r.recordedVerdict.V),
+		Claimant: r.claimant.V, SecretHash: r.secretHash.V, VerdictDueAt: fromNanos(r.verdictDue.V),
 	}
 }
 
@@ -137,20 +132,14 @@ func (t *tx) CreateTicket(ctx context.Context, tk warp.Ticket) (warp.Ticket, err
 	if err != nil {
 		return warp.Ticket{}, translate("insert ticket "+tk.ID, err)
 	}
-	labels := []string{}
-	seen := map[string]bool{}
 	for _, l := range tk.Labels {
-		if seen[l] {
-			continue
-		}
-		seen[l] = true
-		labels = append(labels, l)
 		if _, err := t.exec(ctx, qInsertLabel, tk.ID, l); err != nil {
 			return warp.Ticket{}, translate("insert label of ticket "+tk.ID, err)
 		}
 	}
-	sort.Strings(labels)
-	tk.Labels = labels
+	if tk.Labels == nil {
+		tk.Labels = []string{}
+	}
 	tk.CreatedAt, tk.UpdatedAt = fromNanos(nanos(tk.CreatedAt)), fromNanos(nanos(tk.UpdatedAt))
 	return tk, nil
 }
@@ -195,66 +184,28 @@ func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, 
 	return tk, nil
 }
 
-// boundsSQL appends the conditions of b on the lease alias l.
-func boundsSQL(b *strings.Builder, args []any, vb warp.VerdictBounds) []any {
-	if vb.Exited != nil {
-		if *vb.Exited {
-			b.WriteString(` AND l.exit <> ''`)
-		} else {
-			b.WriteString(` AND l.exit = ''`)
-		}
-	}
-	cond := func(col, op string, at time.Time) {
-		if !at.IsZero() {
-			b.WriteString(` AND l.` + col + ` ` + op + ` ?`)
-			args = append(args, nanos(at))
-		}
-	}
-	cond("last_heartbeat_at", "<", vb.HeartbeatBefore)
-	cond("last_heartbeat_at", ">=", vb.HeartbeatFrom)
-	cond("progress_at", "<", vb.ProgressBefore)
-	cond("progress_at", ">=", vb.ProgressFrom)
-	if vb.HookNo != nil {
-		if *vb.HookNo {
-			b.WriteString(` AND l.hook_seen = 'no'`)
-		} else {
-			b.WriteString(` AND l.hook_seen <> 'no'`)
-		}
-	}
-	cond("claimed_at", "<", vb.ClaimedBefore)
-	if !vb.NotUnwiredAt.IsZero() {
-		b.WriteString(` AND (l.hook_seen <> 'no' OR l.claimed_at >= ?)`)
-		args = append(args, nanos(vb.NotUnwiredAt))
-	}
-	return args
-}
-
 // ticketsSQL builds the listing query of f. Driven by tickets in seq
 // order (the primary key, or tickets_state_seq with a state), each row
 // joined to its current lease by primary key. Tests check its plan.
 func ticketsSQL(f warp.TicketFilter) (string, []any) {
-	var b strings.Builder
-	b.WriteString(`SELECT ` + ticketCols + `, ` + leaseCols + `
-		FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch
-		WHERE t.seq > ?`)
-	args := []any{f.AfterSeq}
+	var w leasesql.Where
+	w.Add("t.seq > ?", f.AfterSeq)
 	if f.State != "" {
-		b.WriteString(` AND t.state = ?`)
-		args = append(args, string(f.State))
+		w.Add("t.state = ?", string(f.State))
 	}
 	if f.Host != "" || f.Verdict != nil {
-		b.WriteString(` AND l.state = 'held'`)
+		w.Add("l.state = 'held'")
 	}
 	if f.Host != "" {
-		b.WriteString(` AND l.host = ?`)
-		args = append(args, f.Host)
+		w.Add("l.host = ?", f.Host)
 	}
 	if f.Verdict != nil {
-		args = boundsSQL(&b, args, *f.Verdict)
+		w.Bounds(*f.Verdict)
 	}
-	b.WriteString(` ORDER BY t.seq LIMIT ?`)
-	args = append(args, limitArg(f.Limit))
-	return b.String(), args
+	q := `SELECT ` + ticketCols + `, ` + leaseCols + `
+		FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch` +
+		w.SQL() + ` ORDER BY t.seq LIMIT ` + w.Arg(limitArg(f.Limit))
+	return q, w.Args
 }
 
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
@@ -304,6 +255,20 @@ func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, erro
 	return out, nil
 }
 
+func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lease, error) {
+	var tr ticketRow
+	var lr leaseRow
+	if err := t.queryRow(ctx, qCurrentLease, id).Scan(append(tr.dest(), lr.dest()...)...); err != nil {
+		return warp.Ticket{}, warp.Lease{}, translate("read current lease of "+id, err)
+	}
+	tk, err := tr.ticket()
+	if err != nil {
+		return warp.Ticket{}, warp.Lease{}, err
+	}
+	tk.Labels = nil
+	return tk, *lr.lease(), nil
+}
+
 func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
 	l, err := scanLease(t.queryRow(ctx, qLease, ticket, epoch))
 	if err != nil {
@@ -318,7 +283,7 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
 		l.EndReason, boolInt(l.FallbackExtended), l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, nanos(l.VerdictDueAt))
 	if err != nil {
 		return translate(fmt.Sprintf("insert lease %s/%d", l.Ticket, l.Epoch), err)
 	}
@@ -332,7 +297,7 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
 		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
-		l.Ticket, l.Epoch)
+		nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
 	if err != nil {
 		return translate(op, err)
 	}
@@ -359,24 +324,90 @@ func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]
 	return out, nil
 }
 
-func (t *tx) DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]warp.Lease, error) {
+func (t *tx) DueLeases(ctx context.Context, f warp.DueFilter, limit int) ([]warp.Lease, error) {
 	from := int64(-1 << 63) // no grace: every lease qualifies
-	if !refreshedFrom.IsZero() {
-		from = nanos(refreshedFrom)
+	if !f.RefreshedFrom.IsZero() {
+		from = nanos(f.RefreshedFrom)
 	}
-	return t.queryLeases(ctx, "due leases", dueLeasesSQL, nanos(now), from, limitArg(limit))
+	return t.queryLeases(ctx, "due leases", dueLeasesSQL, nanos(f.Now), from, limitArg(limit))
 }
 
-func (t *tx) HeldLeases(ctx context.Context, after string, limit int) ([]warp.Lease, error) {
+func (t *tx) VerdictDueLeases(ctx context.Context, now time.Time, limit int) ([]warp.Lease, error) {
+	return t.queryLeases(ctx, "verdict-due leases", verdictDueSQL, nanos(now), limitArg(limit))
+}
+
+func (t *tx) AddVerdictCounts(ctx context.Context, host string, delta map[warp.Verdict]int64) error {
+	for _, v := range slices.Sorted(maps.Keys(delta)) { // one order, as on PostgreSQL
+		n := delta[v]
+		if n == 0 {
+			continue
+		}
+		if _, err := t.exec(ctx, qAddVerdictCount, host, string(v), n); err != nil {
+			return translate("count verdicts", err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) VerdictCounts(ctx context.Context) ([]warp.HostVerdictCount, error) {
+	rows, err := t.query(ctx, qVerdictCounts)
+	if err != nil {
+		return nil, translate("verdict counts", err)
+	}
+	defer rows.Close()
+	var out []warp.HostVerdictCount
+	for rows.Next() {
+		var c warp.HostVerdictCount
+		var v string
+		if err := rows.Scan(&c.Host, &v, &c.N); err != nil {
+			return nil, translate("verdict counts", err)
+		}
+		c.Verdict = warp.Verdict(v)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("verdict counts", err)
+	}
+	return out, nil
+}
+
+func (t *tx) EndedHosts(ctx context.Context, since time.Time) ([]string, error) {
+	rows, err := t.query(ctx, qEndedHosts, nanos(since))
+	if err != nil {
+		return nil, translate("hosts of ended leases", err)
+	}
+	defer rows.Close()
+	var out []string
+	seen := map[string]bool{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, translate("hosts of ended leases", err)
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("hosts of ended leases", err)
+	}
+	return out, nil
+}
+
+func (t *tx) HeldLeases(ctx context.Context, host, after string, limit int) ([]warp.Lease, error) {
+	if host != "" {
+		return t.queryLeases(ctx, "held leases of a host", qHostHeldLeases, host, after, limitArg(limit))
+	}
 	return t.queryLeases(ctx, "held leases", qHeldLeases, after, limitArg(limit))
 }
 
 func (t *tx) CountHeld(ctx context.Context, vb warp.VerdictBounds) (int64, error) {
-	var b strings.Builder
-	b.WriteString(`SELECT count(*) FROM leases l WHERE l.state = 'held'`)
-	args := boundsSQL(&b, nil, vb)
+	var w leasesql.Where
+	w.Add("l.state = 'held'")
+	w.Bounds(vb)
 	var n int64
-	if err := t.queryRow(ctx, b.String(), args...).Scan(&n); err != nil {
+	if err := t.queryRow(ctx, `SELECT count(*) FROM leases l`+w.SQL(), w.Args...).Scan(&n); err != nil {
 		return 0, translate("count held leases", err)
 	}
 	return n, nil
@@ -450,14 +481,30 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 // bucket is the 1-second adoption bucket holding at (unix seconds, floored).
 func bucket(at time.Time) int64 { return at.Unix() }
 
-func (t *tx) RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error {
-	if _, err := t.exec(ctx, qCountHeartbeat, host, schemaVersion, bucket(at)); err != nil {
-		return translate("count heartbeat", err)
+func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
+	if _, err := t.exec(ctx, qCountHeartbeat, c.Host, c.SchemaVersion, bucket(c.At), c.N); err != nil {
+		return false, translate("count heartbeat", err)
 	}
-	if _, err := t.exec(ctx, qRecordHost, host, schemaVersion, nanos(at)); err != nil {
-		return translate("record host", err)
+	at := nanos(c.At)
+	res, err := t.exec(ctx, qNewHost, c.Host, c.Token, c.SchemaVersion, at)
+	if err != nil {
+		return false, translate("record host", err)
 	}
-	return nil
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	if _, err := t.exec(ctx, qRecordHost, c.SchemaVersion, at, c.Host, at); err != nil {
+		return false, translate("record host", err)
+	}
+	return false, nil
+}
+
+func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (int, error) {
+	var n int
+	if err := t.queryRow(ctx, qHostsOfToken, token, nanos(since)).Scan(&n); err != nil {
+		return 0, translate("count hosts of a token", err)
+	}
+	return n, nil
 }
 
 // Adoption counts the buckets that overlap [since, ∞): a heartbeat up to one

@@ -117,12 +117,12 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		base := T0()
 		e.update(func(tx warp.Tx) error {
 			for i := range 10 {
-				if err := tx.RecordHeartbeat(e.ctx, "h", 2, base.Add(time.Duration(i)*50*time.Millisecond)); err != nil {
+				if _, err := tx.RecordHeartbeat(e.ctx, warp.HeartbeatCount{Host: "h", SchemaVersion: 2, At: base.Add(time.Duration(i) * 50 * time.Millisecond), N: 1}); err != nil {
 					return err
 				}
 			}
 			for i := range 4 {
-				if err := tx.RecordHeartbeat(e.ctx, "h", 1, base.Add(time.Hour+time.Duration(i)*time.Second)); err != nil {
+				if _, err := tx.RecordHeartbeat(e.ctx, warp.HeartbeatCount{Host: "h", SchemaVersion: 1, At: base.Add(time.Hour + time.Duration(i)*time.Second), N: 1}); err != nil {
 					return err
 				}
 			}

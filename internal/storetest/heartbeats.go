@@ -58,6 +58,55 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 	})
 
+	// A stale report: the loop lives (last_heartbeat_at moves, the verdict
+	// is stalled, never silent), the agent does not progress, and nothing
+	// extends the lease in any mode — legacy included, where heartbeats
+	// otherwise do.
+	t.Run("StaleReport", func(t *testing.T) {
+		for _, mode := range []warp.Mode{warp.ModeLegacy, warp.ModeTransition, warp.ModeActivity} {
+			t.Run(string(mode), func(t *testing.T) {
+				e := newEnv(t, open)
+				if _, err := e.svc.SetMode(e.ctx, mode, true); err != nil {
+					t.Fatal(err)
+				}
+				e.createClaim("T-1", "h1")
+				fresh := e.clock.Advance(time.Minute)
+				e.v2("T-1", 1, 0)
+				expires := e.lease("T-1").ExpiresAt
+				var last time.Time
+				for i := 1; i <= 8; i++ { // four minutes apart, past the stall threshold
+					last = e.clock.Advance(4 * time.Minute)
+					age := last.Sub(fresh).Seconds()
+					res, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h1", ActivityAge: age, Stale: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Extended || res.Note == "" {
+						t.Errorf("stale report %d: extended %v note %q, want not extended with a note", i, res.Extended, res.Note)
+					}
+					wantTime(t, "answer expires_at", res.ExpiresAt, expires)
+					want := warp.VerdictActive
+					if last.Sub(fresh) > warp.DefaultStallAfter {
+						want = warp.VerdictStalled
+					}
+					if res.Verdict != want {
+						t.Errorf("stale report %d (%v after the last activity): verdict %s, want %s", i, last.Sub(fresh), res.Verdict, want)
+					}
+				}
+				l := e.lease("T-1")
+				wantTime(t, "last_heartbeat_at", l.LastHeartbeatAt, last)
+				wantTime(t, "last_activity_at", l.LastActivityAt, fresh)
+				wantTime(t, "expires_at", l.ExpiresAt, expires)
+				// A mode change recomputes expiry from the stored columns: a
+				// stale report still extends nothing.
+				if _, err := e.svc.SetMode(e.ctx, warp.ModeLegacy, true); err != nil {
+					t.Fatal(err)
+				}
+				wantTime(t, "expires_at recomputed in legacy", e.lease("T-1").ExpiresAt, fresh.Add(warp.DefaultLeaseWindow))
+			})
+		}
+	})
+
 	t.Run("HookHealth", func(t *testing.T) {
 		e := newEnv(t, open)
 		e.createClaim("T-1", "h1")
@@ -85,6 +134,18 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		_, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, HookEvents: -1})
 		wantErr(t, "negative hook events", err, warp.ErrInvalid)
+		// An absurd count is refused before it can wrap the sum (two
+		// heartbeats of int64 max used to leave -2); the bound itself passes.
+		for range 2 {
+			_, err = e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, HookEvents: math.MaxInt64})
+			wantErr(t, "int64 max hook events", err, warp.ErrInvalid)
+		}
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, HookEvents: warp.MaxHookEvents}); err != nil {
+			t.Fatal(err)
+		}
+		if l := e.lease("T-1"); l.HookEvents != 5+warp.MaxHookEvents {
+			t.Errorf("hook events after the bound: got %d, want %d", l.HookEvents, 5+warp.MaxHookEvents)
+		}
 	})
 
 	t.Run("V1", func(t *testing.T) {

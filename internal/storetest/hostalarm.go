@@ -165,6 +165,35 @@ func testHostAlarms(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 	})
 
+	// A pass tallies only the hosts that may have moved; a host whose
+	// working leases end (no verdict change at all) is one of them: fewer
+	// held leases make the stale ones most of the host's.
+	t.Run("RaisedWhenTheWorkingLeasesEnd", func(t *testing.T) {
+		e := newEnv(t, open)
+		hosts := map[string]string{}
+		for i := range 5 { // five leases, three stale: 60 %
+			hosts[fmt.Sprintf("three-%d", i)] = "three"
+		}
+		stopHook(e, hosts)
+		e.beat("three-3", "three", 0, true)
+		e.beat("three-4", "three", 0, true)
+		e.clock.Advance(6 * time.Minute)
+		if got := e.pass(); len(got) != 0 {
+			t.Fatalf("three of five stale: got %+v, want no alarm", got)
+		}
+		e.clock.Advance(time.Second)
+		for _, id := range []string{"three-3", "three-4"} {
+			if _, err := e.svc.Release(e.ctx, id, 0, "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.Advance(time.Second)
+		got := e.pass()
+		if len(got) != 1 || got[0].Host != "three" || !got[0].Raised || got[0].Leases != 3 || got[0].Stale != 3 {
+			t.Fatalf("the two working leases released: got %+v, want an alarm for three (3 of 3)", got)
+		}
+	})
+
 	t.Run("ConfiguredThresholds", func(t *testing.T) {
 		e := newEnv(t, open, func(c *warp.Config) { c.HookAlarm = warp.HookAlarm{Ratio: 1, Min: 2} })
 		stopHook(e, map[string]string{"a": "h1", "b": "h1", "c": "h2", "d": "h2", "e": "h2"})

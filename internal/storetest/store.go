@@ -20,6 +20,15 @@ func insertHeld(e *env, tx warp.Tx, id string, at, expires time.Time) error {
 		ClaimedAt: at, LastHeartbeatAt: at, LastActivityAt: at, RefreshedAt: at, ExpiresAt: expires})
 }
 
+// leaseTickets returns the tickets of ls, in order.
+func leaseTickets(ls []warp.Lease) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Ticket)
+	}
+	return out
+}
+
 // utcLease returns l with every time in UTC, as a store hands it back.
 func utcLease(l warp.Lease) warp.Lease {
 	for _, p := range []*time.Time{&l.ClaimedAt, &l.LastHeartbeatAt, &l.LastActivityAt, &l.FirstV2At,
@@ -110,13 +119,13 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			HookSeen: warp.HookYes, HookEvents: 7, RecordedVerdict: warp.VerdictStalled,
 		}
 		e.update(func(tx warp.Tx) error {
-			tk, err := tx.CreateTicket(e.ctx, warp.Ticket{ID: "T-1", Title: "it's \"quoted\" ✓", Labels: []string{"b", "a"},
+			tk, err := tx.CreateTicket(e.ctx, warp.Ticket{ID: "T-1", Title: "it's \"quoted\" ✓", Labels: []string{"a", "b"},
 				State: warp.TicketClaimed, Epoch: 3, CreatedAt: at(0), UpdatedAt: at(0)})
 			if err != nil {
 				return err
 			}
 			if tk.Seq <= 0 || !slices.Equal(tk.Labels, []string{"a", "b"}) {
-				t.Errorf("created: got seq %d labels %q, want seq > 0, labels sorted", tk.Seq, tk.Labels)
+				t.Errorf("created: got seq %d labels %q, want seq > 0, labels as given", tk.Seq, tk.Labels)
 			}
 			return tx.InsertLease(e.ctx, l)
 		})
@@ -229,56 +238,49 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			l.State = warp.LeaseReleased
 			return tx.UpdateLease(e.ctx, l)
 		})
-		ids := func(ls []warp.Lease) []string {
-			var out []string
-			for _, l := range ls {
-				out = append(out, l.Ticket)
-			}
-			return out
-		}
 		e.update(func(tx warp.Tx) error {
-			due, err := tx.DueLeases(e.ctx, now, time.Time{}, 3)
+			due, err := tx.DueLeases(e.ctx, warp.DueFilter{Now: now}, 3)
 			if err != nil {
 				return err
 			}
-			if got, want := ids(due), []string{"e", "d", "c"}; !slices.Equal(got, want) {
+			if got, want := leaseTickets(due), []string{"e", "d", "c"}; !slices.Equal(got, want) {
 				t.Errorf("due, limit 3: got %v, want %v (expires_at order)", got, want)
 			}
-			due, err = tx.DueLeases(e.ctx, now, time.Time{}, 100)
+			due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now}, 100)
 			if err != nil {
 				return err
 			}
-			if got, want := ids(due), []string{"e", "d", "c", "b", "a"}; !slices.Equal(got, want) {
+			if got, want := leaseTickets(due), []string{"e", "d", "c", "b", "a"}; !slices.Equal(got, want) {
 				t.Errorf("due: got %v, want %v", got, want)
 			}
 			// Grace: only leases refreshed at or after T0+3m.
-			due, err = tx.DueLeases(e.ctx, now, T0().Add(3*time.Minute), 100)
+			due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now, RefreshedFrom: T0().Add(3 * time.Minute)}, 100)
 			if err != nil {
 				return err
 			}
-			if got, want := ids(due), []string{"e", "d", "c"}; !slices.Equal(got, want) {
+			if got, want := leaseTickets(due), []string{"e", "d", "c"}; !slices.Equal(got, want) {
 				t.Errorf("due with refreshed_from T0+3m: got %v, want %v", got, want)
 			}
-			due, err = tx.DueLeases(e.ctx, now.Add(time.Nanosecond), time.Time{}, 100)
+			due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now.Add(time.Nanosecond)}, 100)
 			if err != nil {
 				return err
 			}
 			if len(due) != 6 || due[5].Ticket != "future" {
-				t.Errorf("due 1ns later: got %v, want the five and future", ids(due))
+				t.Errorf("due 1ns later: got %v, want the five and future", leaseTickets(due))
 			}
 
-			held, err := tx.HeldLeases(e.ctx, "", 4)
+			held, err := tx.HeldLeases(e.ctx, "", "", 4)
 			if err != nil {
 				return err
 			}
-			if got, want := ids(held), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+			if got, want := leaseTickets(held), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 				t.Errorf("held, first 4: got %v, want %v (ticket order)", got, want)
 			}
-			held, err = tx.HeldLeases(e.ctx, "d", 4)
+			held, err = tx.HeldLeases(e.ctx, "", "d", 4)
 			if err != nil {
 				return err
 			}
-			if got, want := ids(held), []string{"e", "future"}; !slices.Equal(got, want) {
+			if got, want := leaseTickets(held), []string{"e", "future"}; !slices.Equal(got, want) {
 				t.Errorf("held after d: got %v, want %v (no ended lease)", got, want)
 			}
 			n, err := tx.CountHeld(e.ctx, warp.VerdictBounds{})
@@ -295,6 +297,83 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			// a (T0+1m), b (T0+2m) and future (T0); c is at T0+3m, not before.
 			if n != 3 {
 				t.Errorf("count held with heartbeat before T0+3m: got %d, want 3", n)
+			}
+			return nil
+		})
+	})
+
+	t.Run("VerdictDueAndHosts", func(t *testing.T) {
+		e := newEnv(t, open)
+		now := T0().Add(time.Hour)
+		e.update(func(tx warp.Tx) error {
+			for i, c := range []struct {
+				id, host string
+				due      time.Time
+				state    warp.LeaseState
+			}{
+				{"a", "h1", now.Add(-time.Minute), warp.LeaseHeld},
+				{"b", "h2", now, warp.LeaseHeld},
+				{"c", "h1", now.Add(time.Nanosecond), warp.LeaseHeld},
+				{"d", "h1", time.Time{}, warp.LeaseHeld},               // never due
+				{"e", "h3", now.Add(-time.Hour), warp.LeaseReleased},   // ended: not held
+				{"f", "h2", now.Add(-2 * time.Minute), warp.LeaseHeld}, // earliest
+			} {
+				if _, err := tx.CreateTicket(e.ctx, warp.Ticket{ID: c.id, State: warp.TicketClaimed, Epoch: 1, CreatedAt: T0(), UpdatedAt: T0()}); err != nil {
+					return err
+				}
+				l := warp.Lease{Ticket: c.id, Epoch: 1, State: c.state, Host: c.host, ClaimedAt: T0(), LastHeartbeatAt: T0(),
+					LastActivityAt: T0(), RefreshedAt: T0(), ExpiresAt: T0().Add(time.Duration(i+2) * time.Hour), VerdictDueAt: c.due}
+				if c.state != warp.LeaseHeld {
+					l.EndedAt = now.Add(-time.Duration(i) * time.Second)
+				}
+				if err := tx.InsertLease(e.ctx, l); err != nil {
+					return err
+				}
+			}
+			due, err := tx.VerdictDueLeases(e.ctx, now, 100)
+			if err != nil {
+				return err
+			}
+			if got, want := leaseTickets(due), []string{"f", "a", "b"}; !slices.Equal(got, want) {
+				t.Errorf("verdict-due: got %v, want %v (due order, held, set, not after now)", got, want)
+			}
+			if len(due) > 0 && !due[0].VerdictDueAt.Equal(now.Add(-2*time.Minute)) {
+				t.Errorf("verdict due read back as %v, want %v", due[0].VerdictDueAt, now.Add(-2*time.Minute))
+			}
+			due, err = tx.VerdictDueLeases(e.ctx, now, 1)
+			if err != nil {
+				return err
+			}
+			if got := leaseTickets(due); !slices.Equal(got, []string{"f"}) {
+				t.Errorf("verdict-due, limit 1: got %v, want [f]", got)
+			}
+			held, err := tx.HeldLeases(e.ctx, "h1", "", 100)
+			if err != nil {
+				return err
+			}
+			if got, want := leaseTickets(held), []string{"a", "c", "d"}; !slices.Equal(got, want) {
+				t.Errorf("held leases of h1: got %v, want %v", got, want)
+			}
+			held, err = tx.HeldLeases(e.ctx, "h1", "a", 1)
+			if err != nil {
+				return err
+			}
+			if got := leaseTickets(held); !slices.Equal(got, []string{"c"}) {
+				t.Errorf("held leases of h1 after a, limit 1: got %v, want [c]", got)
+			}
+			hosts, err := tx.EndedHosts(e.ctx, now.Add(-time.Hour))
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(hosts, []string{"h3"}) {
+				t.Errorf("hosts of leases ended in the last hour: got %v, want [h3]", hosts)
+			}
+			hosts, err = tx.EndedHosts(e.ctx, now)
+			if err != nil {
+				return err
+			}
+			if len(hosts) != 0 {
+				t.Errorf("hosts of leases ended since now: got %v, want none", hosts)
 			}
 			return nil
 		})

@@ -27,11 +27,15 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("Tickets", func(t *testing.T) { testTickets(t, open) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
 	t.Run("Heartbeats", func(t *testing.T) { testHeartbeats(t, open) })
+	t.Run("Texts", func(t *testing.T) { testTexts(t, open) })
+	t.Run("Binding", func(t *testing.T) { testBinding(t, open) })
+	t.Run("HostBound", func(t *testing.T) { testHostBound(t, open) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open) })
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, open) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, open) })
 	t.Run("Verdicts", func(t *testing.T) { testVerdicts(t, open) })
 	t.Run("HostAlarms", func(t *testing.T) { testHostAlarms(t, open) })
+	t.Run("HostCounts", func(t *testing.T) { testHostCounts(t, open) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
 	t.Run("Adoption", func(t *testing.T) { testAdoption(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
@@ -118,7 +122,7 @@ func (e *env) v2(id string, epoch int64, age float64) warp.HeartbeatResult {
 	return res
 }
 
-// v2hook sends a v2 heartbeat with the hook fields of issue 8: seen is the
+// v2hook sends a v2 heartbeat with the hook fields: seen is the
 // loop's hook_seen, events its hook_events.
 func (e *env) v2hook(id string, epoch int64, age float64, seen bool, events int64) warp.HeartbeatResult {
 	e.t.Helper()

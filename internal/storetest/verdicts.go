@@ -14,7 +14,7 @@ func allVerdicts() []warp.Verdict { return warp.Verdicts() }
 // checkVerdicts checks, at the clock's time, that every claimed ticket's
 // derived verdict (Service.Ticket) is want[id], that each ListTickets
 // verdict filter returns exactly the tickets with that verdict, and that
-// CountHeld of the verdict's bounds agrees.
+// CountHeld of the verdict's bounds and Service.CountVerdicts agree.
 func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
 	e.t.Helper()
 	for id, v := range want {
@@ -22,6 +22,7 @@ func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
 			e.t.Errorf("%s: verdict of %s: got %q, want %q", what, id, got, v)
 		}
 	}
+	counts := map[warp.Verdict]int64{}
 	for _, v := range allVerdicts() {
 		page, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Verdict: v, Limit: warp.MaxListLimit})
 		if err != nil {
@@ -53,6 +54,76 @@ func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
 		})
 		if n != int64(len(exp)) {
 			e.t.Errorf("%s: count held with verdict %s: got %d, want %d", what, v, n, len(exp))
+		}
+		counts[v] = int64(len(exp))
+	}
+	// The gauges' counts (stored per recorded verdict, corrected by the
+	// due leases) agree with counting every lease.
+	got, err := e.svc.CountVerdicts(e.ctx)
+	if err != nil {
+		e.t.Fatalf("%s: count verdicts: %v", what, err)
+	}
+	for _, v := range allVerdicts() {
+		if got.Counts[v] != counts[v] {
+			e.t.Errorf("%s: CountVerdicts %s: got %d, want %d (all: %v)", what, v, got.Counts[v], counts[v], got.Counts)
+		}
+	}
+	e.checkHosts(what, want)
+}
+
+// checkHosts checks that the hosts overview (read from the per-host counts
+// and the due leases) counts each host's held leases by verdict and by
+// hook health as the leases themselves say.
+func (e *env) checkHosts(what string, want map[string]warp.Verdict) {
+	e.t.Helper()
+	type tally struct {
+		leases   int
+		verdicts map[warp.Verdict]int
+		hooks    map[warp.HookSeen]int
+	}
+	exp := map[string]*tally{}
+	for id, v := range want {
+		l := e.view(id).Lease
+		if l == nil || !l.Held() {
+			continue
+		}
+		t := exp[l.Host]
+		if t == nil {
+			t = &tally{verdicts: map[warp.Verdict]int{}, hooks: map[warp.HookSeen]int{}}
+			exp[l.Host] = t
+		}
+		t.leases++
+		t.verdicts[v]++
+		t.hooks[l.HookSeen]++
+	}
+	hosts, err := e.svc.Hosts(e.ctx, warp.DefaultAdoptionWindow)
+	if err != nil {
+		e.t.Fatalf("%s: hosts: %v", what, err)
+	}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		seen[h.Host] = true
+		t := exp[h.Host]
+		if t == nil {
+			t = &tally{verdicts: map[warp.Verdict]int{}, hooks: map[warp.HookSeen]int{}}
+		}
+		if h.Leases != t.leases {
+			e.t.Errorf("%s: host %s: %d held leases, want %d", what, h.Host, h.Leases, t.leases)
+		}
+		for _, v := range allVerdicts() {
+			if h.Verdicts[v] != t.verdicts[v] {
+				e.t.Errorf("%s: host %s: %d %s, want %d (all: %v)", what, h.Host, h.Verdicts[v], v, t.verdicts[v], h.Verdicts)
+			}
+		}
+		for _, k := range []warp.HookSeen{warp.HookUnknown, warp.HookNo, warp.HookYes} {
+			if h.HookSeen[k] != t.hooks[k] {
+				e.t.Errorf("%s: host %s: hook seen %q on %d leases, want %d (all: %v)", what, h.Host, k, h.HookSeen[k], t.hooks[k], h.HookSeen)
+			}
+		}
+	}
+	for h := range exp {
+		if !seen[h] {
+			e.t.Errorf("%s: host %s holds leases but is not in the hosts overview", what, h)
 		}
 	}
 }
@@ -149,7 +220,7 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 		e.checkVerdicts("stale activity", map[string]warp.Verdict{
 			"stale-unwired":  warp.VerdictUnwired, // unwired names the cause of the staleness
 			"stale-wired":    warp.VerdictStalled,
-			"stale-unknown":  warp.VerdictStalled, // fields absent: as before issue 8
+			"stale-unknown":  warp.VerdictStalled, // fields absent: as from loops without hook health
 			"silent-unwired": warp.VerdictSilent,  // never heartbeated: silent as before
 			"exited-unwired": warp.VerdictExited,
 		})
@@ -161,7 +232,7 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 	})
 
 	t.Run("UnknownHookIsNeverUnwired", func(t *testing.T) {
-		// A loop from before issue 8 sends no hook fields: the verdicts are
+		// A loop without hook health sends no hook fields: the verdicts are
 		// exactly the old ones, and a later report of a newer loop on the
 		// same lease (hook_seen absent again) does not reset a known state.
 		e := newEnv(t, open)
@@ -273,4 +344,59 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 			}
 		}
 	})
+}
+
+// The hosts overview reads hook health from the per-host counts: a claim
+// counts unknown, a heartbeat that changes hook_seen moves the lease, and
+// every end (release, release on exit report with a change in the same
+// heartbeat, lapse) removes it under what it last was.
+func testHostCounts(t *testing.T, open func(t *testing.T) warp.Store) {
+	e := newEnv(t, open, func(c *warp.Config) { c.ReleaseOnExit = true })
+	ids := []string{"T-1", "T-2", "T-3", "T-4"}
+	for _, id := range ids {
+		e.createClaim(id, "h1")
+	}
+	// The verdicts are the service's own (checkVerdicts cross-checks
+	// them); what is checked here is each host's counts.
+	check := func(what string) {
+		t.Helper()
+		want := map[string]warp.Verdict{}
+		for _, id := range ids {
+			if v := e.view(id); v.Lease != nil && v.Lease.Held() {
+				want[id] = v.Verdict
+			}
+		}
+		e.checkVerdicts(what, want)
+	}
+	check("four claims")
+	e.clock.Advance(time.Second)
+	e.v2hook("T-1", 1, 0, false, 0)
+	e.v2hook("T-2", 1, 0, true, 3)
+	e.v2hook("T-3", 1, 0, false, 0)
+	check("hook seen no, yes, no")
+	e.v2hook("T-1", 1, 0, true, 1) // no → yes
+	e.v2hook("T-2", 1, 0, true, 1) // yes → yes: nothing moves
+	check("T-1 wired")
+	e.clock.Advance(e.svc.Policy().StallAfter + time.Second)
+	e.v2hook("T-3", 1, 0, false, 0)
+	check("T-3 unwired for a stall window")
+	if _, err := e.svc.Release(e.ctx, "T-2", 1, "done"); err != nil {
+		t.Fatal(err)
+	}
+	// An exit report that also reports the hook for the first time: the
+	// lease ends in the heartbeat that changed it.
+	yes := true
+	if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-4", Epoch: 1, Host: "h2", Agent: "a",
+		HookSeen: &yes, Exit: warp.ExitParentExited}); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.view("T-4"); v.Lease.Held() {
+		t.Fatalf("T-4 still held after its exit report: %+v", v.Lease)
+	}
+	check("one released, one released on exit")
+	e.clock.Advance(e.svc.Policy().LeaseWindow + time.Hour)
+	if got := e.sweptTickets(); len(got) != 2 {
+		t.Fatalf("sweep: got %v, want T-1 and T-3", got)
+	}
+	check("all lapsed")
 }

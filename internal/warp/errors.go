@@ -23,6 +23,12 @@ var (
 	// ErrStaleEpoch reports a write that carries an epoch older than the
 	// ticket's current lease (the fencing token check).
 	ErrStaleEpoch = errors.New("stale epoch")
+	// ErrNotHolder reports a write to a lease by an agent that does not hold
+	// it (no lease secret, or another token than the claim's).
+	ErrNotHolder = errors.New("not the holder")
+	// ErrTooManyHosts reports an agent token that named more distinct hosts
+	// than the server allows.
+	ErrTooManyHosts = errors.New("too many hosts")
 	// ErrLeaseEnded reports a write to a lease that was released, completed or lapsed.
 	ErrLeaseEnded = errors.New("lease ended")
 	// ErrAdoptionIncomplete reports that activity mode was refused because
@@ -37,12 +43,21 @@ var (
 type Error struct {
 	Kind    error  // one of the sentinels
 	Message string // says what went wrong and, where it can, what to do
+	// Detail carries facts a client acts on without reading Message
+	// (ErrLeaseEnded: "lease_state", and for the holder "end_reason").
+	Detail map[string]string
 }
 
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the sentinel the error belongs to.
 func (e *Error) Unwrap() error { return e.Kind }
+
+// Keys of Error.Detail.
+const (
+	DetailLeaseState = "lease_state" // released, completed or lapsed
+	DetailEndReason  = "end_reason"  // the lapse or release reason
+)
 
 // Errorf returns an *Error of kind with a formatted message.
 func Errorf(kind error, format string, args ...any) error {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The fleet alarm (issue 8): a broken activity hook — an agent upgrade that
+// The fleet alarm: a broken activity hook — an agent upgrade that
 // changed the hook contract, a gyrum binary moved away — turns every lease
 // of a host stale at about the same time. One stale lease is an idle
 // agent; most of a host's leases going stale within one stall window is the
@@ -178,75 +178,28 @@ func (s *Service) recordAlarms(ctx context.Context, tallies map[string]*hostTall
 	}
 	var out []HostAlarmChange
 	err = s.store.Update(ctx, func(tx Tx) error {
-		out = out[:0]
 		alarms, err := readAlarms(ctx, tx)
 		if err != nil {
 			return err
 		}
-		changed := false
-		hosts := make([]string, 0, len(tallies)+len(alarms))
-		for h := range tallies {
-			hosts = append(hosts, h)
+		heard, err := heardHosts(ctx, tx, tallies, alarms, now)
+		if err != nil {
+			return err
 		}
-		for h := range alarms {
-			if tallies[h] == nil {
-				hosts = append(hosts, h)
-			}
-		}
-		sort.Strings(hosts)
-		var seen map[string]bool // hosts heartbeating within the adoption window, read when needed
-		for _, h := range hosts {
-			t := hostTally{}
-			if tallies[h] != nil {
-				t = *tallies[h]
-			}
-			st, raised := alarms[h]
-			switch {
-			case !raised && s.cfg.HookAlarm.alarmed(t):
-				c := HostAlarmChange{Host: h, Raised: true, At: now, Since: now, Leases: t.held, Stale: t.stale}
-				c.EventID, err = tx.AppendEvent(ctx, Event{Kind: EventHostAlarm, At: now, Data: map[string]any{
-					"host": h, "leases": t.held, "stale": t.stale, "message": AlarmMessage(h)}})
-				if err != nil {
-					return fmt.Errorf("append host alarm %s: %w", h, err)
-				}
-				alarms[h] = HostAlarmState{Since: now, EventID: c.EventID, Leases: t.held, Stale: t.stale}
-				out = append(out, c)
-				changed = true
-			case raised && !s.cfg.HookAlarm.alarmed(t):
-				reason := ""
-				if t.activeAt.After(st.Since) {
-					reason = AlarmClearedActivity
-				} else if t.held == 0 {
-					if seen == nil {
-						ad, err := tx.Adoption(ctx, now.Add(-DefaultAdoptionWindow))
-						if err != nil {
-							return fmt.Errorf("adoption: %w", err)
-						}
-						seen = map[string]bool{}
-						for _, a := range ad {
-							seen[a.Host] = true
-						}
-					}
-					if !seen[h] {
-						reason = AlarmClearedHostGone
-					}
-				}
-				if reason == "" {
-					continue // nothing proves the hook works again
-				}
-				c := HostAlarmChange{Host: h, At: now, Since: st.Since, Leases: t.held, Stale: t.stale, Reason: reason}
-				c.EventID, err = tx.AppendEvent(ctx, Event{Kind: EventHostAlarmCleared, At: now, Data: map[string]any{
-					"host": h, "leases": t.held, "stale": t.stale, "reason": reason, "since": formatTime(st.Since)}})
-				if err != nil {
-					return fmt.Errorf("append host alarm cleared %s: %w", h, err)
-				}
-				delete(alarms, h)
-				out = append(out, c)
-				changed = true
-			}
-		}
-		if !changed {
+		out = s.cfg.HookAlarm.transitions(tallies, alarms, heard, now)
+		if len(out) == 0 {
 			return nil
+		}
+		for i := range out {
+			c := &out[i]
+			if c.EventID, err = tx.AppendEvent(ctx, c.event()); err != nil {
+				return fmt.Errorf("append host alarm event of %s: %w", c.Host, err)
+			}
+			if c.Raised {
+				alarms[c.Host] = HostAlarmState{Since: c.Since, EventID: c.EventID, Leases: c.Leases, Stale: c.Stale}
+			} else {
+				delete(alarms, c.Host)
+			}
 		}
 		b, err := json.Marshal(alarms)
 		if err != nil {
@@ -258,6 +211,80 @@ func (s *Service) recordAlarms(ctx context.Context, tallies map[string]*hostTall
 		return nil, err
 	}
 	return out, nil
+}
+
+// heardHosts returns the hosts that sent a heartbeat within the adoption
+// window, read only when a raised alarm's host holds no lease any more
+// (the one case transitions needs it); nil otherwise.
+func heardHosts(ctx context.Context, tx Tx, tallies map[string]*hostTally, alarms map[string]HostAlarmState, now time.Time) (map[string]bool, error) {
+	need := false
+	for h := range alarms {
+		need = need || tallies[h] == nil || tallies[h].held == 0
+	}
+	if !need {
+		return nil, nil
+	}
+	ad, err := tx.Adoption(ctx, now.Add(-DefaultAdoptionWindow))
+	if err != nil {
+		return nil, fmt.Errorf("adoption: %w", err)
+	}
+	heard := map[string]bool{}
+	for _, a := range ad {
+		heard[a.Host] = true
+	}
+	return heard, nil
+}
+
+// transitions decides, from one pass's tallies, the raised alarms and the
+// hosts heard within the adoption window, which alarms to raise and which
+// to clear, in host order: raise when a host meets the thresholds; clear
+// when it no longer does and either hook-backed activity returned after
+// the alarm was raised, or the host holds no lease and was not heard from.
+// Anything else keeps the alarm: nothing proves the hook works again.
+func (a HookAlarm) transitions(tallies map[string]*hostTally, alarms map[string]HostAlarmState, heard map[string]bool, now time.Time) []HostAlarmChange {
+	hosts := make([]string, 0, len(tallies)+len(alarms))
+	for h := range tallies {
+		hosts = append(hosts, h)
+	}
+	for h := range alarms {
+		if tallies[h] == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	sort.Strings(hosts)
+	var out []HostAlarmChange
+	for _, h := range hosts {
+		t := hostTally{}
+		if tallies[h] != nil {
+			t = *tallies[h]
+		}
+		st, raised := alarms[h]
+		switch {
+		case !raised && a.alarmed(t):
+			out = append(out, HostAlarmChange{Host: h, Raised: true, At: now, Since: now, Leases: t.held, Stale: t.stale})
+		case raised && !a.alarmed(t):
+			reason := ""
+			if t.activeAt.After(st.Since) {
+				reason = AlarmClearedActivity
+			} else if t.held == 0 && !heard[h] {
+				reason = AlarmClearedHostGone
+			}
+			if reason != "" {
+				out = append(out, HostAlarmChange{Host: h, At: now, Since: st.Since, Leases: t.held, Stale: t.stale, Reason: reason})
+			}
+		}
+	}
+	return out
+}
+
+// event is the global event that records c.
+func (c HostAlarmChange) event() Event {
+	if c.Raised {
+		return Event{Kind: EventHostAlarm, At: c.At, Data: map[string]any{
+			"host": c.Host, "leases": c.Leases, "stale": c.Stale, "message": AlarmMessage(c.Host)}}
+	}
+	return Event{Kind: EventHostAlarmCleared, At: c.At, Data: map[string]any{
+		"host": c.Host, "leases": c.Leases, "stale": c.Stale, "reason": c.Reason, "since": formatTime(c.Since)}}
 }
 
 // HostAlarms returns the raised host alarms by host.
@@ -286,12 +313,13 @@ type HostStatus struct {
 	Alarm *HostAlarmState
 }
 
-// hostsBatch is how many claimed tickets one read of Hosts takes.
+// hostsBatch is how many held leases one read of a host's leases takes.
 const hostsBatch = 1000
 
 // Hosts returns every host that holds a lease, heartbeated within window or
-// is in alarm, sorted by name. It reads every held lease (paged): its cost
-// is O(held leases), like the verdict pass.
+// is in alarm, sorted by name. Its leases by verdict and by hook health
+// come from heldCounts, so its cost follows the hosts and what is due, not
+// the held leases.
 func (s *Service) Hosts(ctx context.Context, window time.Duration) ([]HostStatus, error) {
 	if window <= 0 {
 		return nil, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
@@ -310,24 +338,18 @@ func (s *Service) Hosts(ctx context.Context, window time.Duration) ([]HostStatus
 		return st
 	}
 	err := s.store.View(ctx, func(tx Tx) error {
-		f := TicketFilter{State: TicketClaimed, Limit: hostsBatch}
-		for {
-			rows, err := tx.Tickets(ctx, f)
-			if err != nil {
-				return fmt.Errorf("list claimed tickets: %w", err)
+		held, err := s.heldCounts(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		for h, c := range held {
+			st := get(h)
+			for v, n := range c.verdicts {
+				st.Verdicts[v] += int(n)
+				st.Leases += int(n)
 			}
-			for _, r := range rows {
-				f.AfterSeq = r.Ticket.Seq
-				if r.Lease == nil || !r.Lease.Held() {
-					continue
-				}
-				st := get(r.Lease.Host)
-				st.Leases++
-				st.Verdicts[s.cfg.Policy.Verdict(*r.Lease, now)]++
-				st.HookSeen[r.Lease.HookSeen]++
-			}
-			if len(rows) < hostsBatch {
-				break
+			for k, n := range c.hooks {
+				st.HookSeen[k] += int(n)
 			}
 		}
 		a, err := s.adoptionTx(ctx, tx, window, now)

@@ -2,7 +2,7 @@ package warp
 
 import "time"
 
-// Defaults of the server side (DESIGN.md section 2).
+// Defaults of the server side (docs/DESIGN.md section 2).
 const (
 	DefaultLeaseWindow       = 30 * time.Minute
 	DefaultStallAfter        = 15 * time.Minute
@@ -46,17 +46,28 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// MaxRetryGap is the longest a heartbeat loop may leave between two
+// attempts, told to loops in every answer: 90 % of the startup grace, so a
+// loop that failed during an outage of any length retries before the grace
+// of the restart ends. 0 when there is no grace.
+func (p Policy) MaxRetryGap() time.Duration { return p.StartupGrace * 9 / 10 }
+
 // Effective returns the time a lease's expiry counts from under mode, and
 // whether that time came from the heartbeat rather than activity alone
 // (the v1 fallback or legacy mode).
 //
-//   - legacy: last_heartbeat_at.
+//   - legacy: last_heartbeat_at; for a lease whose latest heartbeat was v2,
+//     refreshed_at, the last heartbeat that claimed progress (a stale report
+//     keeps the loop's heartbeat fresh but claims none).
 //   - transition: last_activity_at when the latest heartbeat was v2;
 //     MAX(last_activity_at, last_heartbeat_at) otherwise (v1, or the claim only).
 //   - activity: last_activity_at.
 func Effective(mode Mode, l Lease) (at time.Time, fromHeartbeat bool) {
 	switch mode {
 	case ModeLegacy:
+		if l.SchemaVersion == 2 && !l.RefreshedAt.IsZero() {
+			return l.RefreshedAt, true
+		}
 		return l.LastHeartbeatAt, true
 	case ModeActivity:
 		return l.LastActivityAt, false
@@ -104,7 +115,7 @@ const (
 	VerdictStalled Verdict = "stalled"
 	// VerdictUnwired: the loop says the agent's activity hook has not fired
 	// since it started, and the claim is older than the stall threshold —
-	// the agent may be working, but nothing proves it (issue 8).
+	// the agent may be working, but nothing proves it.
 	VerdictUnwired Verdict = "unwired"
 	VerdictSilent  Verdict = "silent"
 	VerdictExited  Verdict = "exited"
@@ -153,7 +164,7 @@ func ProgressAt(l Lease) time.Time {
 // the stall threshold — beats stalled because it names the cause: without
 // a hook there can be no activity, so "stalled" would send the operator
 // after an idle agent instead of a broken hook. A lease whose loop sends
-// no hook fields (HookUnknown: a loop from before issue 8) is never
+// no hook fields (HookUnknown: a loop without hook health) is never
 // unwired: verdicts stay what they were.
 func (p Policy) Verdict(l Lease, now time.Time) Verdict {
 	if !l.Held() {

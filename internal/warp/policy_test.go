@@ -223,36 +223,6 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-// matches evaluates b on l the way a store does on its columns.
-func matches(b warp.VerdictBounds, l warp.Lease) bool {
-	if b.Exited != nil && *b.Exited != (l.Exit != "") {
-		return false
-	}
-	hb, pr := l.LastHeartbeatAt, warp.ProgressAt(l)
-	if !b.HeartbeatBefore.IsZero() && !hb.Before(b.HeartbeatBefore) {
-		return false
-	}
-	if !b.HeartbeatFrom.IsZero() && hb.Before(b.HeartbeatFrom) {
-		return false
-	}
-	if !b.ProgressBefore.IsZero() && !pr.Before(b.ProgressBefore) {
-		return false
-	}
-	if !b.ProgressFrom.IsZero() && pr.Before(b.ProgressFrom) {
-		return false
-	}
-	if b.HookNo != nil && *b.HookNo != (l.HookSeen == warp.HookNo) {
-		return false
-	}
-	if !b.ClaimedBefore.IsZero() && !l.ClaimedAt.Before(b.ClaimedBefore) {
-		return false
-	}
-	if !b.NotUnwiredAt.IsZero() && l.HookSeen == warp.HookNo && l.ClaimedAt.Before(b.NotUnwiredAt) {
-		return false
-	}
-	return true
-}
-
 // TestBoundsAgreeWithVerdict checks, over a grid of leases and times
 // around every threshold, that each lease matches the bounds of exactly
 // the verdict Verdict derives: the listing filter and the shown verdict
@@ -281,7 +251,7 @@ func TestBoundsAgreeWithVerdict(t *testing.T) {
 							want := p.Verdict(l, now)
 							seen[want] = true
 							for _, v := range warp.Verdicts() {
-								if got := matches(p.Bounds(v, now), l); got != (v == want) {
+								if got := p.Bounds(v, now).Match(l); got != (v == want) {
 									t.Errorf("schema %d hb age %s activity age %s claim age %s hook %q exit %q: bounds of %s match=%v, but the verdict is %s",
 										schema, hbAge, actAge, claimAge, hs, exit, v, got, want)
 								}

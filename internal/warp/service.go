@@ -6,12 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// MaxHookEvents bounds hook_events of one heartbeat: a hook per tool call
+// cannot run a million times between two ticks; more is a broken client.
+const MaxHookEvents = 1 << 20
+
+// addSaturating adds two non-negative counts, stopping at the largest
+// int64 instead of wrapping to a negative total.
+func addSaturating(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 // MaxActivityAge bounds activity_age_s: anything larger is a broken client,
 // not an idle agent.
@@ -36,6 +51,13 @@ type Config struct {
 	// HookAlarm holds the thresholds of the fleet alarm; DefaultHookAlarm
 	// when zero.
 	HookAlarm HookAlarm
+	// MaxHostsPerToken bounds the distinct hosts one agent token may report
+	// within the adoption window (a heartbeat naming one more is refused
+	// with ErrTooManyHosts); 0: no bound.
+	MaxHostsPerToken int
+	// NoGroupCommit applies every heartbeat in its own transaction instead
+	// of batching the heartbeats that arrive together (batch.go).
+	NoGroupCommit bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -50,6 +72,7 @@ type Service struct {
 	cfg   Config
 	now   func() time.Time
 	log   *slog.Logger
+	batch *batcher // nil with Config.NoGroupCommit
 }
 
 // NewService returns a Service on store. It validates cfg and fills defaults.
@@ -79,6 +102,13 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if !cfg.NoGroupCommit {
+		workers := 1
+		if w, ok := store.(ConcurrentWriter); ok {
+			workers = w.ConcurrentWriters()
+		}
+		s.batch = newBatcher(workers)
+	}
 	return s, nil
 }
 
@@ -87,9 +117,6 @@ func (s *Service) Policy() Policy { return s.cfg.Policy }
 
 // Now returns the service clock's time.
 func (s *Service) Now() time.Time { return s.now() }
-
-// Store returns the store the service runs on.
-func (s *Service) Store() Store { return s.store }
 
 // Init prepares the database for this server start: it stores the initial
 // mode when none is set, recomputes expiry when the lease window changed,
@@ -120,13 +147,8 @@ func (s *Service) Init(ctx context.Context) error {
 				return fmt.Errorf("store lease window: %w", err)
 			}
 		}
-		if s.cfg.Policy.StartupGrace > 0 {
-			if err := tx.SetMeta(ctx, MetaGraceFrom, formatTime(now)); err != nil {
-				return fmt.Errorf("store grace: %w", err)
-			}
-			if err := tx.SetMeta(ctx, MetaGraceUntil, formatTime(now.Add(s.cfg.Policy.StartupGrace))); err != nil {
-				return fmt.Errorf("store grace: %w", err)
-			}
+		if g := s.cfg.Policy.NewGrace(now); !g.From.IsZero() {
+			return writeGrace(ctx, tx, g)
 		}
 		return nil
 	})
@@ -161,7 +183,7 @@ func (s *Service) currentMode(ctx context.Context, tx Tx) (Mode, error) {
 func (s *Service) recompute(ctx context.Context, tx Tx, mode Mode) error {
 	after := ""
 	for {
-		leases, err := tx.HeldLeases(ctx, after, recomputeBatch)
+		leases, err := tx.HeldLeases(ctx, "", after, recomputeBatch)
 		if err != nil {
 			return fmt.Errorf("list held leases: %w", err)
 		}
@@ -183,6 +205,9 @@ type TicketView struct {
 	Ticket  Ticket
 	Lease   *Lease
 	Verdict Verdict
+	// LeaseSecret is the new lease's secret, in a claim's answer only (it
+	// is stored hashed and never shown again).
+	LeaseSecret string
 }
 
 func (s *Service) view(tl TicketLease, now time.Time) TicketView {
@@ -211,8 +236,8 @@ func (s *Service) CreateTicket(ctx context.Context, nt NewTicket) (Ticket, error
 	if nt.ID != "" && !ValidTicketID(nt.ID) {
 		return Ticket{}, Errorf(ErrInvalid, "ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", nt.ID)
 	}
-	if len(nt.Title) > MaxTitleLen {
-		return Ticket{}, Errorf(ErrInvalid, "title is %d bytes, at most %d allowed", len(nt.Title), MaxTitleLen)
+	if err := CheckText("title", nt.Title, MaxTitleLen); err != nil {
+		return Ticket{}, err
 	}
 	labels, err := normLabels(nt.Labels)
 	if err != nil {
@@ -382,19 +407,16 @@ func (s *Service) Claim(ctx context.Context, id string, r ClaimRequest) (TicketV
 	if err := checkIdent(r); err != nil {
 		return TicketView{}, err
 	}
-	var out TicketView
-	err := s.store.Update(ctx, func(tx Tx) error {
+	return s.claim(ctx, r, func(tx Tx) (Ticket, error) {
 		t, err := tx.Ticket(ctx, id)
 		if errors.Is(err, ErrNotFound) {
-			return Errorf(ErrNotFound, "ticket %s not found", id)
+			return t, Errorf(ErrNotFound, "ticket %s not found", id)
 		}
 		if err != nil {
-			return fmt.Errorf("read ticket %s: %w", id, err)
+			return t, fmt.Errorf("read ticket %s: %w", id, err)
 		}
-		out, err = s.claimTx(ctx, tx, t, r)
-		return err
+		return t, nil
 	})
-	return out, err
 }
 
 // ClaimNext claims the oldest open ticket carrying all r.Labels.
@@ -407,98 +429,199 @@ func (s *Service) ClaimNext(ctx context.Context, r ClaimRequest) (TicketView, er
 	if err != nil {
 		return TicketView{}, err
 	}
-	var out TicketView
-	err = s.store.Update(ctx, func(tx Tx) error {
+	return s.claim(ctx, r, func(tx Tx) (Ticket, error) {
 		t, err := tx.NextOpenTicket(ctx, labels)
 		if errors.Is(err, ErrNotFound) {
 			if len(labels) == 0 {
-				return Errorf(ErrNoOpenTicket, "no open ticket")
+				return t, Errorf(ErrNoOpenTicket, "no open ticket")
 			}
-			return Errorf(ErrNoOpenTicket, "no open ticket with labels %s", strings.Join(labels, ","))
+			return t, Errorf(ErrNoOpenTicket, "no open ticket with labels %s", strings.Join(labels, ","))
 		}
 		if err != nil {
-			return fmt.Errorf("find open ticket: %w", err)
+			return t, fmt.Errorf("find open ticket: %w", err)
 		}
-		out, err = s.claimTx(ctx, tx, t, r)
-		return err
+		return t, nil
 	})
-	return out, err
 }
 
 // MaxIdentLen bounds agent labels, host names and reasons.
 const MaxIdentLen = 256
 
 func checkIdent(r ClaimRequest) error {
-	if len(r.Agent) > MaxIdentLen || len(r.Host) > MaxIdentLen {
-		return Errorf(ErrInvalid, "agent and host are at most %d bytes", MaxIdentLen)
+	return checkTexts(MaxIdentLen, "agent", r.Agent, "host", r.Host)
+}
+
+// claim reads the ticket find returns (locked), its holder when claimed and
+// the mode, applies Policy.Claim and writes the new lease. The lease is
+// bound to the caller's token, and to a fresh secret when the client asks
+// for one (Caller.WantsSecret); the secret is answered once and stored
+// hashed.
+func (s *Service) claim(ctx context.Context, r ClaimRequest, find func(Tx) (Ticket, error)) (TicketView, error) {
+	now := s.now()
+	c, _ := CallerFrom(ctx)
+	secret, hash := "", ""
+	if c.WantsSecret {
+		secret, hash = newLeaseSecret()
+	}
+	var out TicketView
+	err := s.store.Update(ctx, func(tx Tx) error {
+		t, err := find(tx)
+		if err != nil {
+			return err
+		}
+		var holder *Lease
+		if t.State == TicketClaimed {
+			l, err := tx.Lease(ctx, t.ID, t.Epoch)
+			if err != nil {
+				return fmt.Errorf("read lease %s/%d: %w", t.ID, t.Epoch, err)
+			}
+			holder = &l
+		}
+		mode, err := s.currentMode(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ch, err := s.cfg.Policy.Claim(mode, t, holder, r, c, hash, now)
+		if err != nil {
+			return err
+		}
+		if _, err := s.write(ctx, tx, ch); err != nil {
+			return err
+		}
+		out = TicketView{Ticket: ch.Ticket, Lease: &ch.Lease, Verdict: s.cfg.Policy.Verdict(ch.Lease, now), LeaseSecret: secret}
+		return nil
+	})
+	return out, err
+}
+
+// write stores what a transition of the lease core returns, in its order,
+// and returns the ids of its events.
+func (s *Service) write(ctx context.Context, tx Tx, ch Change) ([]int64, error) {
+	return s.writeCounting(ctx, tx, ch, nil)
+}
+
+// hostCounts gathers the count changes (Change.Counts) of the leases one
+// transaction writes, to write them once per host at its end, hosts in
+// order: every transaction that moves several hosts' counts (a heartbeat
+// batch, a sweep, a verdict pass) then locks those rows in one order.
+type hostCounts map[string]map[Verdict]int64
+
+func (hc hostCounts) add(host string, d map[Verdict]int64) {
+	if len(d) == 0 {
+		return
+	}
+	m := hc[host]
+	if m == nil {
+		m = make(map[Verdict]int64, len(d))
+		hc[host] = m
+	}
+	for k, n := range d {
+		m[k] += n
+	}
+}
+
+func (hc hostCounts) flush(ctx context.Context, tx Tx) error {
+	for _, h := range slices.Sorted(maps.Keys(hc)) {
+		if err := tx.AddVerdictCounts(ctx, h, hc[h]); err != nil {
+			return fmt.Errorf("count verdicts: %w", err)
+		}
 	}
 	return nil
 }
 
-func (s *Service) claimTx(ctx context.Context, tx Tx, t Ticket, r ClaimRequest) (TicketView, error) {
-	switch t.State {
-	case TicketClaimed:
-		l, err := tx.Lease(ctx, t.ID, t.Epoch)
-		if err != nil {
-			return TicketView{}, fmt.Errorf("read lease %s/%d: %w", t.ID, t.Epoch, err)
+// writeCounting is write with the count changes gathered into hc (when
+// not nil) instead of written at once.
+func (s *Service) writeCounting(ctx context.Context, tx Tx, ch Change, hc hostCounts) ([]int64, error) {
+	l := ch.Lease
+	switch {
+	case ch.InsertLease:
+		if err := tx.InsertLease(ctx, l); err != nil {
+			return nil, fmt.Errorf("insert lease %s/%d: %w", l.Ticket, l.Epoch, err)
 		}
-		return TicketView{}, Errorf(ErrConflict, "ticket %s is claimed by agent %q on host %q (epoch %d)", t.ID, l.Agent, l.Host, l.Epoch)
-	case TicketCompleted:
-		return TicketView{}, Errorf(ErrConflict, "ticket %s is completed", t.ID)
+	case ch.LeaseDirty:
+		if err := tx.UpdateLease(ctx, l); err != nil {
+			return nil, fmt.Errorf("update lease %s/%d: %w", l.Ticket, l.Epoch, err)
+		}
 	}
-	mode, err := s.currentMode(ctx, tx)
-	if err != nil {
-		return TicketView{}, err
+	if hc != nil {
+		hc.add(l.Host, ch.Counts)
+	} else if len(ch.Counts) > 0 {
+		if err := tx.AddVerdictCounts(ctx, l.Host, ch.Counts); err != nil {
+			return nil, fmt.Errorf("count verdicts: %w", err)
+		}
 	}
-	now := s.now()
-	l := Lease{
-		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,
-		ClaimedAt: now, LastHeartbeatAt: now, LastActivityAt: now, RefreshedAt: now,
+	if ch.TicketDirty {
+		if err := tx.UpdateTicket(ctx, ch.Ticket); err != nil {
+			return nil, fmt.Errorf("update ticket %s: %w", ch.Ticket.ID, err)
+		}
 	}
-	l.ExpiresAt = s.cfg.Policy.ExpiresAt(mode, l)
-	if err := tx.InsertLease(ctx, l); err != nil {
-		return TicketView{}, fmt.Errorf("insert lease %s/%d: %w", l.Ticket, l.Epoch, err)
+	ids := make([]int64, len(ch.Events))
+	for i, e := range ch.Events {
+		id, err := tx.AppendEvent(ctx, e)
+		if err != nil {
+			return nil, fmt.Errorf("append %s event of %s: %w", e.Kind, e.Ticket, err)
+		}
+		ids[i] = id
 	}
-	t.State, t.Epoch, t.UpdatedAt = TicketClaimed, l.Epoch, now
-	if err := tx.UpdateTicket(ctx, t); err != nil {
-		return TicketView{}, fmt.Errorf("update ticket %s: %w", t.ID, err)
-	}
-	if _, err := tx.AppendEvent(ctx, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventClaimed, At: now,
-		Data: map[string]any{"agent": l.Agent, "host": l.Host}}); err != nil {
-		return TicketView{}, err
-	}
-	return TicketView{Ticket: t, Lease: &l, Verdict: s.cfg.Policy.Verdict(l, now)}, nil
+	return ids, nil
 }
 
-// heldLease returns the ticket and its lease of epoch, locked, enforcing the
-// fencing rules: unknown ticket → ErrNotFound; an epoch that is not the
-// ticket's current one → ErrStaleEpoch; a lease that ended → ErrLeaseEnded.
-// epoch 0 means the current lease (v1 heartbeats, operator releases).
+// heldLease reads ticket id and its lease of epoch, locked, and applies
+// the fencing check (Fence) and the write check (CheckWrite) for the
+// caller in ctx: unknown ticket → ErrNotFound; an epoch that is not the
+// ticket's current one → ErrStaleEpoch; a lease that ended →
+// ErrLeaseEnded; an agent that does not hold the lease → ErrNotHolder.
+// epoch 0 means the current lease.
 func (s *Service) heldLease(ctx context.Context, tx Tx, id string, epoch int64) (Ticket, Lease, error) {
-	t, err := tx.Ticket(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return Ticket{}, Lease{}, Errorf(ErrNotFound, "ticket %s not found", id)
-	}
+	c, _ := CallerFrom(ctx)
+	t, err := s.readTicket(ctx, tx, id)
 	if err != nil {
-		return Ticket{}, Lease{}, fmt.Errorf("read ticket %s: %w", id, err)
+		return Ticket{}, Lease{}, err
 	}
-	if epoch == 0 {
-		if t.Epoch == 0 {
-			return t, Lease{}, Errorf(ErrLeaseEnded, "ticket %s has no lease: claim it first", id)
-		}
-		epoch = t.Epoch
-	}
-	if epoch != t.Epoch {
-		return t, Lease{}, Errorf(ErrStaleEpoch, "epoch %d of ticket %s is stale: the current epoch is %d", epoch, id, t.Epoch)
+	epoch, err = Fence(t, epoch, c.discloses())
+	if err != nil {
+		return t, Lease{}, err
 	}
 	l, err := tx.Lease(ctx, id, epoch)
 	if err != nil {
 		return t, Lease{}, fmt.Errorf("read lease %s/%d: %w", id, epoch, err)
 	}
-	if !l.Held() {
-		return t, l, Errorf(ErrLeaseEnded, "lease %d of ticket %s has ended (%s)", epoch, id, l.State)
+	if err := CheckWrite(l, c); err != nil {
+		return t, Lease{}, err
 	}
 	return t, l, nil
+}
+
+// heartbeatLease is heldLease in one read of the ticket (without its
+// labels) and its current lease: the heartbeat path. A ticket that is
+// missing or never claimed takes heldLease's reads for its precise error.
+func (s *Service) heartbeatLease(ctx context.Context, tx Tx, id string, epoch int64) (Ticket, Lease, error) {
+	t, l, err := tx.CurrentLease(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return s.heldLease(ctx, tx, id, epoch)
+	}
+	if err != nil {
+		return Ticket{}, Lease{}, fmt.Errorf("read lease of %s: %w", id, err)
+	}
+	c, _ := CallerFrom(ctx)
+	if _, err := Fence(t, epoch, c.discloses()); err != nil {
+		return t, Lease{}, err
+	}
+	if err := CheckWrite(l, c); err != nil {
+		return t, Lease{}, err
+	}
+	return t, l, nil
+}
+
+func (s *Service) readTicket(ctx context.Context, tx Tx, id string) (Ticket, error) {
+	t, err := tx.Ticket(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Ticket{}, Errorf(ErrNotFound, "ticket %s not found", id)
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("read ticket %s: %w", id, err)
+	}
+	return t, nil
 }
 
 // ValidateHeartbeat checks a decoded heartbeat. ErrUnsupportedSchema for an
@@ -512,8 +635,8 @@ func ValidateHeartbeat(h Heartbeat) error {
 	if !ValidTicketID(h.Ticket) {
 		return Errorf(ErrInvalid, "ticket %q is invalid", h.Ticket)
 	}
-	if len(h.Host) > MaxIdentLen || len(h.Agent) > MaxIdentLen || len(h.InFlight) > MaxIdentLen {
-		return Errorf(ErrInvalid, "host, agent and in_flight are at most %d bytes", MaxIdentLen)
+	if err := checkTexts(MaxIdentLen, "host", h.Host, "agent", h.Agent, "in_flight", h.InFlight); err != nil {
+		return err
 	}
 	if h.SchemaVersion == 1 {
 		return nil
@@ -527,8 +650,8 @@ func ValidateHeartbeat(h Heartbeat) error {
 	if h.ActivityAge > MaxActivityAge {
 		return Errorf(ErrInvalid, "activity_age_s %v is larger than %v", h.ActivityAge, MaxActivityAge)
 	}
-	if h.HookEvents < 0 {
-		return Errorf(ErrInvalid, "hook_events must not be negative, got %d", h.HookEvents)
+	if h.HookEvents < 0 || h.HookEvents > MaxHookEvents {
+		return Errorf(ErrInvalid, "hook_events must be between 0 and %d, got %d", MaxHookEvents, h.HookEvents)
 	}
 	if h.Exit != "" && !ValidExit(h.Exit) {
 		return Errorf(ErrInvalid, "exit %q is unknown: want %s or %s", h.Exit, ExitParentExited, ExitWorktreeGone)
@@ -536,114 +659,43 @@ func ValidateHeartbeat(h Heartbeat) error {
 	return nil
 }
 
-// Heartbeat applies one heartbeat (v1 or v2, exit reports included).
+// Heartbeat applies one heartbeat (v1 or v2, exit reports included):
+// validate, read the lease (fenced, authorised) and the mode, count the
+// heartbeat for adoption (bounded per agent token), apply Policy.Heartbeat,
+// write. Heartbeats that arrive together share one transaction (group
+// commit, batch.go) unless Config.NoGroupCommit.
 func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, error) {
 	if err := ValidateHeartbeat(h); err != nil {
 		return HeartbeatResult{}, err
 	}
-	var res HeartbeatResult
-	err := s.store.Update(ctx, func(tx Tx) error {
-		now := s.now()
-		epoch := h.Epoch
-		if h.SchemaVersion == 1 {
-			epoch = 0
-		}
-		t, l, err := s.heldLease(ctx, tx, h.Ticket, epoch)
-		if err != nil {
-			return err
-		}
-		mode, err := s.currentMode(ctx, tx)
-		if err != nil {
-			return err
-		}
-		host := h.Host
-		if host == "" {
-			host = l.Host
-		}
-		if host == "" {
-			host = "unknown"
-		}
-		if err := tx.RecordHeartbeat(ctx, host, h.SchemaVersion, now); err != nil {
-			return fmt.Errorf("record heartbeat: %w", err)
-		}
-		firstV2 := h.SchemaVersion == 2 && l.FirstV2At.IsZero()
-		res = HeartbeatResult{Ticket: t.ID, Epoch: l.Epoch, Mode: mode, Extended: true}
-		l.LastHeartbeatAt = now
-		l.SchemaVersion = h.SchemaVersion
-		if h.SchemaVersion == 2 {
-			act := now.Add(-time.Duration(h.ActivityAge * float64(time.Second)))
-			if act.After(l.LastActivityAt) {
-				l.LastActivityAt = act
-			}
-			l.InFlight = h.InFlight
-			if h.HookSeen != nil {
-				l.HookSeen = HookNo
-				if *h.HookSeen {
-					l.HookSeen = HookYes
-				}
-			}
-			l.HookEvents += h.HookEvents
-		} else {
-			l.InFlight = ""
-		}
-		if h.SchemaVersion == 1 && mode == ModeActivity {
-			res.Extended = false
-			res.Note = "activity mode: v1 heartbeats are recorded but no longer extend a lease; upgrade this host's loop to schema_version 2"
-		} else {
-			l.RefreshedAt = now
-		}
-		l.ExpiresAt = s.cfg.Policy.ExpiresAt(mode, l)
-		if firstV2 {
-			l.FirstV2At = now
-			if _, err := tx.AppendEvent(ctx, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventFirstV2Heartbeat, At: now,
-				Data: map[string]any{"host": host}}); err != nil {
-				return err
-			}
-		}
-		if h.SchemaVersion == 2 && h.Exit != "" && l.Exit == "" {
-			l.Exit, l.ExitedAt = h.Exit, now
-			if _, err := tx.AppendEvent(ctx, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventExitReport, At: now,
-				Data: map[string]any{"exit": h.Exit, "host": host}}); err != nil {
-				return err
-			}
-			if s.cfg.ReleaseOnExit {
-				if err := s.endTx(ctx, tx, t, l, LeaseReleased, ReleaseExitReport, ""); err != nil {
-					return err
-				}
-				res.ExpiresAt, res.Verdict = now, VerdictExited
-				return nil
-			}
-		}
-		if err := tx.UpdateLease(ctx, l); err != nil {
-			return fmt.Errorf("update lease %s/%d: %w", l.Ticket, l.Epoch, err)
-		}
-		res.ExpiresAt = l.ExpiresAt
-		res.Verdict = s.cfg.Policy.Verdict(l, now)
-		return nil
-	})
+	if s.batch != nil {
+		return s.heartbeatBatched(ctx, h)
+	}
+	res, _, err := s.heartbeatOne(ctx, h)
 	return res, err
 }
 
-// endTx ends lease l of ticket t with state and reason, writes the ticket's
-// new state and the event.
-func (s *Service) endTx(ctx context.Context, tx Tx, t Ticket, l Lease, state LeaseState, reason, prURL string) error {
-	now := s.now()
-	l.State, l.EndedAt, l.EndReason, l.PRURL = state, now, reason, prURL
-	if err := tx.UpdateLease(ctx, l); err != nil {
-		return fmt.Errorf("end lease %s/%d: %w", l.Ticket, l.Epoch, err)
+// countHeartbeat records one heartbeat of host for the adoption query and,
+// when the caller is an agent token that names a new host, enforces
+// Config.MaxHostsPerToken.
+func (s *Service) countHeartbeat(ctx context.Context, tx Tx, host string, schemaVersion int, now time.Time) error {
+	caller, _ := CallerFrom(ctx)
+	created, err := tx.RecordHeartbeat(ctx, HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: schemaVersion, At: now, N: 1})
+	if err != nil {
+		return fmt.Errorf("record heartbeat: %w", err)
 	}
-	kind, data := EventReleased, map[string]any{"reason": reason, "agent": l.Agent, "host": l.Host}
-	t.State = TicketOpen
-	if state == LeaseCompleted {
-		kind, data = EventCompleted, map[string]any{"pr_url": prURL, "agent": l.Agent, "host": l.Host}
-		t.State = TicketCompleted
+	if !created || !caller.Agent || s.cfg.MaxHostsPerToken <= 0 {
+		return nil
 	}
-	t.UpdatedAt = now
-	if err := tx.UpdateTicket(ctx, t); err != nil {
-		return fmt.Errorf("update ticket %s: %w", t.ID, err)
+	n, err := tx.HostsOfToken(ctx, caller.Token, now.Add(-DefaultAdoptionWindow))
+	if err != nil {
+		return fmt.Errorf("count hosts: %w", err)
 	}
-	_, err := tx.AppendEvent(ctx, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: kind, At: now, Data: data})
-	return err
+	if n > s.cfg.MaxHostsPerToken {
+		return Errorf(ErrTooManyHosts, "this agent token has reported %d hosts in the last %s, at most %d allowed: reuse host names, give each host its own token, or raise warp serve --max-hosts-per-token",
+			n, DefaultAdoptionWindow, s.cfg.MaxHostsPerToken)
+	}
+	return nil
 }
 
 // Release ends the lease of epoch on ticket id and reopens the ticket.
@@ -664,27 +716,24 @@ func (s *Service) finish(ctx context.Context, id string, epoch int64, state Leas
 	if epoch < 0 {
 		return TicketView{}, Errorf(ErrInvalid, "epoch must not be negative, got %d", epoch)
 	}
-	if len(reason) > MaxIdentLen || len(prURL) > MaxTitleLen {
-		return TicketView{}, Errorf(ErrInvalid, "reason is at most %d bytes and pr_url at most %d", MaxIdentLen, MaxTitleLen)
+	if err := CheckText("reason", reason, MaxIdentLen); err != nil {
+		return TicketView{}, err
 	}
+	if err := CheckText("pr_url", prURL, MaxTitleLen); err != nil {
+		return TicketView{}, err
+	}
+	now := s.now()
 	var out TicketView
 	err := s.store.Update(ctx, func(tx Tx) error {
 		t, l, err := s.heldLease(ctx, tx, id, epoch)
 		if err != nil {
 			return err
 		}
-		if err := s.endTx(ctx, tx, t, l, state, reason, prURL); err != nil {
+		ch := End(t, l, state, reason, prURL, now)
+		if _, err := s.write(ctx, tx, ch); err != nil {
 			return err
 		}
-		t2, err := tx.Ticket(ctx, id)
-		if err != nil {
-			return err
-		}
-		l2, err := tx.Lease(ctx, id, l.Epoch)
-		if err != nil {
-			return err
-		}
-		out = TicketView{Ticket: t2, Lease: &l2}
+		out = TicketView{Ticket: ch.Ticket, Lease: &ch.Lease}
 		return nil
 	})
 	return out, err
@@ -813,44 +862,51 @@ type SweepResult struct {
 	HostAlarms []HostAlarmChange
 }
 
-// Sweep lapses every held lease whose expiry has passed, in batches, and
-// records why each one lapsed. During the startup grace, leases last
-// refreshed before the server start are left alone.
+// Sweep lapses every held lease whose expiry has passed (Policy's Lapse),
+// in batches, and records why each one lapsed. During the startup grace,
+// leases last refreshed before the server start are left alone
+// (Grace.Due).
 func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	start := time.Now()
 	now := s.now()
 	var res SweepResult
-	var graceFrom time.Time
+	var grace Grace
 	var mode Mode
 	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
 		if mode, err = s.currentMode(ctx, tx); err != nil {
 			return err
 		}
-		graceFrom, err = s.graceFrom(ctx, tx, now)
+		grace, err = readGrace(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return res, err
 	}
+	due := grace.Due(now)
 	for {
 		var n int
 		var batch []Lease
 		err := s.store.Update(ctx, func(tx Tx) error {
 			batch = batch[:0] // a store may run fn again
-			due, err := tx.DueLeases(ctx, now, graceFrom, sweepBatch)
+			leases, err := tx.DueLeases(ctx, due, sweepBatch)
 			if err != nil {
 				return fmt.Errorf("due leases: %w", err)
 			}
-			n = len(due)
-			for _, l := range due {
-				ended, err := s.lapseTx(ctx, tx, mode, l, now)
+			n = len(leases)
+			counts := hostCounts{}
+			for _, l := range leases {
+				t, err := tx.Ticket(ctx, l.Ticket)
 				if err != nil {
+					return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
+				}
+				ch := Lapse(mode, t, l, now)
+				if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
 					return err
 				}
-				batch = append(batch, ended)
+				batch = append(batch, ch.Lease)
 			}
-			return nil
+			return counts.flush(ctx, tx)
 		})
 		if err != nil {
 			return res, err
@@ -872,52 +928,36 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, err
 }
 
-// graceFrom returns the refreshed-from bound of the startup grace at now,
-// zero when no grace is in force.
-func (s *Service) graceFrom(ctx context.Context, tx Tx, now time.Time) (time.Time, error) {
-	until, err := tx.Meta(ctx, MetaGraceUntil)
-	if errors.Is(err, ErrNotFound) {
-		return time.Time{}, nil
+// writeGrace stores grace g (Service.Init): replicas sharing the database
+// and the sweeps of this start read it back with readGrace.
+func writeGrace(ctx context.Context, tx Tx, g Grace) error {
+	if err := tx.SetMeta(ctx, MetaGraceFrom, formatTime(g.From)); err != nil {
+		return fmt.Errorf("store grace: %w", err)
 	}
-	if err != nil {
-		return time.Time{}, err
+	if err := tx.SetMeta(ctx, MetaGraceUntil, formatTime(g.Until)); err != nil {
+		return fmt.Errorf("store grace: %w", err)
 	}
-	u, err := parseTime(until)
-	if err != nil || !now.Before(u) {
-		return time.Time{}, nil
-	}
-	from, err := tx.Meta(ctx, MetaGraceFrom)
-	if err != nil {
-		return time.Time{}, nil
-	}
-	f, err := parseTime(from)
-	if err != nil {
-		return time.Time{}, nil
-	}
-	return f, nil
+	return nil
 }
 
-// lapseTx ends l as lapsed at now, reopens its ticket, records the event
-// and returns the ended lease.
-func (s *Service) lapseTx(ctx context.Context, tx Tx, mode Mode, l Lease, now time.Time) (Lease, error) {
-	reason, fb := LapseReason(mode, l)
-	l.State, l.EndedAt, l.EndReason, l.FallbackExtended = LeaseLapsed, now, reason, fb
-	if err := tx.UpdateLease(ctx, l); err != nil {
-		return l, fmt.Errorf("lapse lease %s/%d: %w", l.Ticket, l.Epoch, err)
-	}
-	t, err := tx.Ticket(ctx, l.Ticket)
-	if err != nil {
-		return l, fmt.Errorf("read ticket %s: %w", l.Ticket, err)
-	}
-	if t.Epoch == l.Epoch && t.State == TicketClaimed {
-		t.State, t.UpdatedAt = TicketOpen, now
-		if err := tx.UpdateTicket(ctx, t); err != nil {
-			return l, fmt.Errorf("reopen ticket %s: %w", t.ID, err)
+// readGrace returns the grace the last start stored; the zero Grace (none)
+// when there is none or it cannot be read back.
+func readGrace(ctx context.Context, tx Tx) (Grace, error) {
+	var g Grace
+	for _, m := range []struct {
+		key string
+		at  *time.Time
+	}{{MetaGraceFrom, &g.From}, {MetaGraceUntil, &g.Until}} {
+		v, err := tx.Meta(ctx, m.key)
+		if errors.Is(err, ErrNotFound) {
+			return Grace{}, nil
+		}
+		if err != nil {
+			return Grace{}, fmt.Errorf("read grace: %w", err)
+		}
+		if *m.at, err = parseTime(v); err != nil {
+			return Grace{}, nil
 		}
 	}
-	_, err = tx.AppendEvent(ctx, Event{Ticket: l.Ticket, Epoch: l.Epoch, Kind: EventLapsed, At: now, Data: map[string]any{
-		"reason": reason, "fallback_extended": fb, "agent": l.Agent, "host": l.Host,
-		"last_activity_at": formatTime(l.LastActivityAt), "last_heartbeat_at": formatTime(l.LastHeartbeatAt),
-	}})
-	return l, err
+	return g, nil
 }

@@ -30,7 +30,9 @@ type Store interface {
 // it until the transaction ends.
 type Tx interface {
 	// CreateTicket inserts t and returns it with Seq assigned.
-	// ErrConflict when the id exists.
+	// ErrConflict when the id exists. t.Labels arrive normalised (trimmed,
+	// deduplicated, sorted: the Service's rule); a store keeps and returns
+	// them in that order.
 	CreateTicket(ctx context.Context, t Ticket) (Ticket, error)
 	// Ticket returns the ticket with id, locked for update inside Update.
 	// ErrNotFound when there is none.
@@ -46,21 +48,42 @@ type Tx interface {
 	// CountTickets counts tickets per state.
 	CountTickets(ctx context.Context) (map[TicketState]int64, error)
 
+	// CurrentLease returns ticket id and its current lease (the lease of
+	// its epoch) in one read, both locked for update inside Update. The
+	// ticket comes without its labels (nil): the heartbeat path, which
+	// reads it, never shows them. ErrNotFound when the ticket does not
+	// exist or was never claimed.
+	CurrentLease(ctx context.Context, id string) (Ticket, Lease, error)
 	// Lease returns the lease (ticket, epoch). ErrNotFound when there is none.
 	Lease(ctx context.Context, ticket string, epoch int64) (Lease, error)
 	// InsertLease inserts a new lease. ErrConflict when (ticket, epoch) exists.
 	InsertLease(ctx context.Context, l Lease) error
 	// UpdateLease writes every mutable field of l, keyed by (ticket, epoch).
 	UpdateLease(ctx context.Context, l Lease) error
-	// DueLeases returns up to limit held leases with ExpiresAt <= now, in
-	// ExpiresAt order, locked for update and skipping rows others hold. When
-	// refreshedFrom is not zero, only leases with RefreshedAt >= refreshedFrom
-	// are returned (the startup grace). The cost is O(due leases).
-	DueLeases(ctx context.Context, now, refreshedFrom time.Time, limit int) ([]Lease, error)
+	// DueLeases returns up to limit leases that f matches (DueFilter.Match),
+	// in ExpiresAt order, locked for update and skipping rows others hold.
+	// The cost is O(due leases).
+	DueLeases(ctx context.Context, f DueFilter, limit int) ([]Lease, error)
+	// VerdictDueLeases returns up to limit held leases whose VerdictDueAt
+	// is set and not after now, in VerdictDueAt order, locked for update
+	// and skipping rows others hold (inside Update); limit <= 0: no limit.
+	// The cost is O(due leases).
+	VerdictDueLeases(ctx context.Context, now time.Time, limit int) ([]Lease, error)
 	// HeldLeases returns up to limit held leases with (ticket) > after, in
-	// ticket order: a full pass for recomputing expiry after a mode change.
-	HeldLeases(ctx context.Context, after string, limit int) ([]Lease, error)
-	// CountHeld counts held leases within the bounds.
+	// ticket order, of host when it is not empty: a full pass for
+	// recomputing expiry after a mode change, or one host's leases for
+	// the fleet alarm (O(that host's held leases)).
+	HeldLeases(ctx context.Context, host, after string, limit int) ([]Lease, error)
+	// AddVerdictCounts adds delta to host's held-lease counts per recorded
+	// verdict.
+	AddVerdictCounts(ctx context.Context, host string, delta map[Verdict]int64) error
+	// VerdictCounts returns the held-lease counts per host and recorded
+	// verdict (rows with a count of 0 may be left out).
+	VerdictCounts(ctx context.Context) ([]HostVerdictCount, error)
+	// EndedHosts returns the distinct hosts of the leases that ended at or
+	// after since. The cost is O(leases ended since).
+	EndedHosts(ctx context.Context, since time.Time) ([]string, error)
+	// CountHeld counts held leases that b matches (VerdictBounds.Match).
 	CountHeld(ctx context.Context, b VerdictBounds) (int64, error)
 
 	// AppendEvent appends e and returns its id.
@@ -72,9 +95,14 @@ type Tx interface {
 	// first, at most limit; all kinds when kinds is empty.
 	RecentEvents(ctx context.Context, kinds []EventKind, limit int) ([]Event, error)
 
-	// RecordHeartbeat counts one heartbeat of host with schema version at
-	// time at, for the adoption query.
-	RecordHeartbeat(ctx context.Context, host string, schemaVersion int, at time.Time) error
+	// RecordHeartbeat counts c.N heartbeats of c.Host with c.SchemaVersion
+	// in the one-second bucket of c.At for the adoption query, moves the
+	// host's last-seen forward, and reports whether the host was new; a new
+	// host records c.Token (Caller.Token) as the one that reported it.
+	RecordHeartbeat(ctx context.Context, c HeartbeatCount) (created bool, err error)
+	// HostsOfToken counts the hosts first reported by token and seen at or
+	// after since.
+	HostsOfToken(ctx context.Context, token string, since time.Time) (int, error)
 	// Adoption returns, per host seen at or after since, its last schema
 	// version, last-seen time and v1/v2 counts since since.
 	Adoption(ctx context.Context, since time.Time) ([]HostAdoption, error)
@@ -85,6 +113,23 @@ type Tx interface {
 	Meta(ctx context.Context, key string) (string, error)
 	// SetMeta stores value under key.
 	SetMeta(ctx context.Context, key, value string) error
+}
+
+// HostVerdictCount is the number of held leases of Host whose recorded
+// verdict is Verdict (Store.VerdictCounts).
+type HostVerdictCount struct {
+	Host    string
+	Verdict Verdict
+	N       int64
+}
+
+// HeartbeatCount is N heartbeats of one host with one schema version, the
+// latest at At, sent with Token (Store.RecordHeartbeat).
+type HeartbeatCount struct {
+	Host, Token   string
+	SchemaVersion int
+	At            time.Time
+	N             int64
 }
 
 // TicketLease is a ticket with its current lease, when it has one.
@@ -109,4 +154,7 @@ const (
 	MetaGraceFrom   = "grace_from"  // RFC 3339 nano: leases refreshed before it are protected
 	MetaGraceUntil  = "grace_until" // RFC 3339 nano: ... until then
 	MetaLastSweep   = "last_sweep"  // RFC 3339 nano
+	// MetaLastVerdictPass is the time of the last verdict pass (RFC 3339
+	// nano): the next one tallies the hosts whose leases ended since.
+	MetaLastVerdictPass = "last_verdict_pass"
 )

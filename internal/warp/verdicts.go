@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
-// verdictBatch is how many claimed tickets one transaction of the verdict
-// pass reads: small enough that SQLite's single writer is not held for long.
+// verdictBatch is how many due leases one transaction of the verdict pass
+// reads: small enough that SQLite's single writer is not held for long.
 const verdictBatch = 500
 
 // VerdictChange is one verdict transition the verdict pass recorded.
@@ -58,10 +59,11 @@ func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
 // stalled or silent and when it came back. It returns the changes in the
 // order recorded.
 //
-// Cost: the pass reads, per verdict, the claimed tickets within that
-// verdict's column bounds (Tx.Tickets with VerdictBounds, paged by Seq) and
-// writes only the leases that changed; each change re-reads its ticket and
-// lease locked, so a heartbeat committed in between is never overwritten.
+// Cost: O(changes). Every write of a held lease stores when its verdict
+// next differs from the recorded one (Policy.VerdictDue, indexed); the pass
+// reads only the leases due by now (Tx.VerdictDueLeases, locked, skipping
+// those a heartbeat holds: they stay due), records each change and moves
+// each lease's due time to its next change.
 func (s *Service) RecordVerdicts(ctx context.Context) ([]VerdictChange, error) {
 	p, err := s.VerdictPass(ctx)
 	return p.Changes, err
@@ -73,70 +75,63 @@ type VerdictPassResult struct {
 	Alarms  []HostAlarmChange
 }
 
-// VerdictPass is RecordVerdicts followed by the fleet alarm: while it reads
-// every held lease for the verdicts, it tallies per host the held leases,
-// those that turned stalled or unwired within the last stall window
+// VerdictPass is RecordVerdicts followed by the fleet alarm: for the hosts
+// that may have moved, it tallies the host's held leases, those that
+// turned stalled or unwired within the last stall window
 // (Policy.StaleSince) and the latest hook-backed activity, then raises and
 // clears host alarms (events host-alarm, host-alarm-cleared; state in
-// MetaHostAlarms). A lease whose columns change between two of the pass's
-// batches may be tallied under both verdicts: the counts are those of one
-// pass, not of one instant.
+// MetaHostAlarms).
+//
+// The hosts that may have moved: an alarm is raised when a host's stale
+// share reaches the thresholds, and that share only grows when one of its
+// leases turns stalled or unwired (a verdict change) or when its held
+// count shrinks (a lease exits — a change to exited — or ends); an alarm
+// clears only on returned activity or the host going away, which are
+// checked for every host in alarm at every pass. So the pass tallies the
+// hosts with a change to stalled, unwired or exited and the hosts whose
+// leases ended since the last pass — of those, only the ones whose held
+// counts per recorded verdict could meet the thresholds — and the hosts
+// in alarm; any other host's alarm state is what a tally would leave it
+// at. The cost is O(changes + hosts + held leases of the hosts tallied).
 func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 	now := s.now()
 	var out []VerdictChange
-	tallies := map[string]*hostTally{}
-	for _, v := range Verdicts() {
-		b := s.cfg.Policy.Bounds(v, now)
-		f := TicketFilter{State: TicketClaimed, Verdict: &b, Limit: verdictBatch}
-		for {
-			var n int
-			var lastSeq int64
-			var batch []VerdictChange
-			var seen []Lease
-			err := s.store.Update(ctx, func(tx Tx) error {
-				batch, seen, lastSeq = batch[:0], seen[:0], f.AfterSeq // a store may run fn again
-				rows, err := tx.Tickets(ctx, f)
-				if err != nil {
-					return fmt.Errorf("list %s leases: %w", v, err)
-				}
-				n = len(rows)
-				for _, r := range rows {
-					lastSeq = r.Ticket.Seq
-					if r.Lease == nil || !r.Lease.Held() {
-						continue
-					}
-					seen = append(seen, *r.Lease)
-					if recordedVerdict(*r.Lease) == v {
-						continue
-					}
-					c, ok, err := s.recordVerdictTx(ctx, tx, r.Ticket.ID, now)
-					if err != nil {
-						return err
-					}
-					if ok {
-						batch = append(batch, c)
-					}
-				}
-				return nil
-			})
+	for {
+		var n int
+		var batch []VerdictChange
+		err := s.store.Update(ctx, func(tx Tx) error {
+			batch = batch[:0] // a store may run fn again
+			leases, err := tx.VerdictDueLeases(ctx, now, verdictBatch)
 			if err != nil {
-				return VerdictPassResult{Changes: out}, err
+				return fmt.Errorf("verdict-due leases: %w", err)
 			}
-			// Only committed changes are reported.
-			out = append(out, batch...)
-			for _, l := range seen {
-				t := tallies[l.Host]
-				if t == nil {
-					t = &hostTally{}
-					tallies[l.Host] = t
+			n = len(leases)
+			counts := hostCounts{}
+			for _, l := range leases {
+				ch, c, ok := s.cfg.Policy.RecordVerdict(Ticket{ID: l.Ticket}, l, now)
+				ids, err := s.writeCounting(ctx, tx, ch, counts)
+				if err != nil {
+					return err
 				}
-				s.cfg.Policy.tally(t, l, v, now)
+				if ok {
+					c.EventID = ids[0]
+					batch = append(batch, c)
+				}
 			}
-			f.AfterSeq = lastSeq
-			if n < verdictBatch {
-				break
-			}
+			return counts.flush(ctx, tx)
+		})
+		if err != nil {
+			return VerdictPassResult{Changes: out}, err
 		}
+		// Only committed changes are reported.
+		out = append(out, batch...)
+		if n < verdictBatch {
+			break
+		}
+	}
+	tallies, err := s.tallyHosts(ctx, out, now)
+	if err != nil {
+		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
 	}
 	alarms, err := s.recordAlarms(ctx, tallies, now)
 	if err != nil {
@@ -145,38 +140,104 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 	return VerdictPassResult{Changes: out, Alarms: alarms}, nil
 }
 
-// recordVerdictTx re-reads ticket id and its lease locked and records the
-// lease's verdict at now when it differs from the recorded one.
-func (s *Service) recordVerdictTx(ctx context.Context, tx Tx, id string, now time.Time) (VerdictChange, bool, error) {
-	t, err := tx.Ticket(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return VerdictChange{}, false, nil
+// tallyHosts tallies, for the fleet alarm, the held leases of every host
+// with a verdict change in changes and of every host in alarm.
+func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now time.Time) (map[string]*hostTally, error) {
+	hosts := map[string]bool{}
+	for _, c := range changes {
+		switch c.To {
+		case VerdictStalled, VerdictUnwired, VerdictExited:
+			hosts[c.Host] = true
+		}
 	}
+	var alarms map[string]HostAlarmState
+	var ended []string
+	var counts []HostVerdictCount
+	err := s.store.Update(ctx, func(tx Tx) error {
+		var err error
+		if alarms, err = readAlarms(ctx, tx); err != nil {
+			return err
+		}
+		if counts, err = tx.VerdictCounts(ctx); err != nil {
+			return fmt.Errorf("verdict counts: %w", err)
+		}
+		// Fewer held leases can raise an alarm: the hosts whose leases
+		// ended since the last pass are tallied too.
+		since := time.Time{}
+		if v, err := tx.Meta(ctx, MetaLastVerdictPass); err == nil {
+			if at, err := parseTime(v); err == nil {
+				since = at
+			}
+		} else if !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("read last verdict pass: %w", err)
+		}
+		if ended, err = tx.EndedHosts(ctx, since); err != nil {
+			return fmt.Errorf("hosts of ended leases: %w", err)
+		}
+		return tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now))
+	})
 	if err != nil {
-		return VerdictChange{}, false, fmt.Errorf("read ticket %s: %w", id, err)
+		return nil, err
 	}
-	if t.State != TicketClaimed || t.Epoch == 0 {
-		return VerdictChange{}, false, nil
+	for _, h := range ended {
+		hosts[h] = true
 	}
-	l, err := tx.Lease(ctx, id, t.Epoch)
-	if err != nil {
-		return VerdictChange{}, false, fmt.Errorf("read lease %s/%d: %w", id, t.Epoch, err)
+	// A host not in alarm is tallied only if its counts can reach the
+	// thresholds: every lease stale within the window is stalled, unwired
+	// or silent now (recorded so by the pass that just ran), so their
+	// number bounds the stale count from above.
+	held, stale := map[string]int64{}, map[string]int64{}
+	for _, c := range counts {
+		if _, hook := HookCountOf(c.Verdict); hook {
+			continue // the same leases again, by hook health
+		}
+		if c.Verdict != VerdictExited {
+			held[c.Host] += c.N
+		}
+		switch c.Verdict {
+		case VerdictStalled, VerdictUnwired, VerdictSilent:
+			stale[c.Host] += c.N
+		}
 	}
-	to, from := s.cfg.Policy.Verdict(l, now), recordedVerdict(l)
-	if to == VerdictNone || to == from {
-		return VerdictChange{}, false, nil
+	for h := range hosts {
+		if !s.cfg.HookAlarm.alarmed(hostTally{held: int(held[h]), stale: int(stale[h])}) {
+			delete(hosts, h)
+		}
 	}
-	c := VerdictChange{Ticket: id, Epoch: l.Epoch, From: from, To: to, At: now,
-		Since: s.cfg.Policy.verdictSince(l, to), Agent: l.Agent, Host: l.Host}
-	c.EventID, err = tx.AppendEvent(ctx, Event{Ticket: id, Epoch: l.Epoch, Kind: EventVerdictChanged, At: now,
-		Data: map[string]any{"from": string(from), "to": string(to), "since": formatTime(c.Since),
-			"agent": l.Agent, "host": l.Host}})
-	if err != nil {
-		return VerdictChange{}, false, fmt.Errorf("append verdict event %s/%d: %w", id, l.Epoch, err)
+	for h := range alarms {
+		hosts[h] = true
 	}
-	l.RecordedVerdict = to
-	if err := tx.UpdateLease(ctx, l); err != nil {
-		return VerdictChange{}, false, fmt.Errorf("record verdict %s/%d: %w", id, l.Epoch, err)
+	names := make([]string, 0, len(hosts))
+	for h := range hosts {
+		names = append(names, h)
 	}
-	return c, true, nil
+	sort.Strings(names)
+	tallies := map[string]*hostTally{}
+	for _, h := range names {
+		after := ""
+		for {
+			var leases []Lease
+			err := s.store.View(ctx, func(tx Tx) error {
+				var err error
+				leases, err = tx.HeldLeases(ctx, h, after, hostsBatch)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("held leases of %s: %w", h, err)
+			}
+			for _, l := range leases {
+				t := tallies[h]
+				if t == nil {
+					t = &hostTally{}
+					tallies[h] = t
+				}
+				s.cfg.Policy.tally(t, l, s.cfg.Policy.Verdict(l, now), now)
+				after = l.Ticket
+			}
+			if len(leases) < hostsBatch {
+				break
+			}
+		}
+	}
+	return tallies, nil
 }

@@ -5,7 +5,11 @@
 // that holds every rule so the adapters stay thin.
 package warp
 
-import "time"
+import (
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/ticketid"
+)
 
 // TicketState is the life-cycle state of a ticket.
 type TicketState string
@@ -23,24 +27,8 @@ func (s TicketState) Valid() bool {
 }
 
 // ValidTicketID reports whether id obeys the ticket id rule
-// ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$. It is written out rather than a
-// regexp because the hook binary imports this package and a regexp costs
-// its compile at every process start.
-func ValidTicketID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ (internal/ticketid).
+func ValidTicketID(id string) bool { return ticketid.Valid(id) }
 
 // Ticket is a unit of work that agents claim.
 type Ticket struct {
@@ -84,6 +72,12 @@ type Lease struct {
 	InFlight string
 	// FirstV2At is when the lease received its first v2 heartbeat; zero before.
 	FirstV2At time.Time
+	// Claimant identifies the token that claimed (Caller.Token; empty
+	// without tokens) and SecretHash the lease secret the claim issued
+	// (empty for a client that asked for none); see Service.Claim and
+	// authorizeWrite. Set at the claim, never changed.
+	Claimant   string
+	SecretHash string
 	// RefreshedAt is when the server last extended the lease (claim or
 	// heartbeat); the startup grace protects leases refreshed before a start.
 	RefreshedAt time.Time
@@ -110,6 +104,9 @@ type Lease struct {
 	// RecordedVerdict is the verdict last recorded as an event for this
 	// lease (the sweep-time verdict pass); empty before the first pass.
 	RecordedVerdict Verdict
+	// VerdictDueAt is when the verdict pass must next look at the lease
+	// (Policy.VerdictDue as of its last write); zero when never.
+	VerdictDueAt time.Time
 }
 
 // HookSeen is the loop's report on whether the agent's hook has fired.
@@ -208,6 +205,10 @@ type Heartbeat struct {
 	// previous POST. Absent (nil / 0) from older loops.
 	HookSeen   *bool
 	HookEvents int64
+	// Stale (v2): the loop reports that the agent has shown no activity
+	// within its staleness limit. Recorded as a heartbeat (the loop lives),
+	// never as an extension.
+	Stale bool
 }
 
 // HeartbeatResult is the answer to a heartbeat.
@@ -221,6 +222,9 @@ type HeartbeatResult struct {
 	// the lease (a v1 heartbeat in activity mode); Note says why.
 	Extended bool
 	Note     string
+	// MaxRetryGap is the longest a loop may wait between attempts so that
+	// a restart's startup grace covers it; 0 without a grace.
+	MaxRetryGap time.Duration
 }
 
 // HostAdoption is one host's line of the adoption query.

@@ -7,28 +7,34 @@ package warpcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"os"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 )
 
-// Exit codes of the command.
+// Exit codes of the command (those of clikit, and one of its own).
 const (
-	ExitOK    = 0
-	ExitError = 1 // the command ran and failed
-	ExitUsage = 2 // bad flags, arguments or environment
+	ExitOK    = clikit.ExitOK
+	ExitError = clikit.ExitError // the command ran and failed
+	ExitUsage = clikit.ExitUsage // bad flags, arguments or environment
+	// ExitTooLoaded: warp simulate could not judge the product's claims,
+	// the machine did not keep up with the time scale.
+	ExitTooLoaded = 3
 )
+
+// envPrefix starts the environment variable of every flag of warp serve
+// (EnvName).
+const envPrefix = "WARP_"
 
 // CLI runs the warp command tree. The zero value writes nowhere; set at
 // least Stdout and Stderr.
@@ -50,7 +56,8 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // Run runs the command line args (without the program name) and returns
-// the exit code: 0 success, 1 failure, 2 usage error.
+// the exit code: 0 success, 1 failure, 2 usage error, 3 a simulation the
+// machine was too loaded to judge (see clikit.Execute).
 func (c *CLI) Run(ctx context.Context, args []string) int {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
@@ -58,42 +65,12 @@ func (c *CLI) Run(ctx context.Context, args []string) int {
 	if c.Stderr == nil {
 		c.Stderr = io.Discard
 	}
-	root := c.rootCommand()
-	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var fe *failure
-	if errors.As(err, &fe) {
-		fmt.Fprintf(c.Stderr, "warp: %s\n", message(fe.err))
-		if h := hint(fe.err, fe.url); h != "" {
-			fmt.Fprintf(c.Stderr, "  %s\n", h)
-		}
-		return ExitError
-	}
-	fmt.Fprintf(c.Stderr, "warp: %s\n", message(err))
-	path := "warp"
-	if cmd != nil {
-		path = cmd.CommandPath()
-	}
-	fmt.Fprintf(c.Stderr, "  run '%s --help' for usage\n", path)
-	return ExitUsage
+	return clikit.Execute(ctx, c.rootCommand(), args, clikit.Report{Message: apiclient.Message, Hint: hint})
 }
 
-func (c *CLI) lookupEnv(key string) (string, bool) {
-	if c.LookupEnv != nil {
-		return c.LookupEnv(key)
-	}
-	return os.LookupEnv(key)
-}
+func (c *CLI) lookupEnv(key string) (string, bool) { return clikit.LookupEnv(c.LookupEnv, key) }
 
-func (c *CLI) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
+func (c *CLI) now() time.Time { return clikit.Now(c.Now) }
 
 func (c *CLI) rootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -103,95 +80,58 @@ func (c *CLI) rootCommand() *cobra.Command {
 expires leases on real activity (activity-gated heartbeats, ADR-138).
 
 Run the server with 'warp serve'. The other commands talk to a running
-server over HTTP: WARP_URL (default ` + httpapi.DefaultURL + `) says where,
+server over HTTP: WARP_URL (default ` + client.DefaultURL + `) says where,
 WARP_TOKEN is the bearer token (or --url / --token).`,
 		Example: `  warp serve --db /var/lib/warp/warp.db
   warp ticket create T-1 --title "fix the flaky test" --label backend
   warp ticket list --state claimed
   warp stale-unlock --older-than 45m --dry-run`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
 	}
-	root.SetOut(c.Stdout)
-	root.SetErr(c.Stderr)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageErrorf("%v", err) })
-	root.CompletionOptions.DisableDefaultCmd = true
+	clikit.SetupRoot(root, c.Stdout, c.Stderr)
 	root.AddCommand(c.serveCommand(), c.ticketCommand(), c.releaseCommand(), c.staleUnlockCommand(),
 		c.adoptionCommand(), c.hostsCommand(), c.modeCommand())
 	root.AddCommand(c.simulateCommand())
+	// --version, version, completion, gen-man, -o/--output.
+	clikit.Install(root)
 	return root
 }
 
-// usageError is a mistake in the command line or environment: exit 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// failure is an error of a command that ran: exit 1. url is the server the
-// command talked to, for the hint.
-type failure struct {
-	err error
-	url string
-}
-
-func (f *failure) Error() string { return f.err.Error() }
-func (f *failure) Unwrap() error { return f.err }
-
-// action adapts a command body: usage errors keep exit code 2, every other
-// error is a failure (exit 1). Errors cobra raises itself (unknown flags,
-// wrong argument counts, unknown commands) never pass here and stay usage
-// errors.
-func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		err := fn(cmd, args)
-		var ue *usageError
-		if err == nil || errors.As(err, &ue) {
-			return err
-		}
-		var fe *failure
-		if errors.As(err, &fe) {
-			return err
-		}
-		return &failure{err: err}
-	}
-}
-
-// message returns what to print after "warp: ".
-func message(err error) string {
-	var ae *httpapi.APIError
-	if errors.As(err, &ae) {
-		return fmt.Sprintf("%s (HTTP %d %s)", ae.Message, ae.Status, ae.Code)
-	}
-	return err.Error()
-}
-
-// hint says what to do about err, "" when there is nothing useful to say.
-func hint(err error, serverURL string) string {
-	var ae *httpapi.APIError
+// hint says what to do about a failure, "" when there is nothing useful to
+// say.
+func hint(f *clikit.Failure) string {
+	err := f.Err
+	var ae *client.APIError
 	if errors.As(err, &ae) {
 		switch ae.Code {
-		case httpapi.CodeUnauthorized:
+		case client.CodeUnauthorized:
 			return "pass a token with --token or WARP_TOKEN (a line of the server's --token-file, or the server's WARP_TOKEN)"
-		case httpapi.CodeForbidden:
+		case client.CodeForbidden:
 			return "this command needs an admin token: an admin:TOKEN line of the server's --token-file, or the server's WARP_TOKEN"
-		case httpapi.CodeUnavailable:
+		case client.CodeUnavailable:
 			return "the server cannot reach its database; check the server's log and retry"
-		case httpapi.CodeAdoptionIncomplete:
+		case client.CodeAdoptionIncomplete:
 			return "see which hosts still send v1 with 'warp adoption'; pass --force to switch anyway"
-		case httpapi.CodeNotFound:
+		case client.CodeNotFound:
 			return "list tickets with 'warp ticket list'"
 		}
 		return ""
 	}
-	var ue *url.Error
 	var ne *net.OpError
-	if errors.As(err, &ue) || errors.As(err, &ne) {
+	if errors.As(err, &ne) && ne.Op == "listen" {
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			return "another process already listens there (another warp?): stop it, or give --addr another port"
+		case errors.Is(err, syscall.EACCES):
+			return "this user may not bind that address: use a port above 1023 in --addr"
+		case errors.Is(err, syscall.EADDRNOTAVAIL):
+			return "no interface of this host has that address: check the host part of --addr"
+		}
+		return "check --addr (HOST:PORT)"
+	}
+	if apiclient.Unreachable(err) {
+		serverURL := f.Server
 		if serverURL == "" {
-			serverURL = httpapi.DefaultURL
+			serverURL = client.DefaultURL
 		}
 		return fmt.Sprintf("is warp running at %s? start it with 'warp serve', or point WARP_URL / --url at it", serverURL)
 	}
@@ -206,14 +146,14 @@ type clientOptions struct {
 }
 
 func (c *CLI) addClientFlags(cmd *cobra.Command, o *clientOptions) {
-	cmd.Flags().StringVar(&o.url, "url", "", "warp server URL (env WARP_URL, default "+httpapi.DefaultURL+")")
+	cmd.Flags().StringVar(&o.url, "url", "", "warp server URL (env WARP_URL, default "+client.DefaultURL+")")
 	cmd.Flags().StringVar(&o.token, "token", "", "bearer token (env WARP_TOKEN)")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the wire JSON instead of a table")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the wire JSON instead of a table (also -o json)")
 }
 
 // client returns the HTTP client for o, filling URL and token from the
 // environment when their flags were not given.
-func (c *CLI) client(cmd *cobra.Command, o *clientOptions) (*httpapi.Client, error) {
+func (c *CLI) client(cmd *cobra.Command, o *clientOptions) (*client.Client, error) {
 	u, tok := o.url, o.token
 	if !cmd.Flags().Changed("url") {
 		u, _ = c.lookupEnv("WARP_URL")
@@ -222,54 +162,30 @@ func (c *CLI) client(cmd *cobra.Command, o *clientOptions) (*httpapi.Client, err
 		tok, _ = c.lookupEnv("WARP_TOKEN")
 	}
 	if u == "" {
-		u = httpapi.DefaultURL
+		u = client.DefaultURL
 	}
-	pu, err := url.Parse(u)
-	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-		return nil, usageErrorf("server URL %q is invalid: want http://HOST:PORT (set WARP_URL or --url)", u)
+	if !apiclient.ValidURL(u) {
+		return nil, clikit.Usagef("server URL %q is invalid: want http://HOST:PORT (set WARP_URL or --url)", u)
 	}
-	return httpapi.NewClient(u, tok), nil
+	return client.NewClient(u, tok), nil
 }
 
 // fail marks err as a failure talking to cl's server.
-func fail(cl *httpapi.Client, err error) error {
+func fail(cl *client.Client, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &failure{err: err, url: cl.BaseURL()}
+	return &clikit.Failure{Err: err, Server: cl.BaseURL()}
 }
 
-func (c *CLI) printJSON(v any) error {
-	enc := json.NewEncoder(c.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// printJSON prints v as the --json output of a command.
+func (c *CLI) printJSON(v any) error { return clikit.PrintJSON(c.Stdout, v) }
 
 // bindEnv sets every flag of fs the command line did not set from its
-// environment variable, WARP_ + the flag name in upper snake case.
-func (c *CLI) bindEnv(fs *pflag.FlagSet) error {
-	var errs []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed || f.Name == "help" {
-			return
-		}
-		key := EnvName(f.Name)
-		v, ok := c.lookupEnv(key)
-		if !ok || v == "" {
-			return
-		}
-		if err := f.Value.Set(v); err != nil {
-			errs = append(errs, fmt.Sprintf("%s=%q: %v", key, v, err))
-		}
-	})
-	if len(errs) > 0 {
-		return usageErrorf("invalid environment: %s", strings.Join(errs, "; "))
-	}
-	return nil
-}
+// environment variable, WARP_ + the flag name in upper snake case (see
+// clikit.BindEnv).
+func (c *CLI) bindEnv(fs *pflag.FlagSet) error { return clikit.BindEnv(fs, envPrefix, c.lookupEnv) }
 
 // EnvName returns the environment variable of a serve flag:
 // "lease-window" → "WARP_LEASE_WINDOW".
-func EnvName(flag string) string {
-	return "WARP_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
+func EnvName(flag string) string { return clikit.EnvName(envPrefix, flag) }

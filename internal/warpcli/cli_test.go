@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
 )
 
 const (
@@ -41,42 +42,32 @@ func (s *syncBuffer) String() string {
 }
 
 // server is a warp server run in-process on 127.0.0.1:0 over a SQLite file
-// in t.TempDir(), with its clock in the test's hands.
+// in t.TempDir(), with its clock in the test's hands, the tokens agentToken
+// and adminToken, and its log in a buffer.
 type server struct {
-	*warpcli.Main
+	*warpclitest.Server
 	clock *storetest.Clock
 	log   *syncBuffer
+
+	mu      sync.Mutex
+	secrets map[string]string // lease secret of each ticket claimed with claim
 }
 
 func startServer(t *testing.T, edit func(*warpcli.ServeConfig)) *server {
 	t.Helper()
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
+	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("# test fleet\nagent:"+agentToken+"\nadmin:"+adminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk := storetest.NewClock(time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC))
 	logs := &syncBuffer{}
-	cfg := warpcli.DefaultServeConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(dir, "warp.db")
-	cfg.TokenFile = tokens
-	cfg.SweepInterval = time.Hour // the test sweeps with RunOnce
-	cfg.Now = clk.Now
-	cfg.Logger = slogText(logs)
-	if edit != nil {
-		edit(&cfg)
-	}
-	m := warpcli.NewMain(cfg)
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("run server: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("close server: %v", err)
+	s := warpclitest.Start(t, func(c *warpcli.ServeConfig) {
+		c.TokenFile = tokens
+		c.Logger = slogText(logs)
+		if edit != nil {
+			edit(c)
 		}
 	})
-	return &server{Main: m, clock: clk, log: logs}
+	return &server{Server: s, clock: s.Clock, log: logs}
 }
 
 // result is one command run.
@@ -140,19 +131,28 @@ func decode[T any](t *testing.T, s string) T {
 	return v
 }
 
-func (s *server) claim(t *testing.T, id, host string) httpapi.Ticket {
+func (s *server) claim(t *testing.T, id, host string) client.Ticket {
 	t.Helper()
-	cl := httpapi.NewClient(s.URL(), agentToken)
-	tk, err := cl.Claim(context.Background(), id, httpapi.ClaimRequest{Agent: "O", Host: host})
+	cl := client.NewClient(s.URL(), agentToken)
+	tk, err := cl.Claim(context.Background(), id, client.ClaimRequest{Agent: "O", Host: host})
 	if err != nil {
 		t.Fatalf("claim %s: %v", id, err)
 	}
+	s.mu.Lock()
+	if s.secrets == nil {
+		s.secrets = map[string]string{}
+	}
+	s.secrets[id] = tk.LeaseSecret
+	s.mu.Unlock()
 	return tk
 }
 
-func (s *server) heartbeat(t *testing.T, r httpapi.HeartbeatRequest) {
+func (s *server) heartbeat(t *testing.T, r client.HeartbeatRequest) {
 	t.Helper()
-	cl := httpapi.NewClient(s.URL(), agentToken)
+	s.mu.Lock()
+	secret := s.secrets[r.Ticket]
+	s.mu.Unlock()
+	cl := client.NewClient(s.URL(), agentToken).WithLeaseSecret(secret)
 	if _, err := cl.Heartbeat(context.Background(), r); err != nil {
 		t.Fatalf("heartbeat %+v: %v", r, err)
 	}
@@ -167,7 +167,7 @@ func TestTicketCreateListShow(t *testing.T) {
 		t.Errorf("create printed %q", r.stdout)
 	}
 	r = s.run(t, nil, "ticket", "create", "--title", "generated id", "--json").mustSucceed(t)
-	gen := decode[httpapi.Ticket](t, r.stdout)
+	gen := decode[client.Ticket](t, r.stdout)
 	if !warp.ValidTicketID(gen.ID) || gen.State != "open" || gen.Title != "generated id" {
 		t.Errorf("created %+v", gen)
 	}
@@ -185,12 +185,12 @@ func TestTicketCreateListShow(t *testing.T) {
 		t.Errorf("claimed row %q: want T-1 claimed build-1 active 3m12s ago", lines[1])
 	}
 	r = s.run(t, nil, "ticket", "list", "--state", "claimed", "--json").mustSucceed(t)
-	list := decode[httpapi.TicketList](t, r.stdout)
+	list := decode[client.TicketList](t, r.stdout)
 	if len(list.Tickets) != 1 || list.Tickets[0].ID != "T-1" || list.Tickets[0].Lease.Host != "build-1" {
 		t.Errorf("claimed list %+v", list)
 	}
 	r = s.run(t, nil, "ticket", "list", "--host", "nowhere", "--json").mustSucceed(t)
-	if l := decode[httpapi.TicketList](t, r.stdout); len(l.Tickets) != 0 || !strings.Contains(r.stdout, `"tickets": []`) {
+	if l := decode[client.TicketList](t, r.stdout); len(l.Tickets) != 0 || !strings.Contains(r.stdout, `"tickets": []`) {
 		t.Errorf("empty list printed %q", r.stdout)
 	}
 	// Paging: one per page shows the hint; --all follows every page.
@@ -199,7 +199,7 @@ func TestTicketCreateListShow(t *testing.T) {
 		t.Errorf("no more-pages hint: %q", r.stderr)
 	}
 	r = s.run(t, nil, "ticket", "list", "--limit", "1", "--all", "--json").mustSucceed(t)
-	if l := decode[httpapi.TicketList](t, r.stdout); len(l.Tickets) != 3 || l.NextCursor != "" {
+	if l := decode[client.TicketList](t, r.stdout); len(l.Tickets) != 3 || l.NextCursor != "" {
 		t.Errorf("--all listed %d tickets (cursor %q), want 3", len(l.Tickets), l.NextCursor)
 	}
 
@@ -252,7 +252,7 @@ func TestReleaseCommand(t *testing.T) {
 	s.claim(t, "T-1", "h2")
 	s.run(t, nil, "release", "T-1", "--epoch", "1").mustFail(t, warpcli.ExitError, "409", "stale")
 	r = s.run(t, nil, "release", "T-1", "--epoch", "2", "--json").mustSucceed(t)
-	if tk := decode[httpapi.Ticket](t, r.stdout); tk.State != "open" || tk.Lease.Epoch != 2 || tk.Lease.State != "released" {
+	if tk := decode[client.Ticket](t, r.stdout); tk.State != "open" || tk.Lease.Epoch != 2 || tk.Lease.State != "released" {
 		t.Errorf("release --json %+v", tk)
 	}
 }
@@ -269,10 +269,10 @@ func TestStaleUnlock(t *testing.T) {
 		s.claim(t, id, "host-"+strings.ToLower(id))
 	}
 	s.clock.Advance(39 * time.Minute)
-	s.heartbeat(t, httpapi.HeartbeatRequest{Ticket: "C", Host: "host-c"})
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "D", Epoch: 1, Host: "host-d", ActivityAgeS: ptr(39 * 60.0)})
+	s.heartbeat(t, client.HeartbeatRequest{Ticket: "C", Host: "host-c"})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "D", Epoch: 1, Host: "host-d", ActivityAgeS: ptr(39 * 60.0)})
 	s.clock.Advance(time.Minute)
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "B", Epoch: 1, Host: "host-b", ActivityAgeS: ptr(5.0)})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "B", Epoch: 1, Host: "host-b", ActivityAgeS: ptr(5.0)})
 
 	r := s.run(t, nil, "stale-unlock", "--dry-run").mustSucceed(t)
 	want := "would release A epoch 1 (agent O on host host-a): idle 40m00s by last_activity_at\n" +
@@ -328,8 +328,8 @@ func TestAdoptionAndMode(t *testing.T) {
 	}
 	s.claim(t, "T-1", "old-host")
 	s.claim(t, "T-2", "new-host")
-	s.heartbeat(t, httpapi.HeartbeatRequest{Ticket: "T-1", Host: "old-host"})
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-2", Epoch: 1, Host: "new-host", ActivityAgeS: ptr(1.0)})
+	s.heartbeat(t, client.HeartbeatRequest{Ticket: "T-1", Host: "old-host"})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-2", Epoch: 1, Host: "new-host", ActivityAgeS: ptr(1.0)})
 	s.clock.Advance(90 * time.Second)
 
 	r := s.run(t, nil, "adoption").mustSucceed(t)
@@ -339,7 +339,7 @@ func TestAdoptionAndMode(t *testing.T) {
 		}
 	}
 	r = s.run(t, nil, "adoption", "--window", "1h", "--json").mustSucceed(t)
-	a := decode[httpapi.Adoption](t, r.stdout)
+	a := decode[client.Adoption](t, r.stdout)
 	if a.Window != "1h0m0s" || a.Summary.Hosts != 2 || a.Summary.V2Hosts != 1 || a.Summary.ReadyForActivityMode {
 		t.Errorf("adoption --json %+v", a)
 	}
@@ -348,13 +348,13 @@ func TestAdoptionAndMode(t *testing.T) {
 		t.Errorf("mode printed %q", r.stdout)
 	}
 	s.run(t, nil, "mode", "set", "activity").mustFail(t, warpcli.ExitError, "old-host", "adoption_incomplete", "--force")
-	if r := s.run(t, nil, "mode", "--json").mustSucceed(t); decode[httpapi.ModeBody](t, r.stdout).Mode != "transition" {
+	if r := s.run(t, nil, "mode", "--json").mustSucceed(t); decode[client.ModeBody](t, r.stdout).Mode != "transition" {
 		t.Errorf("the refused switch changed the mode: %s", r.stdout)
 	}
 	if r := s.run(t, nil, "mode", "set", "activity", "--force").mustSucceed(t); r.stdout != "mode: activity\n" {
 		t.Errorf("mode set printed %q", r.stdout)
 	}
-	if r := s.run(t, nil, "mode", "set", "legacy", "--json").mustSucceed(t); decode[httpapi.ModeBody](t, r.stdout).Mode != "legacy" {
+	if r := s.run(t, nil, "mode", "set", "legacy", "--json").mustSucceed(t); decode[client.ModeBody](t, r.stdout).Mode != "legacy" {
 		t.Errorf("mode set --json printed %q", r.stdout)
 	}
 	s.run(t, nil, "mode", "set", "yolo").mustFail(t, warpcli.ExitUsage, "yolo")
@@ -378,10 +378,44 @@ func TestReleaseOnExitEndsTheLeaseAtOnce(t *testing.T) {
 	s := startServer(t, func(c *warpcli.ServeConfig) { c.ReleaseOnExit = true })
 	s.run(t, nil, "ticket", "create", "T-1").mustSucceed(t)
 	s.claim(t, "T-1", "h1")
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, ActivityAgeS: ptr(3.0), Exit: "parent-exited"})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, ActivityAgeS: ptr(3.0), Exit: "parent-exited"})
 	r := s.run(t, nil, "ticket", "show", "T-1", "--json").mustSucceed(t)
 	d := decode[warpcli.TicketDetail](t, r.stdout)
 	if d.Ticket.State != "open" || d.Ticket.Lease.State != "released" || d.Ticket.Lease.EndReason != warp.ReleaseExitReport {
 		t.Fatalf("after an exit report with --release-on-exit: ticket %s lease %+v", d.Ticket.State, d.Ticket.Lease)
+	}
+}
+
+// Agent-supplied text reaches an operator's terminal inert: ESC, OSC 52
+// (clipboard), BEL, newlines and bidi overrides in an agent label, a host,
+// a title or in_flight are printed escaped by the human commands; --json
+// keeps the exact text.
+func TestHumanOutputEscapesControlCharacters(t *testing.T) {
+	s := startServer(t, nil)
+	const osc52 = "\x1b]52;c;ZXZpbA==\x07"
+	evil := "h" + osc52 + "\x1b[2J\nX\u202e"
+	s.run(t, nil, "ticket", "create", "T-1", "--title", "title "+osc52).mustSucceed(t)
+	cl := client.NewClient(s.URL(), agentToken)
+	tk, err := cl.Claim(context.Background(), "T-1", client.ClaimRequest{Agent: "agent" + osc52, Host: evil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.secrets = map[string]string{"T-1": tk.LeaseSecret}
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, Host: evil, ActivityAgeS: ptr(1.0), InFlight: "Bash" + osc52})
+	for _, args := range [][]string{{"ticket", "list"}, {"ticket", "show", "T-1"}, {"hosts"}, {"adoption"}} {
+		r := s.run(t, nil, args...).mustSucceed(t)
+		for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("warp %s prints %q raw:\n%q", strings.Join(args, " "), bad, r.stdout)
+			}
+		}
+		if !strings.Contains(r.stdout, `\x1b]52;c;ZXZpbA==\x07`) {
+			t.Errorf("warp %s does not show the escaped sequence:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	r := s.run(t, nil, "ticket", "list", "--json").mustSucceed(t)
+	got := decode[client.TicketList](t, r.stdout)
+	if len(got.Tickets) != 1 || got.Tickets[0].Lease == nil || got.Tickets[0].Lease.Host != evil || got.Tickets[0].Lease.InFlight != "Bash"+osc52 {
+		t.Errorf("--json changed the text: %+v", got)
 	}
 }

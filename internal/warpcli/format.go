@@ -7,8 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -62,12 +63,56 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
+// row prints one table row. Every cell goes through clean: agent-supplied
+// text (agent labels, hosts, titles, in_flight, reasons) must not reach an
+// operator's terminal as escape sequences, nor break the table.
 func row(w io.Writer, cells ...string) {
+	for i, c := range cells {
+		cells[i] = clean(c)
+	}
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
+// clean makes text safe to print on a terminal: C0 and C1 control
+// characters, DEL and invalid UTF-8 are shown as Go escapes (ESC as
+// \x1b), so OSC 52 (clipboard), cursor moves and colours are inert.
+// --json output is never cleaned: it carries the exact text.
+func clean(s string) string {
+	safe := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unsafeRune(r) && r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError ||
+		r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) // line breaks, bidi overrides
+}
+
 // ticketTable prints tickets one a line.
-func ticketTable(w io.Writer, now time.Time, tickets []httpapi.Ticket) error {
+func ticketTable(w io.Writer, now time.Time, tickets []client.Ticket) error {
 	tw := newTable(w)
 	row(tw, "ID", "STATE", "VERDICT", "EPOCH", "AGENT", "HOST", "SCHEMA", "ACTIVITY", "HEARTBEAT", "EXPIRES", "TITLE")
 	for _, t := range tickets {
@@ -87,7 +132,7 @@ func ticketTable(w io.Writer, now time.Time, tickets []httpapi.Ticket) error {
 
 // unwiredFixes prints, after a table, one fix line per host with unwired
 // leases.
-func unwiredFixes(w io.Writer, tickets []httpapi.Ticket) error {
+func unwiredFixes(w io.Writer, tickets []client.Ticket) error {
 	byHost := map[string][]string{}
 	var hosts []string
 	for _, t := range tickets {
@@ -105,7 +150,7 @@ func unwiredFixes(w io.Writer, tickets []httpapi.Ticket) error {
 			fmt.Fprintln(w)
 		}
 		if _, err := fmt.Fprintf(w, "unwired (%s): the activity hook has not fired since the loop started: %s\n",
-			strings.Join(byHost[h], ", "), warp.UnwiredFix(h)); err != nil {
+			strings.Join(byHost[h], ", "), clean(warp.UnwiredFix(h))); err != nil {
 			return err
 		}
 	}
@@ -113,7 +158,7 @@ func unwiredFixes(w io.Writer, tickets []httpapi.Ticket) error {
 }
 
 // hookHealth describes what the loop reported about the activity hook.
-func hookHealth(l httpapi.Lease) string {
+func hookHealth(l client.Lease) string {
 	switch warp.HookSeen(l.HookSeen) {
 	case warp.HookYes:
 		return fmt.Sprintf("fired since the loop started (%d events reported)", l.HookEvents)
@@ -139,7 +184,7 @@ func truncate(s string, n int) string {
 }
 
 // ticketDetail prints one ticket, its lease and its events.
-func ticketDetail(w io.Writer, now time.Time, t httpapi.Ticket, events []httpapi.Event) error {
+func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.Event) error {
 	tw := newTable(w)
 	row(tw, "ticket", t.ID)
 	row(tw, "title", dash(t.Title))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
 
@@ -21,18 +21,18 @@ func TestUnwiredVerdictInListAndShow(t *testing.T) {
 	s.claim(t, "T-2", "build-1")
 	s.claim(t, "T-3", "build-2")
 	s.clock.Advance(10 * time.Minute)
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, Host: "build-1", ActivityAgeS: ptr(0.0), HookSeen: ptr(false)})
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-2", Epoch: 1, Host: "build-1", ActivityAgeS: ptr(0.0)}) // an older loop
-	s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-3", Epoch: 1, Host: "build-2", ActivityAgeS: ptr(0.0), HookSeen: ptr(true), HookEvents: 7})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-1", Epoch: 1, Host: "build-1", ActivityAgeS: ptr(0.0), HookSeen: ptr(false)})
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-2", Epoch: 1, Host: "build-1", ActivityAgeS: ptr(0.0)}) // an older loop
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "T-3", Epoch: 1, Host: "build-2", ActivityAgeS: ptr(0.0), HookSeen: ptr(true), HookEvents: 7})
 	s.clock.Advance(5*time.Minute + time.Second)
 
 	r := s.run(t, nil, "ticket", "list", "--verdict", "unwired", "--json").mustSucceed(t)
-	l := decode[httpapi.TicketList](t, r.stdout)
+	l := decode[client.TicketList](t, r.stdout)
 	if len(l.Tickets) != 1 || l.Tickets[0].ID != "T-1" || l.Tickets[0].Verdict != "unwired" || l.Tickets[0].Lease.HookSeen != "no" {
 		t.Fatalf("--verdict unwired: got %+v, want T-1 only", l.Tickets)
 	}
 	r = s.run(t, nil, "ticket", "list", "--verdict", "active", "--json").mustSucceed(t)
-	if l := decode[httpapi.TicketList](t, r.stdout); len(l.Tickets) != 2 {
+	if l := decode[client.TicketList](t, r.stdout); len(l.Tickets) != 2 {
 		t.Fatalf("--verdict active: got %+v, want T-2 (no hook fields: as before) and T-3", l.Tickets)
 	}
 	r = s.run(t, nil, "ticket", "list").mustSucceed(t)
@@ -96,7 +96,7 @@ func TestHostAlarmInHostsCommandAPIAndMetrics(t *testing.T) {
 		s.claim(t, id, h)
 	}
 	beat := func(id string, age time.Duration, seen bool) {
-		s.heartbeat(t, httpapi.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: 1, Host: hosts[id],
+		s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: id, Epoch: 1, Host: hosts[id],
 			ActivityAgeS: ptr(age.Seconds()), HookSeen: ptr(seen), HookEvents: 1})
 	}
 	s.clock.Advance(10 * time.Minute)
@@ -111,7 +111,7 @@ func TestHostAlarmInHostsCommandAPIAndMetrics(t *testing.T) {
 	s.sweep(t)
 
 	r := s.run(t, nil, "hosts", "--json").mustSucceed(t)
-	l := decode[httpapi.HostList](t, r.stdout)
+	l := decode[client.HostList](t, r.stdout)
 	if l.Alarms != 1 || len(l.Hosts) != 4 {
 		t.Fatalf("hosts: %d alarms over %d hosts, want 1 over 4:\n%s", l.Alarms, len(l.Hosts), r.stdout)
 	}
@@ -155,7 +155,7 @@ func TestHostAlarmInHostsCommandAPIAndMetrics(t *testing.T) {
 		beat(id, 0, true)
 	}
 	s.sweep(t)
-	l = decode[httpapi.HostList](t, s.run(t, nil, "hosts", "--json").mustSucceed(t).stdout)
+	l = decode[client.HostList](t, s.run(t, nil, "hosts", "--json").mustSucceed(t).stdout)
 	if l.Alarms != 0 {
 		t.Errorf("after activity returned: %d alarms", l.Alarms)
 	}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -29,9 +30,9 @@ hook-backed activity again. The fix: run 'gyrum doctor' on that host.`,
 		Example: `  warp hosts
   warp hosts --json | jq '.hosts[] | select(.alarm != null) | .host'`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if window <= 0 {
-				return usageErrorf("--window must be positive, got %s", window)
+				return clikit.Usagef("--window must be positive, got %s", window)
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -42,7 +43,7 @@ hook-backed activity again. The fix: run 'gyrum doctor' on that host.`,
 				return fail(cl, err)
 			}
 			if l.Hosts == nil {
-				l.Hosts = []httpapi.Host{}
+				l.Hosts = []client.Host{}
 			}
 			if o.json {
 				return c.printJSON(l)
@@ -55,7 +56,7 @@ hook-backed activity again. The fix: run 'gyrum doctor' on that host.`,
 	return cmd
 }
 
-func (c *CLI) printHosts(l httpapi.HostList) error {
+func (c *CLI) printHosts(l client.HostList) error {
 	now := c.now()
 	tw := newTable(c.Stdout)
 	row(tw, "HOST", "LEASES", "ACTIVE", "STALLED", "UNWIRED", "SILENT", "EXITED", "HOOK SEEN/NOT/UNKNOWN", "SCHEMA", "LAST SEEN", "ALARM")
@@ -79,7 +80,7 @@ func (c *CLI) printHosts(l httpapi.HostList) error {
 	for _, h := range l.Hosts {
 		if a := h.Alarm; a != nil {
 			fmt.Fprintf(c.Stdout, "\nALARM %s since %s: %s (%d of %d leases went stale together): %s\n",
-				h.Host, stamp(a.Since), a.Message, a.Stale, a.Leases, a.Fix)
+				clean(h.Host), stamp(a.Since), clean(a.Message), a.Stale, a.Leases, clean(a.Fix))
 		}
 	}
 	return nil

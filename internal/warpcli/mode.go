@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -24,9 +25,9 @@ default window (24h) unless --force.`,
 		Example: `  warp adoption
   warp adoption --window 1h --json`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if window <= 0 {
-				return usageErrorf("--window must be positive, got %s", window)
+				return clikit.Usagef("--window must be positive, got %s", window)
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -37,7 +38,7 @@ default window (24h) unless --force.`,
 				return fail(cl, err)
 			}
 			if a.Hosts == nil {
-				a.Hosts = []httpapi.HostAdoption{}
+				a.Hosts = []client.HostAdoption{}
 			}
 			if o.json {
 				return c.printJSON(a)
@@ -50,7 +51,7 @@ default window (24h) unless --force.`,
 	return cmd
 }
 
-func (c *CLI) printAdoption(a httpapi.Adoption) error {
+func (c *CLI) printAdoption(a client.Adoption) error {
 	now := c.now()
 	tw := newTable(c.Stdout)
 	row(tw, "HOST", "SCHEMA", "LAST SEEN", "V1", "V2")
@@ -66,7 +67,7 @@ func (c *CLI) printAdoption(a httpapi.Adoption) error {
 	}
 	ready := "yes"
 	if !a.Summary.ReadyForActivityMode {
-		ready = "no, v1 from " + strings.Join(v1, ", ")
+		ready = "no, v1 from " + clean(strings.Join(v1, ", "))
 	}
 	fmt.Fprintf(c.Stdout, "window %s: %d host(s), %d on v2 only; ready for activity mode: %s\n", a.Window, a.Summary.Hosts, a.Summary.V2Hosts, ready)
 	return nil
@@ -76,7 +77,7 @@ func (c *CLI) modeCommand() *cobra.Command {
 	var o clientOptions
 	cmd := &cobra.Command{
 		Use:   "mode",
-		Short: "Show or set the expiry mode",
+		Short: "Show or set the expiry mode, list its changes",
 		Long: `Show the expiry mode, which every replica reads from the database:
   legacy      leases expire on the last heartbeat (pre-ADR-138 behaviour)
   transition  v2 leases expire on activity, v1 leases on the later of activity
@@ -85,9 +86,10 @@ func (c *CLI) modeCommand() *cobra.Command {
               (Phase 3)`,
 		Example: `  warp mode
   warp mode set activity
-  warp mode set activity --force`,
+  warp mode set activity --force
+  warp mode history`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			cl, err := c.client(cmd, &o)
 			if err != nil {
 				return err
@@ -97,14 +99,68 @@ func (c *CLI) modeCommand() *cobra.Command {
 				return fail(cl, err)
 			}
 			if o.json {
-				return c.printJSON(httpapi.ModeBody{Mode: m})
+				return c.printJSON(client.ModeBody{Mode: m})
 			}
 			fmt.Fprintln(c.Stdout, m)
 			return nil
 		}),
 	}
 	c.addClientFlags(cmd, &o)
-	cmd.AddCommand(c.modeSetCommand())
+	cmd.AddCommand(c.modeSetCommand(), c.modeHistoryCommand())
+	return cmd
+}
+
+func (c *CLI) modeHistoryCommand() *cobra.Command {
+	var o clientOptions
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List every change of the expiry mode",
+		Long: `List every change of the expiry mode, oldest first: when it happened, the
+mode before and after, and whether it was forced ('warp mode set activity
+--force' past hosts that still sent v1 heartbeats). The changes are the
+server's mode-changed events (GET /v1/mode/history); the mode a database
+starts with (--mode of its first 'warp serve') is not a change. At most the
+latest 1000 changes are listed.`,
+		Example: `  warp mode history
+  warp mode history --json | jq '.changes[] | select(.forced)'
+  warp mode history -o json`,
+		Args: cobra.NoArgs,
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client(cmd, &o)
+			if err != nil {
+				return err
+			}
+			h, err := cl.ModeHistory(cmd.Context(), 0)
+			if err != nil {
+				return fail(cl, err)
+			}
+			if h.Changes == nil {
+				h.Changes = []client.ModeChange{}
+			}
+			if len(h.Changes) >= warp.MaxListLimit {
+				fmt.Fprintf(c.Stderr, "only the latest %d mode changes are listed\n", len(h.Changes))
+			}
+			if o.json {
+				return c.printJSON(h)
+			}
+			if len(h.Changes) == 0 {
+				fmt.Fprintln(c.Stdout, "no mode change recorded; 'warp mode' shows the current mode")
+				return nil
+			}
+			now := c.now()
+			tw := newTable(c.Stdout)
+			row(tw, "AT", "AGE", "FROM", "TO", "FORCED")
+			for _, ch := range h.Changes {
+				forced := "no"
+				if ch.Forced {
+					forced = "yes"
+				}
+				row(tw, stamp(ch.At), ago(now, ch.At), ch.From, ch.To, forced)
+			}
+			return tw.Flush()
+		}),
+	}
+	c.addClientFlags(cmd, &o)
 	return cmd
 }
 
@@ -122,9 +178,9 @@ still run. --force switches anyway. The change is recorded as an event.`,
   warp mode set activity --force
   warp mode set transition`,
 		Args: cobra.ExactArgs(1),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if _, err := warp.ParseMode(args[0]); err != nil {
-				return usageErrorf("%s", warp.ErrorMessage(err))
+				return clikit.Usagef("%s", warp.ErrorMessage(err))
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -135,7 +191,7 @@ still run. --force switches anyway. The change is recorded as an event.`,
 				return fail(cl, err)
 			}
 			if o.json {
-				return c.printJSON(httpapi.ModeBody{Mode: m})
+				return c.printJSON(client.ModeBody{Mode: m})
 			}
 			fmt.Fprintf(c.Stdout, "mode: %s\n", m)
 			return nil

@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -25,34 +28,58 @@ another agent re-claimed meanwhile is left alone.`,
 		Example: `  warp release T-42 --reason "agent wedged on a prompt"
   warp release T-42 --epoch 3`,
 		Args: cobra.ExactArgs(1),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			if !warp.ValidTicketID(args[0]) {
-				return usageErrorf("ticket id %q is invalid", args[0])
-			}
-			if epoch < 0 {
-				return usageErrorf("--epoch must not be negative")
-			}
-			cl, err := c.client(cmd, &o)
-			if err != nil {
-				return err
-			}
-			t, err := cl.Release(cmd.Context(), args[0], httpapi.ReleaseRequest{Epoch: epoch, Reason: reason})
-			if err != nil {
-				return fail(cl, err)
-			}
-			if o.json {
-				return c.printJSON(t)
-			}
-			msg := "released " + t.ID
-			if l := t.Lease; l != nil {
-				msg += fmt.Sprintf(" (epoch %d, agent %s on host %s); it is %s again", l.Epoch, dash(l.Agent), dash(l.Host), t.State)
-			}
-			fmt.Fprintln(c.Stdout, msg)
-			return nil
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			return c.endLease(cmd, &o, args[0], epoch, func(cl *client.Client) (client.Ticket, error) {
+				return cl.Release(cmd.Context(), args[0], client.ReleaseRequest{Epoch: epoch, Reason: reason})
+			}, func(t client.Ticket) string {
+				msg := "released " + t.ID
+				if l := t.Lease; l != nil {
+					msg += fmt.Sprintf(" (epoch %d, agent %s on host %s); it is %s again", l.Epoch, clean(dash(l.Agent)), clean(dash(l.Host)), t.State)
+				}
+				return msg
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "operator", "why, recorded in the ticket's history")
 	cmd.Flags().Int64Var(&epoch, "epoch", 0, "release only this lease (0: the current one)")
+	c.addClientFlags(cmd, &o)
+	return cmd
+}
+
+func (c *CLI) ticketCompleteCommand() *cobra.Command {
+	var o clientOptions
+	var pr string
+	var epoch int64
+	cmd := &cobra.Command{
+		Use:   "complete ID",
+		Short: "Complete a ticket's lease, and the ticket with it",
+		Long: `Complete the current lease of a ticket (an operator action: needs an admin
+token), for an agent that finished the work but could not say so itself. The
+ticket and its lease become completed, which is final; --pr records the pull
+request with them. With --epoch the ticket is only completed if that lease is
+still the current one (409 otherwise), so a ticket another agent re-claimed
+meanwhile is left alone. A lease that already ended answers 410.`,
+		Example: `  warp ticket complete T-42 --pr https://github.com/acme/billing/pull/7
+  warp ticket complete T-42 --epoch 3
+  warp ticket complete T-42 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			return c.endLease(cmd, &o, args[0], epoch, func(cl *client.Client) (client.Ticket, error) {
+				return cl.Complete(cmd.Context(), args[0], client.CompleteRequest{Epoch: epoch, PRURL: pr})
+			}, func(t client.Ticket) string {
+				msg := "completed " + t.ID
+				if l := t.Lease; l != nil {
+					msg += fmt.Sprintf(" (epoch %d, agent %s on host %s)", l.Epoch, clean(dash(l.Agent)), clean(dash(l.Host)))
+					if l.PRURL != "" {
+						msg += "; PR " + clean(l.PRURL)
+					}
+				}
+				return msg
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&pr, "pr", "", "URL of the pull request, recorded with the lease")
+	cmd.Flags().Int64Var(&epoch, "epoch", 0, "complete only this lease (0: the current one)")
 	c.addClientFlags(cmd, &o)
 	return cmd
 }
@@ -92,7 +119,8 @@ func (c *CLI) staleUnlockCommand() *cobra.Command {
 		Long: `The stale-claim sweeper: list the claimed tickets, compute each lease's
 effective activity with the server's own rule under the server's current mode
 (transition: last_activity_at for v2 leases, the later of activity and
-heartbeat for v1 leases; activity: last_activity_at; legacy: last heartbeat)
+heartbeat for v1 leases; activity: last_activity_at; legacy: last heartbeat,
+for a v2 lease the last one that was not a stale report)
 and release those idle for longer than --older-than, printing each one.
 
 Each release carries the epoch that was inspected, so a ticket re-claimed in
@@ -101,9 +129,9 @@ the meantime is skipped rather than released. Needs an admin token.`,
   warp stale-unlock --older-than 45m
   warp stale-unlock --json | jq '.stale[].ticket'`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if olderThan <= 0 {
-				return usageErrorf("--older-than must be positive, got %s", olderThan)
+				return clikit.Usagef("--older-than must be positive, got %s", olderThan)
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -118,7 +146,7 @@ the meantime is skipped rather than released. Needs an admin token.`,
 			if err != nil {
 				return fmt.Errorf("server answered mode %q: %w", modeName, err)
 			}
-			tickets, err := cl.AllTickets(ctx, httpapi.ListOptions{State: string(warp.TicketClaimed)})
+			tickets, err := cl.AllTickets(ctx, client.ListOptions{State: string(warp.TicketClaimed)})
 			if err != nil {
 				return fail(cl, err)
 			}
@@ -136,18 +164,21 @@ the meantime is skipped rather than released. Needs an admin token.`,
 				}
 				sc := StaleClaim{Ticket: t.ID, Epoch: l.Epoch, Agent: l.Agent, Host: l.Host, EffectiveAt: at,
 					Basis: "last_activity_at", IdleS: idle.Seconds(), Action: "would-release"}
-				if fromHeartbeat {
+				switch {
+				case fromHeartbeat && mode == warp.ModeLegacy && l.SchemaVersion == 2 && !l.RefreshedAt.IsZero():
+					sc.Basis = "refreshed_at" // the last v2 heartbeat that was not a stale report
+				case fromHeartbeat:
 					sc.Basis = "last_heartbeat_at"
 				}
 				if !dry {
-					_, err := cl.Release(ctx, t.ID, httpapi.ReleaseRequest{Epoch: l.Epoch,
+					_, err := cl.Release(ctx, t.ID, client.ReleaseRequest{Epoch: l.Epoch,
 						Reason: "stale-unlock: no progress for " + Age(idle)})
 					switch {
 					case err == nil:
 						sc.Action = "released"
-					case errors.Is(err, warp.ErrStaleEpoch) || errors.Is(err, warp.ErrLeaseEnded) || errors.Is(err, warp.ErrNotFound):
+					case errors.Is(err, client.ErrStaleEpoch) || errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrNotFound):
 						// The lease moved on between the listing and the release.
-						sc.Action, sc.Error = "skipped", message(err)
+						sc.Action, sc.Error = "skipped", apiclient.Message(err)
 					default:
 						return fail(cl, err)
 					}
@@ -173,11 +204,11 @@ func (c *CLI) printStale(rep StaleUnlockReport, olderThan time.Duration) error {
 		switch s.Action {
 		case "released":
 			released++
-			fmt.Fprintf(c.Stdout, "released %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, dash(s.Agent), dash(s.Host), idle, s.Basis)
+			fmt.Fprintf(c.Stdout, "released %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, clean(dash(s.Agent)), clean(dash(s.Host)), idle, s.Basis)
 		case "would-release":
-			fmt.Fprintf(c.Stdout, "would release %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, dash(s.Agent), dash(s.Host), idle, s.Basis)
+			fmt.Fprintf(c.Stdout, "would release %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, clean(dash(s.Agent)), clean(dash(s.Host)), idle, s.Basis)
 		default:
-			fmt.Fprintf(c.Stdout, "skipped %s epoch %d: %s\n", s.Ticket, s.Epoch, s.Error)
+			fmt.Fprintf(c.Stdout, "skipped %s epoch %d: %s\n", s.Ticket, s.Epoch, clean(s.Error))
 		}
 	}
 	summary := fmt.Sprintf("%d of %d claimed ticket(s) idle for longer than %s (mode %s)", len(rep.Stale), rep.Claimed, Age(olderThan), rep.Mode)
@@ -188,4 +219,30 @@ func (c *CLI) printStale(rep StaleUnlockReport, olderThan time.Duration) error {
 	}
 	fmt.Fprintln(c.Stdout, summary)
 	return nil
+}
+
+// endLease is an operator's end of a lease (release, complete): the checks
+// of the ticket id and --epoch, the call end makes, and the answer as JSON
+// or summary's one line.
+func (c *CLI) endLease(cmd *cobra.Command, o *clientOptions, id string, epoch int64,
+	end func(*client.Client) (client.Ticket, error), summary func(client.Ticket) string) error {
+	if !warp.ValidTicketID(id) {
+		return clikit.Usagef("ticket id %q is invalid", id)
+	}
+	if epoch < 0 {
+		return clikit.Usagef("--epoch must not be negative")
+	}
+	cl, err := c.client(cmd, o)
+	if err != nil {
+		return err
+	}
+	t, err := end(cl)
+	if err != nil {
+		return fail(cl, err)
+	}
+	if o.json {
+		return c.printJSON(t)
+	}
+	_, err = fmt.Fprintln(c.Stdout, summary(t))
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/httpapi"
@@ -30,6 +33,18 @@ const (
 	// ShutdownTimeout bounds the graceful shutdown: open requests get this
 	// long to finish before their connections are closed.
 	ShutdownTimeout = 5 * time.Second
+	// Timeouts and bounds of the HTTP server against slow or hostile
+	// clients: headers within HeaderTimeout, the whole request within
+	// ReadTimeout, the answer within WriteTimeout, headers of at most
+	// MaxHeaderBytes.
+	HeaderTimeout  = 5 * time.Second
+	ReadTimeout    = 15 * time.Second
+	WriteTimeout   = 30 * time.Second
+	MaxHeaderBytes = 32 << 10
+	// DefaultMaxHostsPerToken bounds the hosts one agent token may report
+	// in a day: far above a real fleet per token, far below what floods
+	// the adoption table.
+	DefaultMaxHostsPerToken = 1000
 )
 
 // ServeConfig is the configuration of one server process.
@@ -50,6 +65,13 @@ type ServeConfig struct {
 	TokenFile  string
 	AdminToken string
 	Insecure   bool
+	// MaxConns and MaxConnsPerClient bound open connections in total and
+	// per client IP (--max-conns, --max-conns-per-client); 0: no bound.
+	MaxConns          int
+	MaxConnsPerClient int
+	// MaxHostsPerToken bounds the distinct hosts one agent token may report
+	// within a day (--max-hosts-per-token); 0: no bound.
+	MaxHostsPerToken int
 
 	// Now is the service clock; time.Now when nil (tests inject one).
 	Now func() time.Time
@@ -60,7 +82,7 @@ type ServeConfig struct {
 	Dashboard dashboard.Config
 }
 
-// DefaultServeConfig returns the documented defaults (DESIGN.md section 2).
+// DefaultServeConfig returns the documented defaults (docs/DESIGN.md section 2).
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{
 		Addr:          DefaultAddr,
@@ -69,6 +91,10 @@ func DefaultServeConfig() ServeConfig {
 		Policy:        warp.DefaultPolicy(),
 		SweepInterval: warp.DefaultSweepInterval,
 		HookAlarm:     warp.DefaultHookAlarm(),
+
+		MaxConns:          httpapi.DefaultMaxConns,
+		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
+		MaxHostsPerToken:  DefaultMaxHostsPerToken,
 	}
 }
 
@@ -82,7 +108,7 @@ type Main struct {
 	API     *httpapi.Server
 	Expiry  *expiry.Job
 	// Ops is the dashboard, the event stream and the metrics.
-	Ops *dashboard.Ops
+	Ops *Ops
 
 	log       *slog.Logger
 	ln        net.Listener
@@ -124,6 +150,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.SweepInterval <= 0 {
 		return warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", cfg.SweepInterval)
 	}
+	if cfg.MaxConns < 0 || cfg.MaxConnsPerClient < 0 {
+		return warp.Errorf(warp.ErrInvalid, "connection limits must not be negative (0 disables one), got %d and %d", cfg.MaxConns, cfg.MaxConnsPerClient)
+	}
+	// Bind before touching the database: a start that cannot serve (port
+	// taken) must not rewrite the startup grace of the whole fleet.
+	m.ln, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	m.ln = httpapi.LimitListener(m.ln, cfg.MaxConns, cfg.MaxConnsPerClient)
 
 	m.Store, err = openStore(ctx, cfg.DB, m.log)
 	if err != nil {
@@ -131,7 +167,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Service, err = warp.NewService(m.Store, warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
-		Now: cfg.Now, Logger: m.log,
+		MaxHostsPerToken: cfg.MaxHostsPerToken,
+		Now:              cfg.Now, Logger: m.log,
 	})
 	if err != nil {
 		return err
@@ -141,7 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	dcfg := cfg.Dashboard
 	dcfg.Logger = m.log
-	m.Ops, err = dashboard.NewOps(m.Service, dcfg, metrics.Config{Logger: m.log})
+	m.Ops, err = NewOps(m.Service, dcfg, metrics.Config{Logger: m.log})
 	if err != nil {
 		return err
 	}
@@ -156,27 +193,31 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	m.Expiry, err = expiry.New(m.Service, expiry.Config{Interval: cfg.SweepInterval, Logger: m.log,
-		OnSweep: m.Ops.OnSweep, OnError: m.Ops.OnSweepError})
+	jobCfg := expiry.Config{Interval: cfg.SweepInterval, Logger: m.log,
+		OnSweep: m.Ops.OnSweep, OnError: m.Ops.OnSweepError}
+	if l, ok := m.Store.(expiry.SweepLocker); ok {
+		jobCfg.Locker = l // replicas share the database: one sweeps per tick
+	}
+	m.Expiry, err = expiry.New(m.Service, jobCfg)
 	if err != nil {
 		return err
 	}
 
-	m.ln, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	m.http = &http.Server{
-		Handler:           m.API,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		Handler: m.API,
+		// A client that sends its headers and then trickles (or never
+		// sends) its body is cut off: every body warp takes is small.
+		ReadHeaderTimeout: HeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		// Answers are small too; the event stream moves its own deadline
+		// before every write.
+		WriteTimeout:   WriteTimeout,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
 	}
-	go func() {
-		if err := m.http.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.errc <- fmt.Errorf("serve http: %w", err)
-		}
-	}()
+	// Everything that can fail happens before the first request is served:
+	// once a client got an answer, the start has succeeded.
 	if err := m.Expiry.Start(ctx); err != nil {
 		return err
 	}
@@ -188,6 +229,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.log.Info("warp listening on "+m.URL(), "addr", m.ln.Addr().String(), "db", redactDSN(cfg.DB), "mode", mode,
 		"lease_window", p.LeaseWindow, "sweep_interval", cfg.SweepInterval, "startup_grace", p.StartupGrace,
 		"hook_alarm_ratio", cfg.HookAlarm.Ratio, "hook_alarm_min", cfg.HookAlarm.Min, "auth", authSummary(tokens))
+	go func() {
+		if err := m.http.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("serve http: %w", err)
+		}
+	}()
 	return nil
 }
 
@@ -209,7 +255,9 @@ func (m *Main) Err() <-chan error { return m.errc }
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
 		var errs []error
-		m.Ops.Close() // end the event streams first, or Shutdown waits for them
+		if m.Ops != nil {
+			m.Ops.Close() // end the event streams first, or Shutdown waits for them
+		}
 		if m.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 			if err := m.http.Shutdown(ctx); err != nil {
@@ -221,6 +269,9 @@ func (m *Main) Close() error {
 		}
 		if m.Expiry != nil {
 			errs = append(errs, m.Expiry.Close())
+		}
+		if m.Service != nil {
+			errs = append(errs, m.Service.Close()) // answers the heartbeats still queued
 		}
 		if m.Store != nil {
 			errs = append(errs, m.Store.Close())
@@ -332,9 +383,45 @@ func authSummary(tokens []httpapi.Token) string {
 	return fmt.Sprintf("%d admin, %d agent token(s)", admins, agents)
 }
 
+// Log formats and levels of warp serve (--log-format, --log-level).
+const (
+	DefaultLogFormat = "text"
+	DefaultLogLevel  = "info"
+)
+
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// serveLogger returns the server's logger on stderr: slog's text or JSON
+// handler (--log-format) from --log-level up, both already bound to
+// WARP_LOG_FORMAT / WARP_LOG_LEVEL. A bad value is a usage error naming the
+// flag, and the variable when the value came from there.
+func (c *CLI) serveLogger(fs *pflag.FlagSet, format, level string) (*slog.Logger, error) {
+	from := func(flag string) string {
+		if fs.Changed(flag) {
+			return ""
+		}
+		return " (from " + EnvName(flag) + ")"
+	}
+	var newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler
+	switch format {
+	case "text":
+		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
+	case "json":
+		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
+	default:
+		return nil, clikit.Usagef("--log-format %q%s: want text or json", format, from("log-format"))
+	}
+	lv, ok := logLevels[level]
+	if !ok {
+		return nil, clikit.Usagef("--log-level %q%s: want debug, info, warn or error", level, from("log-level"))
+	}
+	return slog.New(newHandler(c.Stderr, &slog.HandlerOptions{Level: lv})), nil
+}
+
 func (c *CLI) serveCommand() *cobra.Command {
 	cfg := DefaultServeConfig()
 	var mode string
+	logFormat, logLevel := DefaultLogFormat, DefaultLogLevel
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the warp server",
@@ -348,31 +435,35 @@ Durations use Go syntax (30m, 250ms).
 
 Without tokens the server only listens on loopback addresses; a token file
 holds one role:token a line (roles agent and admin, # comments allowed).
-SIGINT or SIGTERM shut it down gracefully.`,
+The log goes to stderr, as slog text or JSON lines (--log-format) from
+--log-level up. SIGINT or SIGTERM shut it down gracefully.`,
 		Example: `  warp serve
   warp serve --addr 0.0.0.0:7077 --token-file /etc/warp/tokens --db /var/lib/warp/warp.db
-  WARP_LEASE_WINDOW=45m warp serve --mode activity`,
+  WARP_LEASE_WINDOW=45m warp serve --mode activity
+  warp serve --log-format json --log-level warn`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if err := c.bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
 			m, err := warp.ParseMode(mode)
 			if err != nil {
-				return usageErrorf("--mode: %s", warp.ErrorMessage(err))
+				return clikit.Usagef("--mode: %s", warp.ErrorMessage(err))
 			}
 			cfg.Mode = m
 			if err := cfg.Policy.Validate(); err != nil {
-				return usageErrorf("%s", warp.ErrorMessage(err))
+				return clikit.Usagef("%s", warp.ErrorMessage(err))
 			}
 			if cfg.SweepInterval <= 0 {
-				return usageErrorf("--sweep-interval must be positive, got %s", cfg.SweepInterval)
+				return clikit.Usagef("--sweep-interval must be positive, got %s", cfg.SweepInterval)
 			}
 			if err := cfg.HookAlarm.Validate(); err != nil {
-				return usageErrorf("--hook-alarm-ratio/--hook-alarm-min: %s", warp.ErrorMessage(err))
+				return clikit.Usagef("--hook-alarm-ratio/--hook-alarm-min: %s", warp.ErrorMessage(err))
 			}
 			cfg.AdminToken, _ = c.lookupEnv("WARP_TOKEN")
-			cfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+			if cfg.Logger, err = c.serveLogger(cmd.Flags(), logFormat, logLevel); err != nil {
+				return err
+			}
 			return c.serve(cmd.Context(), cfg)
 		}),
 	}
@@ -385,12 +476,17 @@ SIGINT or SIGTERM shut it down gracefully.`,
 	f.DurationVar(&cfg.Policy.StallAfter, "stall-after", cfg.Policy.StallAfter, "verdict stalled: no activity for longer than this")
 	f.DurationVar(&cfg.Policy.SilentAfter, "silent-after", cfg.Policy.SilentAfter, "verdict silent: no heartbeat for longer than this")
 	f.DurationVar(&cfg.Policy.StartupGrace, "startup-grace", cfg.Policy.StartupGrace, "after a start, leases refreshed before it do not lapse for this long")
+	f.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "most connections open at once; more get 503 (0: no limit)")
+	f.IntVar(&cfg.MaxConnsPerClient, "max-conns-per-client", cfg.MaxConnsPerClient, "most connections open at once from one client IP; more get 429 (0: no limit)")
+	f.IntVar(&cfg.MaxHostsPerToken, "max-hosts-per-token", cfg.MaxHostsPerToken, "most distinct hosts one agent token may report within a day; more get 429 (0: no limit)")
 	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", false, "release a lease as soon as its loop reports the agent exited")
 	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	f.IntVar(&cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens")
+	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")
+	f.StringVar(&logLevel, "log-level", logLevel, "least severe log level: debug, info, warn or error")
 	return cmd
 }
 

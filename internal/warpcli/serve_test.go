@@ -1,9 +1,11 @@
 package warpcli_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
 
@@ -130,7 +132,7 @@ func TestServeCommandFlagsBeatEnvironment(t *testing.T) {
 		"WARP_HOOK_ALARM_MIN":   "9", // the flag below wins
 	}
 	url, _, stop := serveInProcess(t, env, "--addr", "127.0.0.1:0", "--lease-window", "20m", "--hook-alarm-min", "4")
-	cl := httpapi.NewClient(url, "")
+	cl := client.NewClient(url, "")
 	mode, err := cl.Mode(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +158,10 @@ func TestServeCommandFlagsBeatEnvironment(t *testing.T) {
 func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
 	url, _, _ := serveInProcess(t, map[string]string{"WARP_TOKEN": "env-admin"},
 		"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"))
-	if _, err := httpapi.NewClient(url, "").Mode(context.Background()); err == nil {
+	if _, err := client.NewClient(url, "").Mode(context.Background()); err == nil {
 		t.Fatal("no token accepted although WARP_TOKEN configured one")
 	}
-	if _, err := httpapi.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
+	if _, err := client.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
 		t.Fatalf("WARP_TOKEN as admin: %v", err)
 	}
 }
@@ -202,5 +204,46 @@ func TestServeConfigurationErrors(t *testing.T) {
 			r := runCLI(t, c.env, time.Now, args...)
 			r.mustFail(t, c.code, c.want...)
 		})
+	}
+}
+
+// A start that cannot bind (a crash-looping replica, a second warp on the
+// same port) leaves the database byte for byte as it was — it used to
+// rewrite the startup grace of the whole fleet first — and its error names
+// the cause instead of asking whether warp runs.
+func TestServeThatCannotBindChangesNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "warp.db")
+	cfg := warpcli.DefaultServeConfig()
+	cfg.DB, cfg.Addr = db, "127.0.0.1:0"
+	m := warpcli.NewMain(cfg)
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walBefore, walErr := os.ReadFile(db + "-wal")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	r := runCLI(t, map[string]string{}, time.Now, "serve", "--db", db, "--addr", taken.Addr().String())
+	r.mustFail(t, warpcli.ExitError, "listen on "+taken.Addr().String(), "address already in use", "another process already listens there")
+	if strings.Contains(r.stderr, "is warp running") {
+		t.Errorf("stderr %q asks whether warp runs", r.stderr)
+	}
+	after, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("the failed start changed the database")
+	}
+	walAfter, walErr2 := os.ReadFile(db + "-wal")
+	if (walErr == nil) != (walErr2 == nil) || !bytes.Equal(walBefore, walAfter) {
+		t.Error("the failed start changed the database's write-ahead log")
 	}
 }

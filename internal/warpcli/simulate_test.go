@@ -3,6 +3,7 @@ package warpcli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 6 to 500"},
+		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 8 to 500"},
 		{"too many agents", []string{"--agents", "100000"}, "--agents 100000"},
 		{"time scale zero", []string{"--time-scale", "0"}, "--time-scale 0: want 1 to 10000"},
 		{"time scale not a number", []string{"--time-scale", "fast"}, "invalid argument"},
@@ -62,5 +63,58 @@ func TestSimulateSaysHowToBuildGyrum(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "go build -o bin/ ./cmd/...") {
 		t.Errorf("stderr %q does not say how to build gyrum", errb.String())
+	}
+}
+
+// A time scale the machine cannot keep up with ends with the too-loaded
+// verdict and exit status 3, not with failed claims: here the background
+// jobs would need more than a core each, so nothing is started (a stand-in
+// gyrum that only answers --help is enough).
+func TestSimulateTooLoadedExitsThree(t *testing.T) {
+	helpOnly := filepath.Join(t.TempDir(), "gyrum")
+	if err := os.WriteFile(helpOnly, []byte("#!/bin/sh\necho start-work touch-activity\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, asJSON := range []bool{false, true} {
+		var out, errb bytes.Buffer
+		c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
+		args := []string{"simulate", "--gyrum", helpOnly, "--time-scale", "10000", "--agents", "8", "--quiet"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		if code := c.Run(context.Background(), args); code != warpcli.ExitTooLoaded {
+			t.Fatalf("json=%v: exit %d, want %d; stderr %q", asJSON, code, warpcli.ExitTooLoaded, errb.String())
+		}
+		if want := "warp: machine too loaded for --time-scale 10000"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "rerun with --time-scale") {
+			t.Errorf("json=%v: stderr %q does not say %q and what to rerun with", asJSON, errb.String(), want)
+		}
+		if asJSON {
+			var rep struct {
+				Verdict string `json:"verdict"`
+				Ran     bool   `json:"ran"`
+				Timing  struct {
+					SuggestedScale float64 `json:"suggested_time_scale"`
+				} `json:"timing"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Verdict != "too-loaded" || rep.Ran || rep.Timing.SuggestedScale <= 0 {
+				t.Errorf("JSON report: %+v, %v; want verdict too-loaded, not run, a suggested scale:\n%s", rep, err, out.String())
+			}
+		} else if !strings.Contains(out.String(), "the simulation was not run") || strings.Contains(out.String(), "FAIL") {
+			t.Errorf("report:\n%s", out.String())
+		}
+	}
+}
+
+// The help says what the verdicts and exit statuses are.
+func TestSimulateHelpNamesTheVerdicts(t *testing.T) {
+	var out, errb bytes.Buffer
+	c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
+	if code := c.Run(context.Background(), []string{"simulate", "--help"}); code != warpcli.ExitOK {
+		t.Fatalf("exit %d; stderr %q", code, errb.String())
+	}
+	for _, want := range []string{"machine too loaded for --time-scale N", "3 when the machine was too loaded", "denied call", "background"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -6,21 +6,24 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 func (c *CLI) ticketCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ticket",
-		Short: "Create, list and show tickets",
+		Short: "Create, list, show and complete tickets",
 		Example: `  warp ticket create --title "fix the flaky test" --label backend
   warp ticket list --state claimed --verdict stalled
-  warp ticket show T-1`,
+  warp ticket show T-1
+  warp ticket complete T-1 --pr https://github.com/acme/billing/pull/7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(c.ticketCreateCommand(), c.ticketListCommand(), c.ticketShowCommand())
+	cmd.AddCommand(c.ticketCreateCommand(), c.ticketListCommand(), c.ticketShowCommand(), c.ticketCompleteCommand())
 	return cmd
 }
 
@@ -37,11 +40,11 @@ open ticket carrying every requested label).`,
 		Example: `  warp ticket create T-42 --title "migrate the billing cron" --label backend --label db
   warp ticket create --title "triage flaky e2e" --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
-			req := httpapi.CreateTicketRequest{Title: title, Labels: labels}
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			req := client.CreateTicketRequest{Title: title, Labels: labels}
 			if len(args) == 1 {
-				if !warp.ValidTicketID(args[0]) {
-					return usageErrorf("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", args[0])
+				if err := apiclient.CheckTicketID(args[0]); err != nil {
+					return err
 				}
 				req.ID = args[0]
 			}
@@ -72,7 +75,7 @@ open ticket carrying every requested label).`,
 
 func (c *CLI) ticketListCommand() *cobra.Command {
 	var o clientOptions
-	var lo httpapi.ListOptions
+	var lo client.ListOptions
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -90,23 +93,23 @@ reported the agent gone).`,
   warp ticket list --state claimed --verdict stalled
   warp ticket list --host build-3 --all --json`,
 		Args: cobra.NoArgs,
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if lo.State != "" && !warp.TicketState(lo.State).Valid() {
-				return usageErrorf("--state %q: want open, claimed or completed", lo.State)
+				return clikit.Usagef("--state %q: want open, claimed or completed", lo.State)
 			}
 			if lo.Verdict != "" {
 				if _, err := warp.ParseVerdict(lo.Verdict); err != nil {
-					return usageErrorf("--verdict: %s", warp.ErrorMessage(err))
+					return clikit.Usagef("--verdict: %s", warp.ErrorMessage(err))
 				}
 			}
 			if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
-				return usageErrorf("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
+				return clikit.Usagef("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
 				return err
 			}
-			var list httpapi.TicketList
+			var list client.TicketList
 			if all {
 				list.Tickets, err = cl.AllTickets(cmd.Context(), lo)
 			} else {
@@ -116,7 +119,7 @@ reported the agent gone).`,
 				return fail(cl, err)
 			}
 			if list.Tickets == nil {
-				list.Tickets = []httpapi.Ticket{}
+				list.Tickets = []client.Ticket{}
 			}
 			if o.json {
 				return c.printJSON(list)
@@ -143,8 +146,8 @@ reported the agent gone).`,
 
 // TicketDetail is what `warp ticket show --json` prints.
 type TicketDetail struct {
-	Ticket httpapi.Ticket  `json:"ticket"`
-	Events []httpapi.Event `json:"events"`
+	Ticket client.Ticket  `json:"ticket"`
+	Events []client.Event `json:"events"`
 }
 
 func (c *CLI) ticketShowCommand() *cobra.Command {
@@ -158,9 +161,9 @@ whether the v1 fallback had extended it) and every event of its history.
 		Example: `  warp ticket show T-42
   warp ticket show T-42 --json | jq '.events[] | select(.kind=="lapsed")'`,
 		Args: cobra.ExactArgs(1),
-		RunE: action(func(cmd *cobra.Command, args []string) error {
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if !warp.ValidTicketID(args[0]) {
-				return usageErrorf("ticket id %q is invalid", args[0])
+				return clikit.Usagef("ticket id %q is invalid", args[0])
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -175,7 +178,7 @@ whether the v1 fallback had extended it) and every event of its history.
 				return fail(cl, err)
 			}
 			if evs == nil {
-				evs = []httpapi.Event{}
+				evs = []client.Event{}
 			}
 			if o.json {
 				return c.printJSON(TicketDetail{Ticket: t, Events: evs})

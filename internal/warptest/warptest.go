@@ -9,15 +9,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/sqlite"
@@ -27,7 +31,7 @@ import (
 // Beat is one heartbeat request as the server received it.
 type Beat struct {
 	At     time.Time
-	Body   httpapi.HeartbeatRequest
+	Body   client.HeartbeatRequest
 	Status int
 }
 
@@ -44,8 +48,8 @@ type Server struct {
 	mu     sync.Mutex
 	srv    *http.Server
 	beats  []Beat
-	before func(n int, b httpapi.HeartbeatRequest) // called with the 1-based count before answering
-	answer func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool
+	before func(n int, b client.HeartbeatRequest) // called with the 1-based count before answering
+	answer func(b client.HeartbeatRequest, w http.ResponseWriter) bool
 }
 
 // Start starts a warp with the default policy on a fresh SQLite file in
@@ -59,6 +63,13 @@ func Start(t testing.TB) *Server {
 // thresholds let a test see verdicts change in seconds.
 func StartWithPolicy(t testing.TB, p warp.Policy) *Server {
 	t.Helper()
+	return StartWithTokens(t, p, nil)
+}
+
+// StartWithTokens is StartWithPolicy with bearer tokens required (none:
+// an open server, as on loopback without --token-file).
+func StartWithTokens(t testing.TB, p warp.Policy, tokens []httpapi.Token) *Server {
+	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
 	if err != nil {
@@ -69,10 +80,11 @@ func StartWithPolicy(t testing.TB, p warp.Policy) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { svc.Close() })
 	if err := svc.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{})
+	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +116,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	var b httpapi.HeartbeatRequest
+	var b client.HeartbeatRequest
 	_ = json.Unmarshal(data, &b)
 	s.mu.Lock()
 	n := len(s.beats) + 1
@@ -175,14 +187,14 @@ func (s *Server) Up() {
 }
 
 // SetBefore sets a hook run with the 1-based count of each heartbeat before the server answers it.
-func (s *Server) SetBefore(f func(n int, b httpapi.HeartbeatRequest)) {
+func (s *Server) SetBefore(f func(n int, b client.HeartbeatRequest)) {
 	s.mu.Lock()
 	s.before = f
 	s.mu.Unlock()
 }
 
 // SetAnswer sets a hook that may answer a heartbeat itself (returning true) instead of the real server.
-func (s *Server) SetAnswer(f func(b httpapi.HeartbeatRequest, w http.ResponseWriter) bool) {
+func (s *Server) SetAnswer(f func(b client.HeartbeatRequest, w http.ResponseWriter) bool) {
 	s.mu.Lock()
 	s.answer = f
 	s.mu.Unlock()
@@ -289,4 +301,27 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// BuildGyrum builds the gyrum binary, with gyrum-hook and gyrum-loop beside it, into a new
+// temporary directory, for a package's TestMain; path is gyrum's, remove
+// the directory's cleanup. Build output goes to stderr.
+func BuildGyrum() (path string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "gyrum-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "gyrum")
+	// The three binaries, as a release ships them: gyrum setup then
+	// installs gyrum-hook, the hook the agents run, and start-work spawns
+	// gyrum-loop, the heartbeat loop.
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", dir+string(filepath.Separator),
+		"github.com/gyrum-labs/warp/cmd/gyrum", "github.com/gyrum-labs/warp/cmd/gyrum-hook",
+		"github.com/gyrum-labs/warp/cmd/gyrum-loop")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build gyrum: %w", err)
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
 }

@@ -44,6 +44,13 @@ type Options struct {
 	Within string
 	// Logger receives one record per action; nil → discard.
 	Logger *slog.Logger
+	// Agents is the hook's agent index ($GYRUM_HOME/agents): entries of
+	// agents that are gone are pruned (not with DryRun). Zero: skipped.
+	Agents gyrumdir.AgentIndex
+	// Prepared is the set of worktrees the hook may write into
+	// ($GYRUM_HOME/worktrees): those whose lease.json is gone are pruned
+	// (not with DryRun). Zero: skipped.
+	Prepared gyrumdir.Prepared
 }
 
 // Actions of a Loop.
@@ -93,6 +100,11 @@ type Report struct {
 	DryRun  bool    `json:"dry_run"`
 	Loops   []Loop  `json:"loops"`
 	Summary Summary `json:"summary"`
+	// AgentsPruned counts agent index entries of dead agents removed.
+	AgentsPruned int `json:"agents_pruned"`
+	// WorktreesPruned counts prepared worktrees forgotten because their
+	// lease.json is gone.
+	WorktreesPruned int `json:"worktrees_pruned"`
 }
 
 // Reasons of the decisions, shared by the text and JSON output.
@@ -166,6 +178,20 @@ func Sweep(ctx context.Context, o Options) (Report, error) {
 			rep.Loops[i].Action = ActionWouldStop
 		}
 	} else {
+		if o.Agents != (gyrumdir.AgentIndex{}) {
+			n, err := o.Agents.Prune()
+			if err != nil {
+				log.Warn("watchdog: prune the agent index", "err", err)
+			}
+			rep.AgentsPruned = n
+		}
+		if o.Prepared != (gyrumdir.Prepared{}) {
+			n, err := o.Prepared.Prune()
+			if err != nil {
+				log.Warn("watchdog: prune the prepared worktrees", "err", err)
+			}
+			rep.WorktreesPruned = n
+		}
 		var wg sync.WaitGroup
 		for _, i := range stops {
 			wg.Add(1)
@@ -325,11 +351,12 @@ func summarize(loops []Loop) Summary {
 }
 
 // LoopDir returns the --dir of a `gyrum heartbeat run` command line, ok
-// false when argv is not one: the program must be named gyrum and its
+// false when argv is not one: the program must be named gyrum (or
+// gyrum-loop, the loop alone) and its
 // first two arguments that are not flags must be heartbeat run. A loop run
 // without --dir works on its current directory: dir is "." then.
 func LoopDir(argv []string) (dir string, ok bool) {
-	if len(argv) < 3 || filepath.Base(argv[0]) != "gyrum" {
+	if len(argv) < 3 || (filepath.Base(argv[0]) != "gyrum" && filepath.Base(argv[0]) != "gyrum-loop") {
 		return "", false
 	}
 	var words []string

@@ -445,6 +445,8 @@ func TestLoopDir(t *testing.T) {
 		{[]string{"/usr/local/bin/gyrum", "heartbeat", "run", "--dir", "/w/t"}, "/w/t", true},
 		{[]string{"gyrum", "heartbeat", "run", "--dir=/w/t"}, "/w/t", true},
 		{[]string{"gyrum", "--verbose", "heartbeat", "run"}, ".", true},
+		{[]string{"/opt/gyrum/gyrum-loop", "heartbeat", "run", "--dir", "/w/t", "--schema-version", "2"}, "/w/t", true},
+		{[]string{"/opt/gyrum/gyrum-hook", "heartbeat", "run", "--dir", "/w/t"}, "", false},
 		{[]string{"gyrum", "heartbeat", "status", "--dir", "/w"}, "", false},
 		{[]string{"gyrum", "heartbeat"}, "", false},
 		{[]string{"/bin/sh", "-c", "gyrum heartbeat run --dir /w"}, "", false},
@@ -526,5 +528,52 @@ func TestRelativeDirThroughSymlink(t *testing.T) {
 	waitExit(t, s, "relative-dir orphan")
 	if l := loopOf(t, rep, id.PID); l.Action != watchdog.ActionStopped {
 		t.Errorf("relative-dir orphan: %+v, want stopped", l)
+	}
+}
+
+// The sweep prunes the agent index of agents that are gone (a dry run
+// does not), so the hook never credits a worktree for a recycled pid.
+func TestSweepPrunesDeadAgents(t *testing.T) {
+	home := t.TempDir()
+	x := gyrumdir.NewAgentIndex(home)
+	dead := exec.Command("sleep", "1000")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadID, err := proc.Lookup(dead.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Process.Kill()
+	dead.Wait()
+	self, _ := proc.Self()
+	x.Add(deadID, t.TempDir())
+	x.Add(self, t.TempDir())
+	o := watchdog.Options{Registry: gyrumdir.NewRegistry(home), Agents: x, NoScan: true, DryRun: true}
+	if rep, err := watchdog.Sweep(context.Background(), o); err != nil || rep.AgentsPruned != 0 {
+		t.Fatalf("dry run: %+v %v", rep, err)
+	}
+	o.DryRun = false
+	rep, err := watchdog.Sweep(context.Background(), o)
+	if err != nil || rep.AgentsPruned != 1 {
+		t.Fatalf("sweep: pruned %d, %v; want 1", rep.AgentsPruned, err)
+	}
+	if links, _ := x.List(); len(links) != 1 || links[0].Agent != self {
+		t.Errorf("index after the sweep: %+v", links)
+	}
+
+	// Prepared worktrees whose lease.json is gone are forgotten too.
+	prep := gyrumdir.NewPrepared(home)
+	held, gone := t.TempDir(), t.TempDir()
+	for _, wt := range []string{held, gone} {
+		d, _ := gyrumdir.Create(wt)
+		d.WriteLease(gyrumdir.Lease{Ticket: "T-1", Epoch: 1, WarpURL: "http://127.0.0.1:1"})
+		prep.Add(wt)
+	}
+	os.Remove(filepath.Join(gone, gyrumdir.DirName, gyrumdir.LeaseFile))
+	o.Prepared = prep
+	rep, err = watchdog.Sweep(context.Background(), o)
+	if err != nil || rep.WorktreesPruned != 1 || !prep.Has(held) || prep.Has(gone) {
+		t.Errorf("prepared after the sweep: pruned %d (%v), held %v, gone %v", rep.WorktreesPruned, err, prep.Has(held), prep.Has(gone))
 	}
 }

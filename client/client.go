@@ -1,4 +1,4 @@
-package httpapi
+package client
 
 import (
 	"bytes"
@@ -8,18 +8,23 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gyrum-labs/warp/client/wire"
 )
 
 // DefaultURL is where clients look for warp when WARP_URL is unset.
-const DefaultURL = "http://127.0.0.1:7077"
+const DefaultURL = wire.DefaultURL
 
 // Client talks to a warp server. The zero value is not usable: use NewClient.
 type Client struct {
 	baseURL string
 	token   string
 	http    *http.Client
+	// leaseSecret is sent in HeaderLeaseSecret with every request.
+	leaseSecret string
 }
 
 // NewClient returns a client for the server at baseURL ("" → DefaultURL)
@@ -39,6 +44,15 @@ func NewClient(baseURL, token string) *Client {
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
 	cc := *c
 	cc.http = hc
+	return &cc
+}
+
+// WithLeaseSecret returns a copy of c that proves, with every request,
+// that it holds the lease whose claim returned secret (Ticket.LeaseSecret):
+// what an agent's writes to its lease need. Empty: none.
+func (c *Client) WithLeaseSecret(secret string) *Client {
+	cc := *c
+	cc.leaseSecret = secret
 	return &cc
 }
 
@@ -68,6 +82,9 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if c.leaseSecret != "" {
+		req.Header.Set(HeaderLeaseSecret, c.leaseSecret)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
@@ -77,33 +94,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	if resp.StatusCode >= 300 {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return &APIError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return &APIError{Status: resp.StatusCode, Code: codeForStatus(resp.StatusCode), Message: fmt.Sprintf("%s %s: %s", method, path, msg)}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return nil
-}
-
-func codeForStatus(status int) string {
-	for _, r := range errorTable {
-		if r.status == status {
-			return r.code
-		}
-	}
-	return CodeInternal
+	return wire.Decode(method, path, resp.StatusCode, data, out)
 }
 
 // CreateTicket creates a ticket.
@@ -179,17 +170,19 @@ func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {
 	return l.Events, err
 }
 
-// Claim claims ticket id.
+// Claim claims ticket id, asking for a lease secret (Ticket.LeaseSecret)
+// to send with every later write to the lease (WithLeaseSecret).
 func (c *Client) Claim(ctx context.Context, id string, r ClaimRequest) (Ticket, error) {
 	var t Ticket
-	err := c.Do(ctx, http.MethodPost, "/v1/tickets/"+url.PathEscape(id)+"/claim", r, &t)
+	err := c.WithLeaseSecret(LeaseSecretNew).Do(ctx, http.MethodPost, "/v1/tickets/"+url.PathEscape(id)+"/claim", r, &t)
 	return t, err
 }
 
-// ClaimNext claims the oldest open ticket carrying every label.
+// ClaimNext claims the oldest open ticket carrying every label, asking for
+// a lease secret like Claim.
 func (c *Client) ClaimNext(ctx context.Context, r ClaimNextRequest) (Ticket, error) {
 	var t Ticket
-	err := c.Do(ctx, http.MethodPost, "/v1/claims/next", r, &t)
+	err := c.WithLeaseSecret(LeaseSecretNew).Do(ctx, http.MethodPost, "/v1/claims/next", r, &t)
 	return t, err
 }
 
@@ -216,13 +209,35 @@ func (c *Client) Heartbeat(ctx context.Context, r HeartbeatRequest) (HeartbeatRe
 
 // Adoption returns the per-host schema adoption over window (0: server default).
 func (c *Client) Adoption(ctx context.Context, window time.Duration) (Adoption, error) {
-	path := "/v1/adoption"
-	if window > 0 {
-		path += "?window=" + url.QueryEscape(window.String())
+	var all Adoption
+	err := getPages(ctx, c, "/v1/adoption", window, func(a Adoption) string {
+		hosts := append(all.Hosts, a.Hosts...)
+		all, all.Hosts = a, hosts
+		return a.NextCursor
+	})
+	return all, err
+}
+
+// getPages GETs path?window= page after page, handing each answer to add,
+// which returns the next cursor ("" after the last page).
+func getPages[T any](ctx context.Context, c *Client, path string, window time.Duration, add func(T) string) error {
+	cursor := ""
+	for {
+		q := url.Values{}
+		if window > 0 {
+			q.Set("window", window.String())
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page T
+		if err := c.Do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &page); err != nil {
+			return err
+		}
+		if cursor = add(page); cursor == "" {
+			return nil
+		}
 	}
-	var a Adoption
-	err := c.Do(ctx, http.MethodGet, path, nil, &a)
-	return a, err
 }
 
 // Mode returns the current expiry mode.
@@ -242,4 +257,28 @@ func (c *Client) SetMode(ctx context.Context, mode string, force bool) (string, 
 // Healthz reports whether the server answers.
 func (c *Client) Healthz(ctx context.Context) error {
 	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil)
+}
+
+// Hosts returns every host with its leases by verdict, hook health,
+// adoption over window (0: server default) and alarm, following every page.
+func (c *Client) Hosts(ctx context.Context, window time.Duration) (HostList, error) {
+	var all HostList
+	err := getPages(ctx, c, "/v1/hosts", window, func(l HostList) string {
+		hosts := append(all.Hosts, l.Hosts...)
+		all, all.Hosts = l, hosts
+		return l.NextCursor
+	})
+	return all, err
+}
+
+// ModeHistory returns the latest limit mode changes, oldest first (0: the
+// server's default, its maximum).
+func (c *Client) ModeHistory(ctx context.Context, limit int) (ModeHistory, error) {
+	path := "/v1/mode/history"
+	if limit > 0 {
+		path += "?" + url.Values{"limit": {strconv.Itoa(limit)}}.Encode()
+	}
+	var h ModeHistory
+	err := c.Do(ctx, http.MethodGet, path, nil, &h)
+	return h, err
 }

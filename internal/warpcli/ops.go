@@ -1,11 +1,11 @@
-package dashboard
+package warpcli
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/metrics"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -13,9 +13,9 @@ import (
 
 // Ops is the operator's view of one server: the dashboard with its event
 // stream, the Prometheus metrics, and the hooks that feed both from the
-// HTTP API and the expiry job. warp serve builds one per process:
+// HTTP API and the expiry job. Main.Run composes one per process:
 //
-//	ops, _ := dashboard.NewOps(svc, dashboard.Config{Logger: log}, metrics.Config{Logger: log})
+//	ops, _ := NewOps(svc, dashboard.Config{Logger: log}, metrics.Config{Logger: log})
 //	cfg := httpapi.ServerConfig{Tokens: tokens}
 //	ops.Hook(&cfg)
 //	api, _ := httpapi.NewServer(svc, cfg)
@@ -23,14 +23,13 @@ import (
 //	job, _ := expiry.New(svc, expiry.Config{OnSweep: ops.OnSweep, OnError: ops.OnSweepError})
 //	ops.Start(ctx) ... ops.Close() before the HTTP shutdown
 type Ops struct {
-	Dashboard *Dashboard
+	Dashboard *dashboard.Dashboard
 	Metrics   *metrics.Metrics
-	log       *slog.Logger
 }
 
 // NewOps returns the dashboard and the metrics of svc.
-func NewOps(svc *warp.Service, dcfg Config, mcfg metrics.Config) (*Ops, error) {
-	d, err := New(svc, dcfg)
+func NewOps(svc *warp.Service, dcfg dashboard.Config, mcfg metrics.Config) (*Ops, error) {
+	d, err := dashboard.New(svc, dcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +37,7 @@ func NewOps(svc *warp.Service, dcfg Config, mcfg metrics.Config) (*Ops, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Ops{Dashboard: d, Metrics: m, log: dcfg.Logger}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
-	}
-	return o, nil
+	return &Ops{Dashboard: d, Metrics: m}, nil
 }
 
 // Hook sets the server hooks that feed the metrics and the event stream.
@@ -55,14 +50,14 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 		}
 		o.Metrics.ObserveHTTP(route, code, d)
 	}
-	cfg.OnHeartbeat = func(h httpapi.HeartbeatOutcome) {
+	cfg.OnHeartbeat = func(h apihook.HeartbeatOutcome) {
 		if prevHeartbeat != nil {
 			prevHeartbeat(h)
 		}
 		o.Metrics.ObserveHeartbeat(h.SchemaVersion, h.Code, h.Exit, h.Extended)
 		o.Dashboard.OnHeartbeat(h)
 	}
-	cfg.OnChange = func(c httpapi.Change) {
+	cfg.OnChange = func(c apihook.Change) {
 		if prevChange != nil {
 			prevChange(c)
 		}
@@ -70,10 +65,19 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 	}
 }
 
-// Mount registers the dashboard, the event stream and GET /metrics on s.
-// Metrics need the admin role when tokens are configured, like the pages.
+// Mount registers the dashboard's routes, the event stream among them,
+// and GET /metrics on s. Everything but the dashboard's open routes (its
+// static assets) needs the admin role when tokens are configured; a
+// browser presents its token once as ?token= and then holds it in a
+// cookie (httpapi.TokenCookie).
 func (o *Ops) Mount(s *httpapi.Server) {
-	o.Dashboard.Mount(s)
+	for _, r := range o.Dashboard.Routes() {
+		role := httpapi.RoleAdmin
+		if r.Open {
+			role = httpapi.RoleOpen
+		}
+		s.Mount(r.Pattern, r.Handler, role)
+	}
 	s.Mount("GET /metrics", o.Metrics.Handler(), httpapi.RoleAdmin)
 }
 
@@ -102,5 +106,5 @@ func (o *Ops) Close() error {
 	if o == nil {
 		return nil
 	}
-	return errors.Join(o.Dashboard.Close())
+	return o.Dashboard.Close()
 }

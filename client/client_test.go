@@ -1,0 +1,78 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
+)
+
+// The public client against a real warp with tokens, the way an
+// integrator's loop uses it: create, claim with a lease secret, heartbeat
+// with it, and read every refusal through the package's error values.
+func TestClientAgainstARealServer(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, tokens, "admin:admin-secret\nagent:agent-one\nagent:agent-two\n")
+	srv := warpclitest.Start(t, func(c *warpcli.ServeConfig) { c.TokenFile = tokens })
+	ctx := context.Background()
+	admin := client.NewClient(srv.URL(), "admin-secret")
+	if _, err := admin.CreateTicket(ctx, client.CreateTicketRequest{ID: "T-1", Title: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	one := client.NewClient(srv.URL(), "agent-one")
+	tk, err := one.Claim(ctx, "T-1", client.ClaimRequest{Agent: "a", Host: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Lease == nil || tk.Lease.Epoch != 1 || tk.LeaseSecret == "" {
+		t.Fatalf("claim answered %+v, want epoch 1 with a lease secret", tk)
+	}
+	v2, age := 2, 1.0
+	hb := client.HeartbeatRequest{SchemaVersion: &v2, Ticket: "T-1", Epoch: 1, Host: "h1", ActivityAgeS: &age}
+	res, err := one.WithLeaseSecret(tk.LeaseSecret).Heartbeat(ctx, hb)
+	if err != nil || !res.Extended || res.Verdict != "active" {
+		t.Fatalf("heartbeat with the secret: %+v %v", res, err)
+	}
+
+	// Refusals unwrap to the package's error values.
+	_, err = client.NewClient(srv.URL(), "agent-two").Heartbeat(ctx, hb)
+	if !errors.Is(err, client.ErrNotHolder) {
+		t.Errorf("another agent's heartbeat: %v, want ErrNotHolder", err)
+	}
+	stale := hb
+	stale.Epoch = 7
+	if _, err := one.WithLeaseSecret(tk.LeaseSecret).Heartbeat(ctx, stale); !errors.Is(err, client.ErrStaleEpoch) {
+		t.Errorf("stale epoch: %v, want ErrStaleEpoch", err)
+	}
+	if _, err := one.Claim(ctx, "T-1", client.ClaimRequest{Agent: "b"}); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("claiming a claimed ticket: %v, want ErrConflict", err)
+	}
+	if _, err := client.NewClient(srv.URL(), "nope").Ticket(ctx, "T-1"); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("unknown token: %v, want ErrUnauthorized", err)
+	}
+	if _, err := admin.Release(ctx, "T-1", client.ReleaseRequest{Reason: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = one.WithLeaseSecret(tk.LeaseSecret).Heartbeat(ctx, hb)
+	var ae *client.APIError
+	if !errors.Is(err, client.ErrLeaseEnded) || !errors.As(err, &ae) ||
+		ae.DetailValue(client.DetailLeaseState) != "released" || ae.DetailValue(client.DetailEndReason) != "operator" {
+		t.Errorf("heartbeat after the release: %v (%+v), want ErrLeaseEnded with lease_state and end_reason", err, ae)
+	}
+	mode, err := admin.Mode(ctx)
+	if err != nil || mode == "" {
+		t.Errorf("mode: %q %v", mode, err)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,262 @@
+package wire
+
+import "time"
+
+// DefaultURL is where clients look for warp when WARP_URL is unset.
+const DefaultURL = "http://127.0.0.1:7077"
+
+// Ticket is a ticket on the wire.
+type Ticket struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Labels    []string  `json:"labels"`
+	State     string    `json:"state"`
+	Epoch     int64     `json:"epoch"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Lease is the ticket's latest lease (held or ended); absent when never claimed.
+	Lease *Lease `json:"lease,omitempty"`
+	// Verdict of the held lease; empty unless the ticket is claimed.
+	Verdict string `json:"verdict,omitempty"`
+	// LeaseSecret is in the answer of a claim that asked for one (request
+	// header Warp-Lease-Secret: new), and nowhere else: the holder sends it
+	// back in the same header with every write to the lease.
+	LeaseSecret string `json:"lease_secret,omitempty"`
+}
+
+// HeaderLeaseSecret carries the lease secret: "new" on a claim asks for
+// one; every write to a lease (heartbeat, exit report, release, complete)
+// by an agent token carries the secret its claim returned.
+const HeaderLeaseSecret = "Warp-Lease-Secret"
+
+// LeaseSecretNew is the value of HeaderLeaseSecret that asks a claim for a
+// lease secret.
+const LeaseSecretNew = "new"
+
+// Lease is a lease on the wire.
+type Lease struct {
+	Epoch           int64      `json:"epoch"`
+	Agent           string     `json:"agent"`
+	Host            string     `json:"host"`
+	State           string     `json:"state"`
+	ClaimedAt       time.Time  `json:"claimed_at"`
+	LastHeartbeatAt time.Time  `json:"last_heartbeat_at"`
+	LastActivityAt  time.Time  `json:"last_activity_at"`
+	SchemaVersion   int        `json:"schema_version"`
+	InFlight        string     `json:"in_flight,omitempty"`
+	FirstV2At       *time.Time `json:"first_v2_at,omitempty"`
+	// RefreshedAt is the last claim or heartbeat that extended the lease
+	// (a stale report does not): what legacy mode expires a v2 lease on.
+	RefreshedAt      *time.Time `json:"refreshed_at,omitempty"`
+	ExpiresAt        time.Time  `json:"expires_at"`
+	Exit             string     `json:"exit,omitempty"`
+	ExitedAt         *time.Time `json:"exited_at,omitempty"`
+	EndedAt          *time.Time `json:"ended_at,omitempty"`
+	EndReason        string     `json:"end_reason,omitempty"`
+	FallbackExtended bool       `json:"fallback_extended,omitempty"`
+	PRURL            string     `json:"pr_url,omitempty"`
+	HookSeen         string     `json:"hook_seen,omitempty"`
+	HookEvents       int64      `json:"hook_events,omitempty"`
+}
+
+// TicketList is the answer of GET /v1/tickets.
+type TicketList struct {
+	Tickets    []Ticket `json:"tickets"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+}
+
+// CreateTicketRequest is the body of POST /v1/tickets.
+type CreateTicketRequest struct {
+	ID     string   `json:"id,omitempty"`
+	Title  string   `json:"title"`
+	Labels []string `json:"labels,omitempty"`
+}
+
+// ClaimRequest is the body of POST /v1/tickets/{id}/claim.
+type ClaimRequest struct {
+	Agent string `json:"agent,omitempty"`
+	Host  string `json:"host,omitempty"`
+}
+
+// ClaimNextRequest is the body of POST /v1/claims/next.
+type ClaimNextRequest struct {
+	Agent  string   `json:"agent,omitempty"`
+	Host   string   `json:"host,omitempty"`
+	Labels []string `json:"labels,omitempty"`
+}
+
+// ReleaseRequest is the body of POST /v1/tickets/{id}/release. Epoch may be
+// omitted by admins to release the current lease.
+type ReleaseRequest struct {
+	Epoch  int64  `json:"epoch,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// CompleteRequest is the body of POST /v1/tickets/{id}/complete.
+type CompleteRequest struct {
+	Epoch int64  `json:"epoch,omitempty"`
+	PRURL string `json:"pr_url,omitempty"`
+}
+
+// HeartbeatRequest is the body of POST /heartbeat and /v1/heartbeat. A body
+// without schema_version is v1 (the unmigrated loops' contract). Unknown fields are
+// ignored so newer loops can add optional ones.
+type HeartbeatRequest struct {
+	SchemaVersion *int     `json:"schema_version,omitempty"`
+	Ticket        string   `json:"ticket"`
+	Epoch         int64    `json:"epoch,omitempty"`
+	Host          string   `json:"host,omitempty"`
+	Agent         string   `json:"agent,omitempty"`
+	ActivityAgeS  *float64 `json:"activity_age_s,omitempty"`
+	InFlight      string   `json:"in_flight,omitempty"`
+	Exit          string   `json:"exit,omitempty"`
+	// HookSeen and HookEvents are optional (hook health): whether the agent's
+	// hook fired since the loop started, and hook events since the previous POST.
+	HookSeen   *bool `json:"hook_seen,omitempty"`
+	HookEvents int64 `json:"hook_events,omitempty"`
+	// Stale (v2, optional) marks a report from a live loop whose agent has
+	// shown no activity within the loop's staleness limit: it keeps the
+	// verdict "stalled" (not "silent") and never extends the lease.
+	Stale bool `json:"stale,omitempty"`
+}
+
+// HeartbeatResponse is the 200 answer to a heartbeat.
+type HeartbeatResponse struct {
+	Ticket    string    `json:"ticket"`
+	Epoch     int64     `json:"epoch"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Verdict   string    `json:"verdict"`
+	Mode      string    `json:"mode"`
+	// Extended is false when the heartbeat was recorded but did not extend
+	// the lease (v1 in activity mode); Note then says why.
+	Extended bool   `json:"extended"`
+	Note     string `json:"note,omitempty"`
+	// MaxRetryGapS is the longest a loop may wait between attempts, also
+	// while warp fails, so that a restart's startup grace covers it;
+	// absent when the server has no grace.
+	MaxRetryGapS float64 `json:"max_retry_gap_s,omitempty"`
+}
+
+// Event is one history entry on the wire.
+type Event struct {
+	ID     int64          `json:"id"`
+	Ticket string         `json:"ticket,omitempty"`
+	Epoch  int64          `json:"epoch,omitempty"`
+	Kind   string         `json:"kind"`
+	At     time.Time      `json:"at"`
+	Data   map[string]any `json:"data,omitempty"`
+}
+
+// EventList is the answer of GET /v1/tickets/{id}/events.
+type EventList struct {
+	Events []Event `json:"events"`
+}
+
+// HostAdoption is one host of the adoption answer.
+type HostAdoption struct {
+	Host              string    `json:"host"`
+	LastSchemaVersion int       `json:"last_schema_version"`
+	LastSeen          time.Time `json:"last_seen"`
+	V1Count           int64     `json:"v1_count"`
+	V2Count           int64     `json:"v2_count"`
+}
+
+// AdoptionSummary is the summary of the adoption answer.
+type AdoptionSummary struct {
+	Hosts                int  `json:"hosts"`
+	V2Hosts              int  `json:"v2_hosts"`
+	ReadyForActivityMode bool `json:"ready_for_activity_mode"`
+}
+
+// Adoption is the answer of GET /v1/adoption.
+type Adoption struct {
+	Window string         `json:"window"`
+	Hosts  []HostAdoption `json:"hosts"`
+	// Summary covers every host, on every page.
+	Summary AdoptionSummary `json:"summary"`
+	// NextCursor is the ?cursor= of the next page; absent on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ModeBody is the answer of GET /v1/mode and the body of PUT /v1/mode.
+type ModeBody struct {
+	Mode  string `json:"mode"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// HostAlarm is a raised host alarm on the wire: most of the host's leases
+// turned stalled or unwired within one stall window.
+type HostAlarm struct {
+	Since   time.Time `json:"since"`
+	Message string    `json:"message"` // "activity hook likely broken on H"
+	Fix     string    `json:"fix"`     // "run `gyrum doctor` on host H"
+	Leases  int       `json:"leases"`  // held leases when raised
+	Stale   int       `json:"stale"`   // of which stale
+	EventID int64     `json:"event_id"`
+}
+
+// HostHook counts a host's held leases by what their loops report about
+// the activity hook.
+type HostHook struct {
+	Seen    int `json:"seen"`
+	NotSeen int `json:"not_seen"`
+	Unknown int `json:"unknown"` // loops from before hook reporting
+}
+
+// Host is one host of GET /v1/hosts.
+type Host struct {
+	Host     string         `json:"host"`
+	Leases   int            `json:"leases"`   // held leases
+	Verdicts map[string]int `json:"verdicts"` // held leases by verdict, every verdict present
+	Hook     HostHook       `json:"hook"`
+	// Adoption is the host's line of the adoption query; null when it sent
+	// no heartbeat within the window.
+	Adoption *HostAdoption `json:"adoption"`
+	// Alarm is the raised host alarm; null when none.
+	Alarm *HostAlarm `json:"alarm"`
+}
+
+// HostList is the answer of GET /v1/hosts?window=24h.
+type HostList struct {
+	Window string `json:"window"`
+	Hosts  []Host `json:"hosts"`
+	Alarms int    `json:"alarms"` // hosts in alarm, on every page
+	// NextCursor is the ?cursor= of the next page; absent on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ModeChange is one switch of the expiry mode in GET /v1/mode/history: the
+// mode-changed event's id, when, from and to which mode, and whether the
+// switch was forced past hosts still sending v1.
+type ModeChange struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Forced bool      `json:"forced"`
+}
+
+// ModeHistory is the answer of GET /v1/mode/history, oldest change first.
+type ModeHistory struct {
+	Changes []ModeChange `json:"changes"`
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Exit reports: the values of HeartbeatRequest.Exit.
+const (
+	ExitParentExited = "parent-exited" // the watched agent process is gone
+	ExitWorktreeGone = "worktree-gone" // the worktree's lease file is gone
+)
+
+// Lease states: the values of Lease.State and of the lease_ended detail
+// DetailLeaseState.
+const (
+	LeaseHeld      = "held"
+	LeaseReleased  = "released"
+	LeaseCompleted = "completed"
+	LeaseLapsed    = "lapsed"
+)

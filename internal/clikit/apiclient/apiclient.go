@@ -1,0 +1,51 @@
+// Package apiclient holds what the warp and gyrum commands share about the
+// warp server they talk to: how an API error reads, which server URLs they
+// accept, which errors mean the server could not be reached, and what an
+// invalid ticket id is told.
+package apiclient
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// Message returns what a command prints of err after "PROG: ": an answer
+// of the server as "MESSAGE (HTTP STATUS CODE)", anything else as it is.
+func Message(err error) string {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%s (HTTP %d %s)", ae.Message, ae.Status, ae.Code)
+	}
+	return err.Error()
+}
+
+// ValidURL reports whether u can be a server's URL (WARP_URL, --url): an
+// http or https URL with a host.
+func ValidURL(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && (pu.Scheme == "http" || pu.Scheme == "https") && pu.Host != ""
+}
+
+// Unreachable reports whether err means the request never got an answer:
+// a transport error (*url.Error) or a network one (*net.OpError), such as
+// a refused connection or an unknown host.
+func Unreachable(err error) bool {
+	var ue *url.Error
+	var ne *net.OpError
+	return errors.As(err, &ue) || errors.As(err, &ne)
+}
+
+// CheckTicketID returns a usage error, saying what a ticket id is, when id
+// is not one (warp.ValidTicketID); nil otherwise.
+func CheckTicketID(id string) error {
+	if warp.ValidTicketID(id) {
+		return nil
+	}
+	return clikit.Usagef("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", id)
+}

@@ -1,0 +1,147 @@
+package claudecode_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// startResult is the part of `gyrum start-work --json` the test reads.
+type startResult struct {
+	Ticket     string `json:"ticket"`
+	Epoch      int64  `json:"epoch"`
+	Dir        string `json:"dir"`
+	LoopPID    int    `json:"loop_pid"`
+	WatchedPID int    `json:"watched_pid"`
+	Watched    string `json:"watched"`
+	WatchedHow string `json:"watched_how"`
+}
+
+// The whole agent side under the real client: hooks wired by `gyrum
+// setup`, the agent claims its ticket from inside a Bash tool call (so the
+// loop watches CLAUDE_PID), works (a held foreground Bash call, a Write),
+// and ends. The hook fires for PreToolUse (in-flight marker while the call
+// runs) and PostToolUse (marker gone, activity record, hook-events), the
+// loop reports the call in flight, and it reports parent-exited once the
+// session is over.
+func TestBaselineHookAndLoop(t *testing.T) {
+	claudetest.Require(t)
+	ws := warptest.Start(t)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	gyrumHome := t.TempDir()
+	release := filepath.Join(t.TempDir(), "release")
+	started := filepath.Join(t.TempDir(), "started")
+
+	claim := claudetest.Bash(shellQuote(gyrumBin)+" start-work T-1 --json", claudetest.Description("claim T-1"))
+	held := claudetest.Bash("touch "+shellQuote(started)+"; while [ ! -e "+shellQuote(release)+" ]; do sleep 0.05; done; echo worked",
+		claudetest.Description("work"))
+	write := claudetest.Write(filepath.Join(project, "notes.md"), "# notes\n")
+	model := claudetest.NewFakeModel(t,
+		claudetest.Tools(claim),
+		claudetest.Tools(held),
+		claudetest.Tools(write),
+		claudetest.Text("Done with T-1."))
+	s := start(t, model, project, claudetest.Options{Env: map[string]string{
+		"WARP_URL":                          ws.URL(),
+		"GYRUM_HOME":                        gyrumHome,
+		"HEARTBEAT_INTERVAL_SECS":           "0.2",
+		"HEARTBEAT_ACTIVITY_STALENESS_SECS": "30",
+	}})
+
+	d, err := gyrumdir.At(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(held.ID))
+	poll(t, "the held Bash call to start", func() bool { return exists(started) })
+
+	// start-work ran inside the session: it watches the claude process.
+	tr, ok := model.ToolResult(claim.ID)
+	if !ok {
+		t.Fatal("no tool result for start-work")
+	}
+	var sr startResult
+	if err := json.Unmarshal([]byte(tr.Content), &sr); err != nil {
+		t.Fatalf("start-work output %q: %v", tr.Content, err)
+	}
+	if sr.WatchedPID != s.Pid() || sr.WatchedHow != "CLAUDE_PID" || sr.Dir != project {
+		t.Errorf("start-work watches pid %d (%s) in %s; want claude pid %d via CLAUDE_PID in %s",
+			sr.WatchedPID, sr.WatchedHow, sr.Dir, s.Pid(), project)
+	}
+
+	// PreToolUse fired: the marker exists while the call runs, and the
+	// loop reports the call in flight.
+	if !exists(marker) {
+		t.Errorf("no in-flight marker %s while the Bash call runs", marker)
+	}
+	poll(t, "a heartbeat reporting Bash in flight", func() bool {
+		for _, b := range ws.Beats() {
+			if b.Body.Ticket == "T-1" && b.Body.InFlight == "Bash" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s.WaitOK(sessionTimeout)
+	if !exists(filepath.Join(project, "notes.md")) {
+		t.Error("the Write call did not write notes.md")
+	}
+	// PostToolUse fired: markers gone, the record names the last call.
+	if ms, _ := d.InFlight(); len(ms) != 0 {
+		t.Errorf("in-flight markers left: %+v", ms)
+	}
+	rec, ok, _, err := d.ReadActivity()
+	if err != nil || !ok || rec.Source != gyrumdir.SourceHook || rec.Event != "PostToolUse" || rec.Tool != "Write" {
+		t.Errorf("activity record %+v (ok %v, err %v), want hook/PostToolUse/Write", rec, ok, err)
+	}
+	// One byte per hook run once .gyrum/ exists: start-work's PostToolUse,
+	// then Pre and Post of the held Bash call and of the Write.
+	events, err := os.ReadFile(d.File(gyrumdir.HookEventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(events); n != 5 {
+		t.Errorf("hook-events holds %d events, want 5 (Post of start-work, Pre+Post of Bash, Pre+Post of Write)", n)
+	}
+
+	// The session is over: the loop sees its agent gone and says so.
+	poll(t, "the loop's parent-exited report", func() bool {
+		for _, b := range ws.Beats() {
+			if b.Body.Exit == "parent-exited" {
+				return true
+			}
+		}
+		return false
+	})
+	poll(t, "the loop to remove heartbeat.pid", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
+	if res := s.Results(); len(res) != 1 || res[0].Subtype() != "success" {
+		t.Errorf("results %v", res)
+	}
+	if n := len(model.MainRequests()); n != 4 {
+		t.Errorf("%d main requests, want 4:\n%s", n, model.Summary())
+	}
+	for _, r := range model.Requests() {
+		if r.Kind != claudetest.KindMain {
+			t.Errorf("auxiliary request %s %s (%s)", r.Method, r.Path, r.Kind)
+		}
+	}
+	if t.Failed() {
+		t.Logf("heartbeat.log:\n%s", readFile(d.File(gyrumdir.LogFile)))
+	}
+}
+
+func readFile(p string) string {
+	data, _ := os.ReadFile(p)
+	return string(data)
+}

@@ -1,0 +1,560 @@
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/expiry"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+var (
+	// gyrumBin is the gyrum binary built once for the package's tests.
+	gyrumBin string
+	// testBin is this test binary: hooks run it as the recorder.
+	testBin string
+)
+
+// recordArg makes the test binary act as a recording hook:
+// `TESTBIN __record-hook EVENT` (see recordHook).
+const recordArg = "__record-hook"
+
+// recordDirVar names the directory the recorder writes to and reads its
+// replies from.
+const recordDirVar = "E2E_RECORD_DIR"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 && os.Args[1] == recordArg {
+		os.Exit(recordHook(os.Args[2]))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testBin = exe
+	// Build gyrum only when the tests can run: without a CLI they skip.
+	if _, err := claudetest.Find(); err != nil && os.Getenv("CI") == "" {
+		os.Exit(m.Run())
+	}
+	bin, remove, err := warptest.BuildGyrum()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gyrumBin = bin
+	code := m.Run()
+	remove()
+	os.Exit(code)
+}
+
+// record is what the recorder saw of one hook run (or of a Bash tool call
+// that ran the recorder).
+type record struct {
+	At    time.Time `json:"at"`
+	Event string    `json:"event"` // the recorder's argument
+	PID   int       `json:"pid"`
+	PPID  int       `json:"ppid"`
+	PGID  int       `json:"pgid"`
+	SID   int       `json:"sid"`
+	// Parent is the recorder's parent process (the /bin/sh -c of a hook).
+	Parent  claudetest.Proc   `json:"parent"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Raw     string            `json:"raw"`
+	Payload map[string]any    `json:"payload"`
+}
+
+// str returns a top-level string field of the hook payload.
+func (r record) str(key string) string { s, _ := r.Payload[key].(string); return s }
+
+// toolInput returns a string field of the payload's tool_input.
+func (r record) toolInput(key string) string {
+	in, _ := r.Payload["tool_input"].(map[string]any)
+	s, _ := in[key].(string)
+	return s
+}
+
+// reply is what the recorder answers when its event matches and the raw
+// payload contains Match.
+type reply struct {
+	Event  string `json:"event"`
+	Match  string `json:"match"`
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	Exit   int    `json:"exit,omitempty"`
+	// WaitFile makes the recorder wait (up to 20 s) until the file exists.
+	WaitFile string `json:"wait_file,omitempty"`
+}
+
+// recordHook is the recorder's main: it records the run into
+// $E2E_RECORD_DIR and answers the first matching reply of replies.json.
+func recordHook(event string) int {
+	raw, _ := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+	rec := record{At: time.Now(), Event: event, PID: os.Getpid(), PPID: os.Getppid(),
+		PGID: syscall.Getpgrp(), Env: map[string]string{}, Raw: string(raw)}
+	if p, ok := claudetest.Lookup(os.Getpid()); ok {
+		rec.SID = p.SID
+	}
+	rec.Parent, _ = claudetest.Lookup(rec.PPID)
+	rec.Cwd, _ = os.Getwd()
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		rec.Env[k] = v
+	}
+	_ = json.Unmarshal(raw, &rec.Payload)
+	dir := os.Getenv(recordDirVar)
+	if dir == "" {
+		return 0
+	}
+	data, _ := json.Marshal(rec)
+	name := filepath.Join(dir, fmt.Sprintf("rec-%d-%d.json", rec.At.UnixNano(), rec.PID))
+	if err := os.WriteFile(name+".tmp", data, 0o600); err == nil {
+		_ = os.Rename(name+".tmp", name)
+	}
+	var replies []reply
+	if data, err := os.ReadFile(filepath.Join(dir, "replies.json")); err == nil {
+		_ = json.Unmarshal(data, &replies)
+	}
+	for _, r := range replies {
+		if r.Event != event || !strings.Contains(string(raw), r.Match) {
+			continue
+		}
+		if r.WaitFile != "" {
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				if _, err := os.Stat(r.WaitFile); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		fmt.Fprint(os.Stdout, r.Stdout)
+		fmt.Fprint(os.Stderr, r.Stderr)
+		return r.Exit
+	}
+	return 0
+}
+
+// recorder is one test's recording directory.
+type recorder struct {
+	t   *testing.T
+	dir string
+}
+
+func newRecorder(t *testing.T) *recorder {
+	return &recorder{t: t, dir: t.TempDir()}
+}
+
+// env returns the variable that points the recorder at this directory.
+func (r *recorder) env() (string, string) { return recordDirVar, r.dir }
+
+// setReplies writes the recorder's replies.
+func (r *recorder) setReplies(replies ...reply) {
+	r.t.Helper()
+	data, err := json.Marshal(replies)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "replies.json"), data, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// records returns every record so far, oldest first.
+func (r *recorder) records() []record {
+	r.t.Helper()
+	names, _ := filepath.Glob(filepath.Join(r.dir, "rec-*.json"))
+	var out []record
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		var rec record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			r.t.Fatalf("%s: %v", n, err)
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// of returns the records of event for tool call id ("" matches every call).
+func (r *recorder) of(event, id string) []record {
+	var out []record
+	for _, rec := range r.records() {
+		if rec.Event == event && (id == "" || rec.str("tool_use_id") == id) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// one returns the single record of event for tool call id.
+func (r *recorder) one(event, id string) record {
+	r.t.Helper()
+	recs := r.of(event, id)
+	if len(recs) != 1 {
+		r.t.Fatalf("%d %s records for %s, want 1:\n%s", len(recs), event, id, r.summary())
+	}
+	return recs[0]
+}
+
+// summary lists the records, one a line.
+func (r *recorder) summary() string {
+	var b strings.Builder
+	for _, rec := range r.records() {
+		fmt.Fprintf(&b, "%s %-18s tool=%s id=%s cwd=%s pid=%d ppid=%d\n", rec.At.Format("15:04:05.000"),
+			rec.Event, rec.str("tool_name"), rec.str("tool_use_id"), rec.str("cwd"), rec.PID, rec.PPID)
+	}
+	return b.String()
+}
+
+// toolEvents are the hook events that take a matcher.
+var toolEvents = map[string]bool{"PreToolUse": true, "PostToolUse": true, "PostToolUseFailure": true}
+
+// settings returns Claude Code settings that run the recorder for events.
+func (r *recorder) settings(events ...string) map[string]any {
+	hooks := map[string]any{}
+	for _, ev := range events {
+		group := map[string]any{"hooks": []any{map[string]any{
+			"type": "command", "command": shellQuote(testBin) + " " + recordArg + " " + ev, "timeout": 30}}}
+		if toolEvents[ev] {
+			group["matcher"] = "*"
+		}
+		hooks[ev] = []any{group}
+	}
+	return map[string]any{"hooks": hooks}
+}
+
+// bashRecord is a Bash command that runs the recorder as the tool call
+// itself (event "BashTool"), so a test sees the tool shell's environment
+// and process identity.
+func bashRecord(tag string) string {
+	return shellQuote(testBin) + " " + recordArg + " BashTool </dev/null # " + tag
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// newProject returns a fresh git repository with one commit: the project
+// the CLI works in.
+func newProject(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// gyrum runs the gyrum binary in dir with env (plus PATH) and returns its
+// stdout; a non-zero exit fails the test.
+func gyrum(t *testing.T, dir string, env map[string]string, args ...string) string {
+	t.Helper()
+	out, code := gyrumCode(t, dir, env, args...)
+	if code != 0 {
+		t.Fatalf("gyrum %v: exit %d\nstdout: %s", args, code, out)
+	}
+	return out
+}
+
+// setupHooks wires gyrum's hook into project/.claude/settings.json with
+// the real `gyrum setup`, as a user does.
+func setupHooks(t *testing.T, project string) {
+	t.Helper()
+	home := t.TempDir()
+	gyrum(t, project, map[string]string{"HOME": home, "GYRUM_HOME": filepath.Join(home, ".gyrum")},
+		"setup", "--project", project, "--watchdog", "none")
+	data, err := os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gyrum-hook sits beside the gyrum under test, as a release ships it:
+	// the real CLI runs it for every tool call.
+	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
+		if !strings.Contains(string(data), ev) || !strings.Contains(string(data), filepath.Join(filepath.Dir(gyrumBin), "gyrum-hook")) {
+			t.Fatalf("gyrum setup did not wire gyrum-hook for %s:\n%s", ev, data)
+		}
+	}
+}
+
+// start runs the CLI in project against model with env.
+func start(t *testing.T, model *claudetest.FakeModel, project string, o claudetest.Options) *claudetest.Session {
+	t.Helper()
+	o.Dir = project
+	return claudetest.Start(t, model, o)
+}
+
+// sessionTimeout bounds every session of these tests.
+const sessionTimeout = 25 * time.Second
+
+// poll waits up to 10 s for cond.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	claudetest.Poll(t, 10*time.Second, what, cond)
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// gyrumCode runs the gyrum binary like gyrum but returns its stdout and
+// exit code instead of failing on a non-zero exit.
+func gyrumCode(t *testing.T, dir string, env map[string]string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(gyrumBin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("gyrum %v: %v\nstderr: %s", args, err, stderr.String())
+	return "", -1
+}
+
+// agentEnv is the session environment of a gyrum agent: the warp at
+// warpURL, a private GYRUM_HOME and scaled loop timings in seconds.
+func agentEnv(t *testing.T, warpURL string, interval, staleness, inFlightMax float64) map[string]string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return map[string]string{
+		"WARP_URL":                          warpURL,
+		"GYRUM_HOME":                        t.TempDir(),
+		"HEARTBEAT_INTERVAL_SECS":           f(interval),
+		"HEARTBEAT_ACTIVITY_STALENESS_SECS": f(staleness),
+		"HEARTBEAT_INFLIGHT_MAX_SECS":       f(inFlightMax),
+	}
+}
+
+// claimCall is a Bash tool call running `gyrum start-work ARGS`.
+func claimCall(args string) claudetest.ToolUse {
+	return claudetest.Bash(shellQuote(gyrumBin)+" start-work "+args, claudetest.Description("claim"))
+}
+
+// startResultOf parses the JSON `gyrum start-work --json` printed, as the
+// model was shown it in the result of call (anything before the object,
+// such as a warning on stderr, is skipped).
+func startResultOf(t *testing.T, model *claudetest.FakeModel, call claudetest.ToolUse) startResult {
+	t.Helper()
+	tr, ok := model.ToolResult(call.ID)
+	if !ok {
+		t.Fatalf("no tool result for %v", call.Input["command"])
+	}
+	return parseStart(t, tr.Content)
+}
+
+func parseStart(t *testing.T, out string) startResult {
+	t.Helper()
+	var sr startResult
+	i := strings.Index(out, "{")
+	if i < 0 {
+		t.Fatalf("start-work printed no JSON: %q", out)
+	}
+	if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&sr); err != nil || sr.Ticket == "" {
+		t.Fatalf("start-work output %q: %v", out, err)
+	}
+	return sr
+}
+
+// scaledPolicy is a warp policy with short thresholds.
+func scaledPolicy(window, stall, silent, grace time.Duration) warp.Policy {
+	p := warp.DefaultPolicy()
+	p.LeaseWindow, p.StallAfter, p.SilentAfter, p.StartupGrace = window, stall, silent, grace
+	return p
+}
+
+// startSweeps runs the real expiry job (sweeps and the verdict pass) on
+// svc every 50 ms until Close or the end of the test.
+func startSweeps(t *testing.T, svc *warp.Service) *expiry.Job {
+	t.Helper()
+	j, err := expiry.New(svc, expiry.Config{Interval: sweepEvery, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// sweepEvery is the sweep interval of startSweeps.
+const sweepEvery = 50 * time.Millisecond
+
+// beatsOf returns the answered heartbeats of ticket.
+func beatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
+	var out []warptest.Beat
+	for _, b := range ws.Answered() {
+		if b.Body.Ticket == ticket {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// describeBeats formats heartbeats relative to t0, one a line, for logs.
+func describeBeats(bs []warptest.Beat, t0 time.Time) string {
+	var b strings.Builder
+	for _, x := range bs {
+		age := -1.0
+		if x.Body.ActivityAgeS != nil {
+			age = *x.Body.ActivityAgeS
+		}
+		fmt.Fprintf(&b, "%+.3fs %s status=%d stale=%v age=%.3f in_flight=%q exit=%q hook_events=%d\n", x.At.Sub(t0).Seconds(),
+			x.Body.Ticket, x.Status, x.Body.Stale, age, x.Body.InFlight, x.Body.Exit, x.Body.HookEvents)
+	}
+	return b.String()
+}
+
+// logLoopOnFailure puts the heartbeat.log of d in the test log if the
+// test fails.
+func logLoopOnFailure(t *testing.T, d gyrumdir.Dir) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s:\n%s", d.File(gyrumdir.LogFile), readFile(d.File(gyrumdir.LogFile)))
+		}
+	})
+}
+
+// sample is the state of a ticket at one instant, as the server derives it.
+type sample struct {
+	At      time.Time
+	Verdict warp.Verdict
+	Lease   warp.Lease
+}
+
+// watcher samples a ticket's verdict and lease every 20 ms.
+type watcher struct {
+	ws     *warptest.Server
+	ticket string
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	got    []sample
+}
+
+// watchTicket samples ticket until the end of the test (or Stop).
+func watchTicket(t *testing.T, ws *warptest.Server, ticket string) *watcher {
+	w := &watcher{ws: ws, ticket: ticket, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			if v, err := ws.Svc.Ticket(context.Background(), ticket); err == nil && v.Lease != nil {
+				w.mu.Lock()
+				w.got = append(w.got, sample{At: time.Now(), Verdict: v.Verdict, Lease: *v.Lease})
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// Stop ends the sampling; it is idempotent.
+func (w *watcher) Stop() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// samples returns the samples so far.
+func (w *watcher) samples() []sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]sample(nil), w.got...)
+}
+
+// verdicts returns the verdicts the ticket went through while its lease
+// was held, without repeats.
+func (w *watcher) verdicts() []warp.Verdict {
+	var out []warp.Verdict
+	for _, s := range w.samples() {
+		if !s.Lease.Held() {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid runs (a zombie does not); Linux /proc.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// mtime returns the modification time of path (zero when missing).
+func mtime(path string) time.Time {
+	st, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
+// fileSize returns the size of path (0 when missing).
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

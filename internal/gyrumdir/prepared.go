@@ -1,0 +1,100 @@
+package gyrumdir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Prepared is the set of worktrees whose .gyrum/ a start-work on this
+// host prepared and whose lease is not over: $GYRUM_HOME/worktrees/<hash>,
+// each file holding the worktree's path. The hook writes only into those
+// (or into the worktrees of its agent's index entries, which start-work
+// wrote too): a .gyrum/lease.json a repository commits is not one.
+type Prepared struct {
+	dir string
+}
+
+// NewPrepared returns the set under home ($GYRUM_HOME): home/worktrees.
+func NewPrepared(home string) Prepared { return Prepared{dir: filepath.Join(home, "worktrees")} }
+
+// Home returns the $GYRUM_HOME the set lives in.
+func (p Prepared) Home() string { return filepath.Dir(p.dir) }
+
+func (p Prepared) path(worktree string) string { return filepath.Join(p.dir, linkName(worktree)) }
+
+// Add records worktree (absolute) as prepared.
+func (p Prepared) Add(worktree string) error {
+	if !filepath.IsAbs(worktree) {
+		return fmt.Errorf("prepared add: %q is not absolute", worktree)
+	}
+	if err := os.MkdirAll(p.dir, DirPerm); err != nil {
+		return fmt.Errorf("prepared add: %w", err)
+	}
+	return WriteFileAtomic(p.path(worktree), []byte(worktree+"\n"))
+}
+
+// Remove forgets worktree; a missing entry is not an error.
+func (p Prepared) Remove(worktree string) error {
+	if err := os.Remove(p.path(worktree)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("prepared remove: %w", err)
+	}
+	return nil
+}
+
+// Has reports whether worktree was prepared (one small read). A worktree
+// whose lease a gyrum from before this record claimed counts too while its
+// loop runs: heartbeat.pid names a live loop registered in
+// $GYRUM_HOME/run for this very worktree (a repository can commit a pid
+// file, not a registry entry).
+func (p Prepared) Has(worktree string) bool {
+	data, err := readSmall(p.path(worktree), 4096+1)
+	if err == nil && strings.TrimSuffix(string(data), "\n") == worktree {
+		return true
+	}
+	d, err := At(worktree)
+	if err != nil {
+		return false
+	}
+	id, err := d.ReadPID(LoopPIDFile)
+	if err != nil {
+		return false
+	}
+	e, err := NewRegistry(p.Home()).Read(id.PID)
+	return err == nil && e.Dir == worktree && e.Identity() == id && id.Alive()
+}
+
+// Prune forgets the worktrees whose lease.json is gone (released,
+// completed, deleted) and returns how many.
+func (p Prepared) Prune() (int, error) {
+	names, err := readDirNames(p.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("prepared: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, name := range names {
+		if strings.HasPrefix(name, ".") {
+			continue // a concurrent Add's temp file
+		}
+		f := filepath.Join(p.dir, name)
+		data, err := readSmall(f, 4096+1)
+		if err == nil {
+			if d, derr := At(strings.TrimSuffix(string(data), "\n")); derr == nil && d.HasLease() {
+				continue
+			}
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,188 @@
+package heartbeat_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// The loop's judgement as a table: each row is one sentence of the rule.
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	lim := heartbeat.Limits{Staleness: 15 * time.Minute, InFlightMax: 2 * time.Hour}
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	min := time.Minute
+	alive := func(f heartbeat.Facts) heartbeat.Facts {
+		f.Now, f.WatchedAlive, f.ClaimedAt = now, true, ago(3*time.Hour)
+		return f
+	}
+	post := func(age time.Duration, inFlight string, stale bool) heartbeat.Decision {
+		why := "ok"
+		if stale {
+			why = "stale-report"
+		}
+		return heartbeat.Decision{Action: heartbeat.ActPost, Age: age, InFlight: inFlight, Stale: stale, Why: why}
+	}
+	cases := []struct {
+		name string
+		f    heartbeat.Facts
+		want heartbeat.Decision
+	}{
+		{"the agent's process is gone: one exit report, crediting its last tool call",
+			heartbeat.Facts{Now: now, WatchedAlive: false, HookLast: ago(4 * min)},
+			heartbeat.Decision{Action: heartbeat.ActReport, Exit: heartbeat.ExitParentExited, Age: 4 * min, Why: "parent-exited"}},
+		{"a dead agent's leftover marker counts as of the call's start only",
+			heartbeat.Facts{Now: now, HookLast: ago(9 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(5 * min), Backed: true}}},
+			heartbeat.Decision{Action: heartbeat.ActReport, Exit: heartbeat.ExitParentExited, Age: 5 * min, Why: "parent-exited"}},
+		{"lease.json is gone: one exit report worktree-gone",
+			alive(heartbeat.Facts{Lease: heartbeat.LeaseMissing, HookLast: ago(min)}),
+			heartbeat.Decision{Action: heartbeat.ActReport, Exit: heartbeat.ExitWorktreeGone, Age: min, Why: "worktree-gone"}},
+		{"lease.json names another lease: leave quietly",
+			alive(heartbeat.Facts{Lease: heartbeat.LeaseOther, HookLast: ago(min)}),
+			heartbeat.Decision{Action: heartbeat.ActExit, Exit: heartbeat.ExitSuperseded, Why: "superseded"}},
+		{"lease.json is unreadable: skip the tick",
+			alive(heartbeat.Facts{Lease: heartbeat.LeaseCorrupt, HookLast: ago(min)}),
+			heartbeat.Decision{Action: heartbeat.ActSkip, Why: "corrupt-lease"}},
+		{"a recent tool call: heartbeat with its age",
+			alive(heartbeat.Facts{HookLast: ago(3 * min)}),
+			post(3*min, "", false)},
+		{"no tool call for longer than the staleness limit: a stale report",
+			alive(heartbeat.Facts{HookLast: ago(20 * min)}),
+			post(20*min, "", true)},
+		{"the start POST is a heartbeat, whatever the age",
+			alive(heartbeat.Facts{Start: true, HookLast: ago(20 * min)}),
+			post(20*min, "", false)},
+		{"a tool call a live process backs is in flight: age 0",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(40 * min), Backed: true}}}),
+			post(0, "Bash", false)},
+		{"... but not past the in-flight cap",
+			alive(heartbeat.Facts{HookLast: ago(3 * time.Hour), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(2*time.Hour + min), Backed: true}}}),
+			post(2*time.Hour+min, "", true)},
+		{"a denied call (nothing backs it) proves only that it started",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(16 * min)}}}),
+			post(16*min, "", true)},
+		{"the newest backed call names what is in flight",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{
+				{Tool: "Bash", Since: ago(30 * min), Backed: true}, {Tool: "Task", Since: ago(10 * min), Backed: true}, {Tool: "Read", Since: ago(5 * min)}}}),
+			post(0, "Task", false)},
+		{"a declared wait counts until it ends",
+			alive(heartbeat.Facts{HookLast: ago(time.Hour), Wait: &gyrumdir.Wait{Reason: "CI", DeclaredAt: ago(40 * min), Until: now.Add(5 * min)}}),
+			post(0, "wait: CI", false)},
+		{"... and then as activity at its end",
+			alive(heartbeat.Facts{HookLast: ago(time.Hour), Wait: &gyrumdir.Wait{Reason: "CI", DeclaredAt: ago(40 * min), Until: ago(5 * min)}}),
+			post(5*min, "", false)},
+		{"... never past the in-flight cap",
+			alive(heartbeat.Facts{HookLast: ago(3 * time.Hour), Wait: &gyrumdir.Wait{Reason: "CI", DeclaredAt: ago(2*time.Hour + 20*min), Until: now.Add(time.Hour)}}),
+			post(20*min, "", true)},
+		{"the agent's background processes busy at the last sample: fresh",
+			alive(heartbeat.Facts{HookLast: ago(40 * min), BusyAt: ago(10 * time.Second), BusyWhat: "go"}),
+			post(10*time.Second, "background: go", false)},
+		{"... but a runaway job no longer than the in-flight cap after the agent's last tool call",
+			alive(heartbeat.Facts{HookLast: ago(2*time.Hour + 20*min), BusyAt: ago(10 * time.Second)}),
+			post(20*min, "", true)},
+		{"no evidence but the claim",
+			alive(heartbeat.Facts{}),
+			post(3*time.Hour, "", true)},
+	}
+	for _, c := range cases {
+		if got := heartbeat.Decide(c.f, lim); got != c.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestBusy(t *testing.T) {
+	iv := 240 * time.Second
+	for _, c := range []struct {
+		cpu  time.Duration
+		want bool
+	}{
+		{0, false},
+		{10 * time.Millisecond, false},    // a hook's shell, an MCP server's timer
+		{time.Second, false},              // an idle dev server: 0.4 % of a core
+		{5 * time.Second, true},           // 2 % of a core
+		{200 * time.Second, true},         // a compiler
+		{heartbeat.BusyMinCPU - 1, false}, // below the floor, whatever the interval
+		{heartbeat.BusyMinCPU, false},     // the floor alone is not enough at 240 s
+	} {
+		if got := heartbeat.Busy(c.cpu, iv); got != c.want {
+			t.Errorf("Busy(%v over %v) = %v, want %v", c.cpu, iv, got, c.want)
+		}
+	}
+	if !heartbeat.Busy(heartbeat.BusyMinCPU, 100*time.Millisecond) {
+		t.Error("the floor over a scaled 100 ms tick is busy")
+	}
+}
+
+func TestCPUUse(t *testing.T) {
+	id := func(pid int) proc.Identity { return proc.Identity{PID: pid, StartTime: uint64(pid)} }
+	prev := []proc.Sample{
+		{Identity: id(1), Name: "bash", CPU: time.Second},
+		{Identity: id(2), Name: "go", CPU: 10 * time.Second},
+		{Identity: id(3), Name: "gone", CPU: time.Hour},
+	}
+	cur := []proc.Sample{
+		{Identity: id(1), Name: "bash", CPU: time.Second},                                    // idle
+		{Identity: id(2), Name: "go", CPU: 12 * time.Second},                                 // +2 s
+		{Identity: id(4), Name: "compile", CPU: 3 * time.Second},                             // new: all of it
+		{Identity: proc.Identity{PID: 1, StartTime: 99}, Name: "recycled", CPU: time.Second}, // pid 1 reused: new
+	}
+	total, name := heartbeat.CPUUse(prev, cur)
+	if total != 6*time.Second || name != "compile" {
+		t.Errorf("CPUUse = %v, %q; want 6s, compile", total, name)
+	}
+}
+
+func TestBacked(t *testing.T) {
+	since := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	claude := map[int]bool{10: true}
+	old := proc.Sample{Name: "mcp-server", PPID: 10, Started: since.Add(-time.Hour)}
+	shell := proc.Sample{Name: "bash", PPID: 10, Started: since.Add(80 * time.Millisecond)}
+	rounded := proc.Sample{Name: "bash", PPID: 10, Started: since.Add(-300 * time.Millisecond)} // clock-tick and uptime rounding
+	later := proc.Sample{Name: "bash", PPID: 10, Started: since.Add(time.Minute)}               // the next call's dev server
+	grandchild := proc.Sample{Name: "sleep", PPID: 11, Started: since.Add(time.Second)}
+	for _, c := range []struct {
+		name  string
+		procs []proc.Sample
+		want  bool
+	}{
+		{"the call's own shell", []proc.Sample{old, shell}, true},
+		{"a shell a tick before the marker", []proc.Sample{rounded}, true},
+		{"a process older than the call", []proc.Sample{old}, false},
+		{"a process the agent started a minute later (a denied call stays unbacked)", []proc.Sample{later}, false},
+		{"a grandchild alone", []proc.Sample{grandchild}, false},
+		{"nothing", nil, false},
+	} {
+		if got := heartbeat.Backed(since, c.procs, claude); got != c.want {
+			t.Errorf("%s: Backed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The loop speaks the wire package's names for what the domain defines:
+// they must stay equal.
+func TestWireNamesMatchTheDomain(t *testing.T) {
+	pairs := [][2]string{
+		{wire.ExitParentExited, warp.ExitParentExited},
+		{wire.ExitWorktreeGone, warp.ExitWorktreeGone},
+		{wire.LeaseHeld, string(warp.LeaseHeld)},
+		{wire.LeaseReleased, string(warp.LeaseReleased)},
+		{wire.LeaseCompleted, string(warp.LeaseCompleted)},
+		{wire.LeaseLapsed, string(warp.LeaseLapsed)},
+		{wire.DetailLeaseState, warp.DetailLeaseState},
+		{wire.DetailEndReason, warp.DetailEndReason},
+	}
+	for _, p := range pairs {
+		if p[0] != p[1] {
+			t.Errorf("wire %q != domain %q", p[0], p[1])
+		}
+	}
+	if want := 9 * warp.DefaultStartupGrace / 10; heartbeat.DefaultMaxRetryGap != want {
+		t.Errorf("DefaultMaxRetryGap = %v, want 90 %% of the default startup grace, %v", heartbeat.DefaultMaxRetryGap, want)
+	}
+}

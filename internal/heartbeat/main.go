@@ -1,0 +1,68 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+)
+
+// ErrSettings marks a loop that cannot start because of its settings (the
+// environment): the CLI reports it as a usage error.
+var ErrSettings = errors.New("bad settings")
+
+// Detached runs the loop of worktree d as `heartbeat run` does, in
+// whichever binary runs it (gyrum, or the small gyrum-loop): it logs to
+// .gyrum/heartbeat.log, reads its settings (HEARTBEAT_*, GYRUM_HOME,
+// WARP_TOKEN) through getenv, runs on one P unless GOMAXPROCS is set, and
+// ends on SIGTERM, SIGINT or SIGHUP. tls makes an https server reachable
+// (nil in a binary that speaks plain http only). The error is for a loop
+// that could not start; it is logged too.
+func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(string) string, tls TLSFunc) error {
+	lg, err := d.OpenLog(gyrumdir.DefaultLogMax)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	logger := slog.New(slog.NewTextHandler(lg, nil))
+	fail := func(err error) error {
+		logger.Error("loop cannot start", "err", err)
+		return err
+	}
+	dur, err := DurationsFromEnv(getenv)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrSettings, err))
+	}
+	home, err := gyrumdir.Home(getenv)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrSettings, err))
+	}
+	loop, err := New(Config{Dir: d, Registry: gyrumdir.NewRegistry(home), Agents: gyrumdir.NewAgentIndex(home),
+		Token: getenv("WARP_TOKEN"), Durations: dur, SchemaVersion: schema, Logger: logger, TLS: tls})
+	if err != nil {
+		return fail(err)
+	}
+	if getenv("GOMAXPROCS") == "" {
+		// One tick at a time: a single P saves threads and wake-ups.
+		runtime.GOMAXPROCS(1)
+	}
+	if getenv("GOGC") == "" {
+		// The live heap is a few hundred KiB and a tick allocates tens of
+		// KiB: the default GOGC lets ~4 MiB of garbage stay resident
+		// between collections, for a process that idles for minutes. A
+		// collection of so small a heap costs tens of microseconds.
+		debug.SetGCPercent(25)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if _, err := loop.Run(ctx); err != nil {
+		return fail(err)
+	}
+	return nil
+}

@@ -1,0 +1,989 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/dashboard"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/metrics"
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warpcli"
+)
+
+// More tokens of the documentation fixture: a second agent (for leases
+// bound to another token) and one kept for the per-token host bound.
+const (
+	agent2Token = "agent-secret-2"
+	hostsToken  = "agent-hosts-1"
+	docHostCap  = 2 // --max-hosts-per-token of the fixture
+)
+
+// faultStore is the real SQLite store with a switch that makes every
+// transaction fail with a given error, as a lost database (503) or a
+// failing one (500) would.
+type faultStore struct {
+	warp.Store
+	err atomic.Pointer[error]
+}
+
+func (s *faultStore) fault() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *faultStore) set(err error) {
+	if err == nil {
+		s.err.Store(nil)
+		return
+	}
+	s.err.Store(&err)
+}
+
+func (s *faultStore) Update(ctx context.Context, fn func(warp.Tx) error) error {
+	if err := s.fault(); err != nil {
+		return err
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+func (s *faultStore) View(ctx context.Context, fn func(warp.Tx) error) error {
+	if err := s.fault(); err != nil {
+		return err
+	}
+	return s.Store.View(ctx, fn)
+}
+
+func (s *faultStore) Ping(ctx context.Context) error {
+	if err := s.fault(); err != nil {
+		return err
+	}
+	return s.Store.Ping(ctx)
+}
+
+var (
+	errDBDown   = fmt.Errorf("injected: %w", warp.ErrUnavailable)
+	errDBBroken = errors.New("injected: the disk is on fire")
+)
+
+// docFixture is a server assembled as warp serve assembles it (the API, the
+// dashboard with its event stream, the metrics), with tokens, over a real
+// SQLite file behind a faultStore. It records the route pattern of every
+// request the router matched.
+type docFixture struct {
+	t      testing.TB
+	store  *faultStore
+	svc    *warp.Service
+	ops    *warpcli.Ops
+	api    *httpapi.Server
+	srv    *httptest.Server
+	client *http.Client
+	routes chan string
+	seq    int
+}
+
+func newDocFixture(t testing.TB) *docFixture {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	clock := &testClock{now: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}
+	f := &docFixture{t: t, store: &faultStore{Store: db}, routes: make(chan string, 256)}
+	f.svc, err = warp.NewService(f.store, warp.Config{Policy: warp.DefaultPolicy(), Now: clock.Now, MaxHostsPerToken: docHostCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.ops, err = warpcli.NewOps(f.svc, dashboard.Config{}, metrics.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := httpapi.ServerConfig{
+		Tokens: []httpapi.Token{
+			{Role: httpapi.RoleAgent, Secret: agentToken}, {Role: httpapi.RoleAgent, Secret: agent2Token},
+			{Role: httpapi.RoleAgent, Secret: hostsToken}, {Role: httpapi.RoleAdmin, Secret: adminToken},
+		},
+		Observe: func(route string, _ int, _ time.Duration) {
+			select {
+			case f.routes <- route:
+			default:
+			}
+		},
+	}
+	f.ops.Hook(&cfg)
+	if f.api, err = httpapi.NewServer(f.svc, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.ops.Mount(f.api)
+	sctx, cancel := context.WithCancel(ctx)
+	if err := f.ops.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	f.srv = httptest.NewServer(f.api)
+	f.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(func() {
+		f.ops.Close() // open streams would hold up the server's Close
+		f.srv.Close()
+		cancel()
+	})
+	return f
+}
+
+// docReq is one request as a client sends it.
+type docReq struct {
+	method, path string
+	token        string // bearer token; none when empty
+	secret       string // Warp-Lease-Secret; none when empty
+	contentType  string // application/json when empty and there is a body
+	body         string
+}
+
+type docResp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r docReq) http(base string) *http.Request {
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	req, err := http.NewRequest(r.method, base+r.path, body)
+	if err != nil {
+		panic(err)
+	}
+	if r.body != "" {
+		ct := r.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.secret != "" {
+		req.Header.Set(httpapi.HeaderLeaseSecret, r.secret)
+	}
+	return req
+}
+
+// send sends r to the fixture's server. Of an event stream it reads the
+// first event and leaves.
+func (f *docFixture) send(r docReq) docResp {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := f.client.Do(r.http(f.srv.URL).WithContext(ctx))
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	var b []byte
+	if mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			b = append(b, line...)
+			if err != nil || line == "\n" {
+				break
+			}
+		}
+		cancel()
+	} else if b, err = io.ReadAll(resp.Body); err != nil {
+		f.t.Fatalf("%s %s: read the answer: %v", r.method, r.path, err)
+	}
+	return docResp{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (f *docFixture) drainRoutes() {
+	for {
+		select {
+		case <-f.routes:
+		default:
+			return
+		}
+	}
+}
+
+// routeOf returns the route pattern of the request just answered.
+func (f *docFixture) routeOf() string {
+	select {
+	case r := <-f.routes:
+		return r
+	case <-time.After(5 * time.Second):
+		return "(no route observed)"
+	}
+}
+
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
+	}
+	return mt
+}
+
+// Setup through the service, as the tokens' holders would have done it.
+
+func agentCtx(token, secret string, wantsSecret bool) context.Context {
+	return warp.WithCaller(context.Background(), warp.Caller{Agent: true, Token: warp.TokenID(token),
+		LeaseSecret: secret, WantsSecret: wantsSecret})
+}
+
+func (f *docFixture) create(labels ...string) string {
+	f.t.Helper()
+	f.seq++
+	id := fmt.Sprintf("D-%d", f.seq)
+	if _, err := f.svc.CreateTicket(context.Background(), warp.NewTicket{ID: id, Title: "doc " + id, Labels: labels}); err != nil {
+		f.t.Fatal(err)
+	}
+	return id
+}
+
+// claimed returns a ticket claimed by agentToken with a lease secret.
+func (f *docFixture) claimed() (id string, epoch int64, secret string) {
+	f.t.Helper()
+	id = f.create()
+	v, err := f.svc.Claim(agentCtx(agentToken, "", true), id, warp.ClaimRequest{Agent: "O", Host: "h1"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return id, v.Ticket.Epoch, v.LeaseSecret
+}
+
+// claimedBy returns a ticket claimed by token without a secret: the lease
+// is bound to the token.
+func (f *docFixture) claimedBy(token string) (id string, epoch int64) {
+	f.t.Helper()
+	id = f.create()
+	v, err := f.svc.Claim(agentCtx(token, "", false), id, warp.ClaimRequest{Agent: "O", Host: "h1"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return id, v.Ticket.Epoch
+}
+
+// released returns a ticket whose secret-bound lease its holder released.
+func (f *docFixture) released() (id string, epoch int64, secret string) {
+	f.t.Helper()
+	id, epoch, secret = f.claimed()
+	if _, err := f.svc.Release(agentCtx(agentToken, secret, false), id, epoch, "done for now"); err != nil {
+		f.t.Fatal(err)
+	}
+	return id, epoch, secret
+}
+
+func (f *docFixture) heartbeat(ctx context.Context, h warp.Heartbeat) {
+	f.t.Helper()
+	if _, err := f.svc.Heartbeat(ctx, h); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// docCase is one request of the status table: the route it is for, the
+// status and error code it must get.
+type docCase struct {
+	route  string
+	status int
+	code   string // the error code; "" for a success
+	name   string
+	req    func(f *docFixture) docReq
+	fault  error // the store fails with it during the request
+	own    bool  // on a fixture of its own (it breaks the fixture)
+	check  func(t *testing.T, body []byte)
+}
+
+func hbv2(id string, epoch int64, age float64, more map[string]any) string {
+	b := map[string]any{"schema_version": 2, "ticket": id, "epoch": epoch, "host": "h1", "agent": "O", "activity_age_s": age}
+	for k, v := range more {
+		b[k] = v
+	}
+	return js(b)
+}
+
+// docCases is the status table. With the generic requests of
+// TestOpenAPIStatuses (no token, wrong token, agent token on admin routes,
+// ?token= on pages, store faults, connection limits), it produces every
+// documented status of every operation.
+func docCases() []docCase {
+	big := `{"title":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`
+	long := strings.Repeat("h", 300)
+	admin := func(method, path, body string) func(*docFixture) docReq {
+		return func(*docFixture) docReq { return docReq{method: method, path: path, token: adminToken, body: body} }
+	}
+	get := func(path string) func(*docFixture) docReq { return admin("GET", path, "") }
+	var cs []docCase
+	add := func(route string, status int, code, name string, req func(*docFixture) docReq) {
+		cs = append(cs, docCase{route: route, status: status, code: code, name: name, req: req})
+	}
+	hasSecret := func(t *testing.T, body []byte) {
+		var tk httpapi.Ticket
+		if err := json.Unmarshal(body, &tk); err != nil || len(tk.LeaseSecret) != 64 {
+			t.Errorf("claim with Warp-Lease-Secret: new answered no lease_secret: %s", body)
+		}
+	}
+	endedDetail := func(t *testing.T, body []byte) {
+		var eb httpapi.ErrorBody
+		_ = json.Unmarshal(body, &eb)
+		if eb.Error.Detail["lease_state"] != "released" || eb.Error.Detail["end_reason"] != "done for now" {
+			t.Errorf("lease_ended for the holder: detail %v, want lease_state and end_reason", eb.Error.Detail)
+		}
+	}
+
+	// Tickets.
+	add("POST /v1/tickets", 201, "", "create", func(f *docFixture) docReq {
+		f.seq++
+		return docReq{method: "POST", path: "/v1/tickets", token: adminToken,
+			body: js(map[string]any{"id": fmt.Sprintf("N-%d", f.seq), "title": "t", "labels": []string{"go", "db"}})}
+	})
+	add("POST /v1/tickets", 201, "", "empty body: generated id", admin("POST", "/v1/tickets", ""))
+	add("POST /v1/tickets", 400, "invalid", "bad id", admin("POST", "/v1/tickets", `{"id":"-bad"}`))
+	add("POST /v1/tickets", 400, "invalid", "unknown field", admin("POST", "/v1/tickets", `{"nope":1}`))
+	add("POST /v1/tickets", 400, "invalid", "malformed", admin("POST", "/v1/tickets", `{"title":`))
+	add("POST /v1/tickets", 409, "conflict", "id taken", func(f *docFixture) docReq {
+		return docReq{method: "POST", path: "/v1/tickets", token: adminToken, body: js(map[string]any{"id": f.create()})}
+	})
+	add("POST /v1/tickets", 413, "body_too_large", "64 KiB", admin("POST", "/v1/tickets", big))
+
+	add("GET /v1/tickets", 200, "", "filtered page", func(f *docFixture) docReq {
+		f.claimed()
+		f.claimed()
+		return docReq{method: "GET", path: "/v1/tickets?state=claimed&verdict=active&host=h1&limit=1", token: adminToken}
+	})
+	add("GET /v1/tickets", 200, "", "all", get("/v1/tickets"))
+	for _, q := range []string{"state=bogus", "limit=0", "limit=1001", "cursor=x", "verdict=nope", "verdict=active&state=open"} {
+		add("GET /v1/tickets", 400, "invalid", q, get("/v1/tickets?"+q))
+	}
+
+	add("GET /v1/tickets/{id}", 200, "", "held", func(f *docFixture) docReq {
+		id, _, _ := f.claimed()
+		return docReq{method: "GET", path: "/v1/tickets/" + id, token: adminToken}
+	})
+	add("GET /v1/tickets/{id}", 200, "", "ended", func(f *docFixture) docReq {
+		id, _, _ := f.released()
+		return docReq{method: "GET", path: "/v1/tickets/" + id, token: adminToken}
+	})
+	add("GET /v1/tickets/{id}", 200, "", "never claimed", func(f *docFixture) docReq {
+		return docReq{method: "GET", path: "/v1/tickets/" + f.create(), token: adminToken}
+	})
+	add("GET /v1/tickets/{id}", 400, "invalid", "bad id", get("/v1/tickets/-x"))
+	add("GET /v1/tickets/{id}", 404, "not_found", "unknown", get("/v1/tickets/NOPE-404"))
+
+	add("GET /v1/tickets/{id}/events", 200, "", "events", func(f *docFixture) docReq {
+		id, _, _ := f.released()
+		return docReq{method: "GET", path: "/v1/tickets/" + id + "/events?after=0&limit=10", token: adminToken}
+	})
+	add("GET /v1/tickets/{id}/events", 400, "invalid", "after", get("/v1/tickets/D-1/events?after=-1"))
+	add("GET /v1/tickets/{id}/events", 400, "invalid", "limit", get("/v1/tickets/D-1/events?limit=1001"))
+	add("GET /v1/tickets/{id}/events", 400, "invalid", "bad id", get("/v1/tickets/-x/events"))
+	add("GET /v1/tickets/{id}/events", 404, "not_found", "unknown", get("/v1/tickets/NOPE-404/events"))
+
+	// Claims.
+	add("POST /v1/tickets/{id}/claim", 200, "", "with a secret", func(f *docFixture) docReq {
+		return docReq{method: "POST", path: "/v1/tickets/" + f.create() + "/claim", token: agentToken, secret: "new",
+			body: `{"agent":"O","host":"h1"}`}
+	})
+	cs[len(cs)-1].check = hasSecret
+	add("POST /v1/tickets/{id}/claim", 200, "", "token-bound, empty body", func(f *docFixture) docReq {
+		return docReq{method: "POST", path: "/v1/tickets/" + f.create() + "/claim", token: agentToken}
+	})
+	claim := func(body string) func(*docFixture) docReq {
+		return func(f *docFixture) docReq {
+			return docReq{method: "POST", path: "/v1/tickets/" + f.create() + "/claim", token: agentToken, body: body}
+		}
+	}
+	add("POST /v1/tickets/{id}/claim", 400, "invalid", "wrong type", claim(`{"agent":5}`))
+	add("POST /v1/tickets/{id}/claim", 400, "invalid", "host too long", claim(js(map[string]string{"host": long})))
+	add("POST /v1/tickets/{id}/claim", 400, "invalid", "bad id", func(*docFixture) docReq {
+		return docReq{method: "POST", path: "/v1/tickets/-x/claim", token: agentToken}
+	})
+	add("POST /v1/tickets/{id}/claim", 404, "not_found", "unknown", func(*docFixture) docReq {
+		return docReq{method: "POST", path: "/v1/tickets/NOPE-404/claim", token: agentToken}
+	})
+	add("POST /v1/tickets/{id}/claim", 409, "conflict", "claimed", func(f *docFixture) docReq {
+		id, _, _ := f.claimed()
+		return docReq{method: "POST", path: "/v1/tickets/" + id + "/claim", token: agentToken, secret: "new"}
+	})
+	add("POST /v1/tickets/{id}/claim", 409, "conflict", "completed", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		if _, err := f.svc.Complete(agentCtx(agentToken, sec, false), id, e, ""); err != nil {
+			f.t.Fatal(err)
+		}
+		return docReq{method: "POST", path: "/v1/tickets/" + id + "/claim", token: agentToken}
+	})
+	add("POST /v1/tickets/{id}/claim", 413, "body_too_large", "64 KiB", claim(big))
+
+	add("POST /v1/claims/next", 200, "", "by label", func(f *docFixture) docReq {
+		label := fmt.Sprintf("next%d", f.seq)
+		f.create(label)
+		return docReq{method: "POST", path: "/v1/claims/next", token: agentToken, secret: "new",
+			body: js(map[string]any{"agent": "O", "host": "h1", "labels": []string{label}})}
+	})
+	cs[len(cs)-1].check = hasSecret
+	next := func(body string) func(*docFixture) docReq {
+		return func(*docFixture) docReq {
+			return docReq{method: "POST", path: "/v1/claims/next", token: agentToken, body: body}
+		}
+	}
+	add("POST /v1/claims/next", 400, "invalid", "bad label", next(`{"labels":["-bad"]}`))
+	add("POST /v1/claims/next", 400, "invalid", "unknown field", next(`{"label":"go"}`))
+	add("POST /v1/claims/next", 404, "no_open_ticket", "no such label", next(`{"labels":["none-such"]}`))
+	add("POST /v1/claims/next", 413, "body_too_large", "64 KiB", next(big))
+
+	// Release and complete: the same checks.
+	for _, w := range []struct{ verb, field string }{{"release", "reason"}, {"complete", "pr_url"}} {
+		route := "POST /v1/tickets/{id}/" + w.verb
+		p := func(id string) string { return "/v1/tickets/" + id + "/" + w.verb }
+		add(route, 200, "", "agent with epoch and secret", func(f *docFixture) docReq {
+			id, e, sec := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec, body: js(map[string]any{"epoch": e, w.field: "done"})}
+		})
+		add(route, 200, "", "agent, token-bound", func(f *docFixture) docReq {
+			id, e := f.claimedBy(agentToken)
+			return docReq{method: "POST", path: p(id), token: agentToken, body: js(map[string]any{"epoch": e})}
+		})
+		add(route, 200, "", "admin without epoch", func(f *docFixture) docReq {
+			id, _, _ := f.claimed()
+			return docReq{method: "POST", path: p(id), token: adminToken}
+		})
+		add(route, 400, "invalid", "negative epoch", func(f *docFixture) docReq {
+			id, _, _ := f.claimed()
+			return docReq{method: "POST", path: p(id), token: adminToken, body: `{"epoch":-1}`}
+		})
+		add(route, 400, "invalid", "unknown field", func(f *docFixture) docReq {
+			id, e, sec := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec, body: js(map[string]any{"epoch": e, "why": "x"})}
+		})
+		add(route, 400, "invalid", w.field+" too long", func(f *docFixture) docReq {
+			id, e, sec := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec,
+				body: js(map[string]any{"epoch": e, w.field: strings.Repeat("u", 1100)})}
+		})
+		add(route, 400, "invalid", "bad id", func(*docFixture) docReq {
+			return docReq{method: "POST", path: p("-x"), token: adminToken}
+		})
+		add(route, 403, "forbidden", "agent without epoch", func(f *docFixture) docReq {
+			id, _, sec := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec, body: `{}`}
+		})
+		add(route, 404, "not_found", "unknown", func(*docFixture) docReq {
+			return docReq{method: "POST", path: p("NOPE-404"), token: agentToken, body: `{"epoch":1}`}
+		})
+		add(route, 409, "stale_epoch", "older epoch", func(f *docFixture) docReq {
+			id, e, sec := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec, body: js(map[string]any{"epoch": e + 1})}
+		})
+		add(route, 409, "not_holder", "no secret", func(f *docFixture) docReq {
+			id, e, _ := f.claimed()
+			return docReq{method: "POST", path: p(id), token: agentToken, body: js(map[string]any{"epoch": e})}
+		})
+		add(route, 409, "not_holder", "another token", func(f *docFixture) docReq {
+			id, e := f.claimedBy(agentToken)
+			return docReq{method: "POST", path: p(id), token: agent2Token, body: js(map[string]any{"epoch": e})}
+		})
+		add(route, 410, "lease_ended", "released", func(f *docFixture) docReq {
+			id, e, sec := f.released()
+			return docReq{method: "POST", path: p(id), token: agentToken, secret: sec, body: js(map[string]any{"epoch": e})}
+		})
+		cs[len(cs)-1].check = endedDetail
+		add(route, 410, "lease_ended", "never claimed", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: p(f.create()), token: adminToken}
+		})
+		add(route, 413, "body_too_large", "64 KiB", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: p(f.create()), token: adminToken, body: big}
+		})
+	}
+
+	// Heartbeats, on both paths.
+	for _, hp := range []string{"/v1/heartbeat", "/heartbeat"} {
+		route := "POST " + hp
+		hb := func(body func(f *docFixture) (string, string)) func(*docFixture) docReq {
+			return func(f *docFixture) docReq {
+				b, sec := body(f)
+				return docReq{method: "POST", path: hp, token: agentToken, secret: sec, body: b}
+			}
+		}
+		add(route, 200, "", "v2", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.claimed()
+			return hbv2(id, e, 3, map[string]any{"in_flight": "Bash", "hook_seen": true, "hook_events": 2}), sec
+		}))
+		add(route, 200, "", "v1 as curl -d sends it", func(f *docFixture) docReq {
+			id, _ := f.claimedBy(agentToken)
+			return docReq{method: "POST", path: hp, token: agentToken, contentType: "application/x-www-form-urlencoded", body: `{"ticket":"` + id + `"}`}
+		})
+		add(route, 200, "", "stale report", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.claimed()
+			return hbv2(id, e, 1260, map[string]any{"stale": true, "hook_seen": true, "hook_events": 0}), sec
+		}))
+		cs[len(cs)-1].check = func(t *testing.T, body []byte) {
+			var r httpapi.HeartbeatResponse
+			_ = json.Unmarshal(body, &r)
+			if r.Extended || r.Note == "" {
+				t.Errorf("stale report answered %s, want extended false and a note", body)
+			}
+		}
+		add(route, 200, "", "exit report", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.claimed()
+			return hbv2(id, e, 1800, map[string]any{"exit": "parent-exited", "hook_seen": true, "hook_events": 0}), sec
+		}))
+		bad := map[string]map[string]any{
+			"negative age":    {"activity_age_s": -1},
+			"unknown exit":    {"exit": "crashed"},
+			"hook_events < 0": {"hook_events": -1},
+			"missing epoch":   {"epoch": nil},
+		}
+		for name, more := range bad {
+			add(route, 400, "invalid", name, hb(func(f *docFixture) (string, string) {
+				id, e, sec := f.claimed()
+				var m map[string]any
+				_ = json.Unmarshal([]byte(hbv2(id, e, 3, nil)), &m)
+				for k, v := range more {
+					if v == nil {
+						delete(m, k)
+					} else {
+						m[k] = v
+					}
+				}
+				return js(m), sec
+			}))
+		}
+		add(route, 400, "invalid", "empty body", hb(func(*docFixture) (string, string) { return "", "" }))
+		add(route, 400, "unsupported_schema_version", "schema_version 3", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.claimed()
+			return strings.Replace(hbv2(id, e, 3, nil), `"schema_version":2`, `"schema_version":3`, 1), sec
+		}))
+		add(route, 404, "not_found", "unknown ticket", hb(func(*docFixture) (string, string) { return `{"ticket":"NOPE-404"}`, "" }))
+		add(route, 409, "stale_epoch", "older epoch", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.claimed()
+			return hbv2(id, e+1, 3, nil), sec
+		}))
+		add(route, 409, "not_holder", "wrong secret", hb(func(f *docFixture) (string, string) {
+			id, e, _ := f.claimed()
+			return hbv2(id, e, 3, nil), strings.Repeat("0", 64)
+		}))
+		add(route, 410, "lease_ended", "after the release", hb(func(f *docFixture) (string, string) {
+			id, e, sec := f.released()
+			return hbv2(id, e, 3, nil), sec
+		}))
+		cs[len(cs)-1].check = endedDetail
+		add(route, 410, "lease_ended", "v1 to a ticket never claimed", hb(func(f *docFixture) (string, string) {
+			return `{"ticket":"` + f.create() + `"}`, ""
+		}))
+		add(route, 429, "too_many_hosts", "one host too many", func(f *docFixture) docReq {
+			id, _ := f.claimedBy(hostsToken)
+			for i := range docHostCap {
+				f.heartbeat(agentCtx(hostsToken, "", false), warp.Heartbeat{SchemaVersion: 1, Ticket: id, Host: fmt.Sprintf("fleet-%d", i)})
+			}
+			return docReq{method: "POST", path: hp, token: hostsToken, body: js(map[string]string{"ticket": id, "host": "one-more"})}
+		})
+		add(route, 413, "body_too_large", "64 KiB", hb(func(*docFixture) (string, string) { return big, "" }))
+	}
+
+	// Fleet and mode.
+	for _, p := range []string{"/v1/adoption", "/v1/hosts"} {
+		route := "GET " + p
+		add(route, 200, "", "first page", func(f *docFixture) docReq {
+			for _, h := range []string{"h1", "fleet-x"} {
+				id, _ := f.claimedBy(agent2Token)
+				f.heartbeat(agentCtx(agent2Token, "", false), warp.Heartbeat{SchemaVersion: 1, Ticket: id, Host: h})
+			}
+			return docReq{method: "GET", path: p + "?window=1h&limit=1", token: adminToken}
+		})
+		add(route, 200, "", "defaults", get(p))
+		for _, q := range []string{"window=-1h", "window=soon", "limit=0", "limit=5001"} {
+			add(route, 400, "invalid", q, get(p+"?"+q))
+		}
+	}
+	add("GET /v1/mode", 200, "", "mode", get("/v1/mode"))
+	add("PUT /v1/mode", 200, "", "the current mode again", admin("PUT", "/v1/mode", `{"mode":"transition"}`))
+	add("PUT /v1/mode", 400, "invalid", "empty body", admin("PUT", "/v1/mode", ""))
+	add("PUT /v1/mode", 400, "invalid", "unknown mode", admin("PUT", "/v1/mode", `{"mode":"bogus"}`))
+	add("PUT /v1/mode", 400, "invalid", "unknown field", admin("PUT", "/v1/mode", `{"mode":"legacy","now":true}`))
+	add("PUT /v1/mode", 409, "adoption_incomplete", "a host sent v1", func(f *docFixture) docReq {
+		id, _ := f.claimedBy(agentToken)
+		f.heartbeat(agentCtx(agentToken, "", false), warp.Heartbeat{SchemaVersion: 1, Ticket: id, Host: "h1"})
+		return docReq{method: "PUT", path: "/v1/mode", token: adminToken, body: `{"mode":"activity"}`}
+	})
+	add("PUT /v1/mode", 413, "body_too_large", "64 KiB", admin("PUT", "/v1/mode", big))
+	add("GET /v1/mode/history", 200, "", "changes", func(f *docFixture) docReq {
+		for _, m := range []warp.Mode{warp.ModeLegacy, warp.ModeTransition} {
+			if _, err := f.svc.SetMode(context.Background(), m, false); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+		return docReq{method: "GET", path: "/v1/mode/history?limit=5", token: adminToken}
+	})
+	add("GET /v1/mode/history", 400, "invalid", "limit", get("/v1/mode/history?limit=0"))
+
+	// Health, metrics, the stream, the documents.
+	add("GET /healthz", 200, "", "up", func(*docFixture) docReq { return docReq{method: "GET", path: "/healthz"} })
+	add("GET /readyz", 200, "", "ready", func(*docFixture) docReq { return docReq{method: "GET", path: "/readyz"} })
+	cs = append(cs, docCase{route: "GET /readyz", status: 503, code: "unavailable", name: "database down", fault: errDBDown,
+		req: func(*docFixture) docReq { return docReq{method: "GET", path: "/readyz"} }})
+	cs = append(cs, docCase{route: "GET /readyz", status: 503, code: "unavailable", name: "database failing", fault: errDBBroken,
+		req: func(*docFixture) docReq { return docReq{method: "GET", path: "/readyz"} }})
+	add("GET /metrics", 200, "", "scrape", get("/metrics"))
+	add("GET /v1/events/stream", 200, "", "hello", get("/v1/events/stream"))
+	cs[len(cs)-1].check = func(t *testing.T, body []byte) {
+		if !strings.HasPrefix(string(body), "retry: 2000\nevent: hello\ndata: {") {
+			t.Errorf("stream starts %q", body)
+		}
+	}
+	cs = append(cs, docCase{route: "GET /v1/events/stream", status: 503, name: "server stopping", own: true,
+		req: func(f *docFixture) docReq {
+			f.ops.Close()
+			return docReq{method: "GET", path: "/v1/events/stream", token: adminToken}
+		}})
+	add("GET /v1/openapi.json", 200, "", "document", func(*docFixture) docReq { return docReq{method: "GET", path: "/v1/openapi.json"} })
+	add("GET /v1/heartbeat.schema.json", 200, "", "schema", func(*docFixture) docReq {
+		return docReq{method: "GET", path: "/v1/heartbeat.schema.json"}
+	})
+
+	// Dashboard pages and assets.
+	add("GET /{$}", 200, "", "claimed tickets", func(f *docFixture) docReq {
+		f.claimed()
+		return docReq{method: "GET", path: "/", token: adminToken}
+	})
+	add("GET /{$}", 200, "", "filtered", get("/?verdict=active&host=h1&limit=5"))
+	for _, q := range []string{"verdict=nope", "limit=0", "limit=501", "cursor=x", "host=" + long} {
+		add("GET /{$}", 400, "invalid", q, get("/?"+q))
+	}
+	add("GET /tickets/{id}", 200, "", "timeline", func(f *docFixture) docReq {
+		id, _, _ := f.released()
+		return docReq{method: "GET", path: "/tickets/" + id, token: adminToken}
+	})
+	add("GET /tickets/{id}", 400, "invalid", "bad id", get("/tickets/-x"))
+	add("GET /tickets/{id}", 400, "invalid", "bad after", get("/tickets/D-1?after=x"))
+	add("GET /tickets/{id}", 404, "not_found", "unknown", get("/tickets/NOPE-404"))
+	add("GET /hosts", 200, "", "hosts", get("/hosts?window=1h&limit=1"))
+	add("GET /hosts", 400, "invalid", "window", get("/hosts?window=x"))
+	add("GET /hosts", 400, "invalid", "limit", get("/hosts?limit=0"))
+	add("GET /assets/", 200, "", "style", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/style.css"} })
+	add("GET /assets/", 200, "", "script", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/live.js"} })
+	add("GET /assets/", 404, "", "no such asset", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/nope.css"} })
+	return cs
+}
+
+// docCoverage records what the requests produced, per route.
+type docCoverage struct {
+	statuses map[string]map[int]bool
+	codes    map[string]map[int]map[string]bool
+}
+
+func (c *docCoverage) add(route string, status int, code string) {
+	if c.statuses[route] == nil {
+		c.statuses[route] = map[int]bool{}
+		c.codes[route] = map[int]map[string]bool{}
+	}
+	c.statuses[route][status] = true
+	if c.codes[route][status] == nil {
+		c.codes[route][status] = map[string]bool{}
+	}
+	if code != "" {
+		c.codes[route][status][code] = true
+	}
+}
+
+var pageHeading = regexp.MustCompile(`<h1>(\d+) · ([a-z_]+)</h1>`)
+
+// expect checks an answer against the document: the status is want and
+// documented for op, its required headers are there, its content type is
+// documented, a JSON body fits the documented schema, and an error's code
+// (JSON, or the heading of an HTML error page) is wantCode (when given) and
+// one of the response's x-warp-error-codes.
+func expect(t *testing.T, s *schemaSet, cov *docCoverage, op docOp, want int, wantCode string, r docResp) {
+	t.Helper()
+	if r.status != want {
+		t.Errorf("status %d, want %d; answer %.300s", r.status, want, r.body)
+		return
+	}
+	resp, ok := s.responses(op)[strconv.Itoa(want)]
+	if !ok {
+		t.Errorf("%s answers %d, which openapi.json does not list", op.route, want)
+		return
+	}
+	headers, _ := resp["headers"].(map[string]any)
+	for name, h := range headers {
+		if req, _ := s.deref(h)["required"].(bool); req && r.header.Get(name) == "" {
+			t.Errorf("%d without the required header %s", want, name)
+		}
+	}
+	content, _ := resp["content"].(map[string]any)
+	mt := mediaType(r.header.Get("Content-Type"))
+	if len(content) == 0 {
+		if len(r.body) > 0 {
+			t.Errorf("%d has a body (%s) but openapi.json documents none", want, mt)
+		}
+		return
+	}
+	media, ok := content[mt].(map[string]any)
+	if !ok {
+		t.Errorf("%d answered %s, openapi.json documents %v", want, mt, keysOf(content))
+		return
+	}
+	code := ""
+	switch {
+	case strings.HasSuffix(mt, "json"):
+		var v any
+		if err := json.Unmarshal(r.body, &v); err != nil {
+			t.Errorf("%s answer does not parse: %v", mt, err)
+			return
+		}
+		var errs []string
+		s.check("openapi.json", media["schema"], v, "$", &errs)
+		for _, e := range errs {
+			t.Errorf("answer does not fit its schema: %s\n%.500s", e, r.body)
+		}
+		if want >= 400 {
+			var eb httpapi.ErrorBody
+			_ = json.Unmarshal(r.body, &eb)
+			code = eb.Error.Code
+		}
+	case mt == "text/html" && want >= 400:
+		m := pageHeading.FindStringSubmatch(string(r.body))
+		if m == nil || m[1] != strconv.Itoa(want) {
+			t.Errorf("error page without the heading \"%d · code\": %.300s", want, r.body)
+			return
+		}
+		code = m[2]
+	}
+	if code != "" {
+		if wantCode != "" && code != wantCode {
+			t.Errorf("error code %s, want %s; answer %.300s", code, wantCode, r.body)
+		}
+		listed := errorCodesOf(resp)
+		if !contains(listed, code) {
+			t.Errorf("%d %s is not among the documented codes %v", want, code, listed)
+		}
+	} else if wantCode != "" && want >= 400 {
+		t.Errorf("no error code in the answer, want %s: %.300s", wantCode, r.body)
+	}
+	cov.add(op.route, want, code)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// withQuery adds key=value to the query of p.
+func withQuery(p, key, value string) string {
+	u, _ := url.Parse(p)
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// limitedServer serves f's handler behind httpapi.LimitListener with one
+// connection already held open, so that the next one is refused.
+func (f *docFixture) limitedServer(total, perClient int) string {
+	f.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(f.api)
+	srv.Listener.Close()
+	srv.Listener = httpapi.LimitListener(ln, total, perClient)
+	srv.Start()
+	f.t.Cleanup(srv.Close)
+	hold, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { hold.Close() })
+	return ln.Addr().String()
+}
+
+// sendRaw sends r on a new connection to addr and reads the answer.
+func sendRaw(t *testing.T, addr string, r docReq) docResp {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := r.http("http://" + addr)
+	_ = req.Write(c) // the listener may answer and close before reading it
+	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return docResp{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// TestOpenAPIStatuses sends the status table and, for every operation, the
+// requests every route of its kind can get wrong, to a fully assembled
+// server, and checks each answer against openapi.json. In the end every
+// documented status and error code of every operation must have been
+// produced.
+func TestOpenAPIStatuses(t *testing.T) {
+	oa, s := docSet(t)
+	ops := docOps(t, oa)
+	byRoute := map[string]docOp{}
+	for _, op := range ops {
+		byRoute[op.route] = op
+	}
+	cov := &docCoverage{statuses: map[string]map[int]bool{}, codes: map[string]map[int]map[string]bool{}}
+	f := newDocFixture(t)
+
+	// run sends one request and checks it; routed: the router must match
+	// the operation's pattern (not so for ?token= and the listener).
+	run := func(t *testing.T, fx *docFixture, op docOp, want int, code string, r docReq, routed bool) []byte {
+		t.Helper()
+		fx.drainRoutes()
+		resp := fx.send(r)
+		expect(t, s, cov, op, want, code, resp)
+		if routed {
+			if got := fx.routeOf(); got != op.route {
+				t.Errorf("%s %s reached route %q", r.method, r.path, got)
+			}
+		}
+		return resp.body
+	}
+
+	samples := map[string]docCase{}
+	for _, c := range docCases() {
+		op, ok := byRoute[c.route]
+		if !ok {
+			t.Errorf("the status table has a case for %s, which openapi.json does not document", c.route)
+			continue
+		}
+		if _, ok := samples[c.route]; !ok && c.status < 300 && c.fault == nil && !c.own {
+			samples[c.route] = c
+		}
+		t.Run(fmt.Sprintf("%s/%d/%s", c.route, c.status, c.name), func(t *testing.T) {
+			fx := f
+			if c.own {
+				fx = newDocFixture(t)
+			}
+			r := c.req(fx)
+			fx.store.set(c.fault)
+			defer fx.store.set(nil)
+			body := run(t, fx, op, c.status, c.code, r, true)
+			if c.check != nil {
+				c.check(t, body)
+			}
+		})
+	}
+
+	perClient := f.limitedServer(0, 1)
+	total := f.limitedServer(1, 0)
+	for _, op := range ops {
+		sample, ok := samples[op.route]
+		if !ok {
+			t.Errorf("%s: no success request in the status table", op.route)
+			continue
+		}
+		resps := s.responses(op)
+		t.Run(op.route+"/generic", func(t *testing.T) {
+			if op.role != "open" {
+				r := sample.req(f)
+				r.token = ""
+				run(t, f, op, 401, "unauthorized", r, true)
+				r.token = "not-a-token"
+				run(t, f, op, 401, "unauthorized", r, true)
+			}
+			if op.role == "admin" {
+				r := sample.req(f)
+				r.token = agentToken
+				run(t, f, op, 403, "forbidden", r, true)
+			}
+			if _, ok := resps["500"]; ok {
+				for _, fault := range []struct {
+					err    error
+					status int
+					code   string
+				}{{errDBBroken, 500, "internal"}, {errDBDown, 503, "unavailable"}} {
+					r := sample.req(f)
+					f.store.set(fault.err)
+					run(t, f, op, fault.status, fault.code, r, true)
+					f.store.set(nil)
+				}
+			}
+			for _, p := range s.params(op) {
+				if p["name"] != "token" || p["in"] != "query" {
+					continue
+				}
+				r := sample.req(f)
+				r.token = ""
+				plain := r.path
+				r.path = withQuery(plain, "token", adminToken)
+				run(t, f, op, 303, "", r, false)
+				r.path = withQuery(plain, "token", "not-a-token")
+				run(t, f, op, 401, "unauthorized", r, false)
+				r.path = withQuery(plain, "token", agentToken)
+				run(t, f, op, 403, "forbidden", r, false)
+			}
+			// The connection limits answer before routing, whatever the request.
+			for _, l := range []struct {
+				addr   string
+				status int
+				code   string
+			}{{perClient, 429, "too_many_connections"}, {total, 503, "unavailable"}} {
+				resp := sendRaw(t, l.addr, sample.req(f))
+				expect(t, s, cov, op, l.status, l.code, resp)
+				if resp.header.Get("Retry-After") != "1" {
+					t.Errorf("%d from the listener without Retry-After: 1", l.status)
+				}
+			}
+		})
+	}
+
+	// Every documented status and error code was produced.
+	for _, op := range ops {
+		for status, resp := range s.responses(op) {
+			n, _ := strconv.Atoi(status)
+			if !cov.statuses[op.route][n] {
+				t.Errorf("%s documents %s, which no request produced", op.route, status)
+				continue
+			}
+			for _, code := range errorCodesOf(resp) {
+				if !cov.codes[op.route][n][code] {
+					t.Errorf("%s documents %s %s, which no request produced", op.route, status, code)
+				}
+			}
+		}
+	}
+}

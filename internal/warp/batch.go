@@ -1,0 +1,335 @@
+package warp
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+)
+
+// Group commit of heartbeats. Heartbeats that arrive while a transaction
+// is being committed queue up, and the next transaction applies all of
+// them (up to MaxHeartbeatBatch): one BEGIN, one mode read, one commit
+// (one fsync on SQLite) and one adoption write per host for the whole
+// batch, instead of per heartbeat. Each heartbeat is answered only after
+// the transaction holding it committed, so an answered heartbeat is as
+// durable as before. A heartbeat that fails its own checks (stale epoch,
+// ended lease, not the holder) is answered with its error and writes
+// nothing; the others in the batch still commit.
+//
+// A heartbeat of an agent token that names a host this process has not
+// recorded yet takes the single-heartbeat path (its own transaction): that
+// is where the per-token host bound (Config.MaxHostsPerToken) is enforced,
+// and a refused heartbeat must roll back its host record without touching
+// the batch.
+
+// MaxHeartbeatBatch bounds the heartbeats one group-commit transaction
+// applies: enough to amortise a commit, small enough that SQLite's one
+// writer is not held for long.
+const MaxHeartbeatBatch = 256
+
+type hbRequest struct {
+	ctx  context.Context
+	h    Heartbeat
+	done chan hbAnswer
+}
+
+type hbAnswer struct {
+	res HeartbeatResult
+	err error
+}
+
+// batcher runs the group commit. Its goroutine starts with the first
+// heartbeat and ends at Service.Close.
+type batcher struct {
+	workers int // batches applied at once
+	start   sync.Once
+	stop    sync.Once
+	in      chan hbRequest
+	quit    chan struct{}
+	done    chan struct{}
+	// known holds the hosts this process recorded (only the batcher
+	// goroutine reads and writes it after start).
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+func newBatcher(workers int) *batcher {
+	return &batcher{workers: max(workers, 1), in: make(chan hbRequest, MaxHeartbeatBatch), quit: make(chan struct{}),
+		done: make(chan struct{}), known: map[string]bool{}}
+}
+
+// ConcurrentWriter is implemented by stores whose write transactions run
+// in parallel (internal/postgres: row locks, a pool of connections). The
+// group commit then runs that many batches at once; a store without it
+// (SQLite: one writer) gets one.
+type ConcurrentWriter interface {
+	ConcurrentWriters() int
+}
+
+func (b *batcher) isKnown(host string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.known[host]
+}
+
+func (b *batcher) learn(host string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.known[host] = true
+}
+
+// Close stops the heartbeat group commit, answering what is queued first.
+// Heartbeats after Close are answered ErrUnavailable.
+func (s *Service) Close() error {
+	b := s.batch
+	if b == nil {
+		return nil
+	}
+	b.stop.Do(func() {
+		started := true
+		b.start.Do(func() { started = false; close(b.done) })
+		if started {
+			close(b.quit)
+		}
+	})
+	<-b.done
+	return nil
+}
+
+// heartbeatBatched queues h for the next group commit and waits for its
+// answer.
+func (s *Service) heartbeatBatched(ctx context.Context, h Heartbeat) (HeartbeatResult, error) {
+	b := s.batch
+	b.start.Do(func() {
+		var wg sync.WaitGroup
+		for range b.workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.runBatches()
+			}()
+		}
+		go func() {
+			wg.Wait()
+			close(b.done)
+		}()
+	})
+	req := hbRequest{ctx: ctx, h: h, done: make(chan hbAnswer, 1)}
+	select {
+	case b.in <- req:
+	case <-ctx.Done():
+		return HeartbeatResult{}, ctx.Err()
+	case <-b.done:
+		return HeartbeatResult{}, Errorf(ErrUnavailable, "the server is shutting down")
+	}
+	select {
+	case a := <-req.done:
+		return a.res, a.err
+	case <-b.done:
+		// Stopped: a request it took was answered before it stopped.
+		select {
+		case a := <-req.done:
+			return a.res, a.err
+		default:
+			return HeartbeatResult{}, Errorf(ErrUnavailable, "the server is shutting down")
+		}
+	case <-ctx.Done():
+		// Applied or not, the caller is gone; the batch answers into the
+		// buffered channel and moves on.
+		return HeartbeatResult{}, ctx.Err()
+	}
+}
+
+func (s *Service) runBatches() {
+	b := s.batch
+	batch := make([]hbRequest, 0, MaxHeartbeatBatch)
+	for {
+		select {
+		case <-b.quit:
+			// Answer what is still queued, then stop.
+			for {
+				select {
+				case r := <-b.in:
+					batch = append(batch[:0], r)
+					s.applyBatch(batch)
+				default:
+					return
+				}
+			}
+		case r := <-b.in:
+			batch = append(batch[:0], r)
+		drain:
+			for len(batch) < MaxHeartbeatBatch {
+				select {
+				case r := <-b.in:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			s.applyBatch(batch)
+		}
+	}
+}
+
+// applyBatch applies a batch in one transaction. A heartbeat the per-token
+// host bound must check (an agent naming a host this process has not
+// recorded) is left out of it and applied on its own afterwards.
+func (s *Service) applyBatch(batch []hbRequest) {
+	b := s.batch
+	now := s.now()
+	answers := make([]hbAnswer, len(batch))
+	single := make([]bool, len(batch))
+	// Tickets are locked in id order, the order every multi-ticket
+	// transaction uses (the verdict pass too), so two replicas' batches
+	// cannot deadlock.
+	byTicket := make([]int, len(batch))
+	for i := range byTicket {
+		byTicket[i] = i
+	}
+	sort.SliceStable(byTicket, func(a, b int) bool { return batch[byTicket[a]].h.Ticket < batch[byTicket[b]].h.Ticket })
+	var hosts []string
+	err := s.store.Update(context.Background(), func(tx Tx) error {
+		hosts = hosts[:0] // a store may run fn again
+		mode, err := s.currentMode(context.Background(), tx)
+		if err != nil {
+			return err
+		}
+		counts := map[hostSchema]*HeartbeatCount{}
+		var order []hostSchema
+		verdictCounts := hostCounts{}
+		for _, i := range byTicket {
+			r := batch[i]
+			answers[i], single[i] = hbAnswer{}, false
+			if err := r.ctx.Err(); err != nil {
+				answers[i].err = err
+				continue
+			}
+			t, l, err := s.heartbeatLease(r.ctx, tx, r.h.Ticket, heartbeatEpoch(r.h))
+			if err != nil {
+				if !requestError(err) {
+					return err // the transaction is broken: the whole batch fails or retries
+				}
+				answers[i].err = err
+				continue
+			}
+			caller, _ := CallerFrom(r.ctx)
+			host := HeartbeatHost(r.h, l)
+			if caller.Agent && s.cfg.MaxHostsPerToken > 0 && !b.isKnown(host) {
+				single[i] = true
+				continue
+			}
+			ch, res := s.cfg.Policy.Heartbeat(mode, t, l, r.h, s.cfg.ReleaseOnExit, now)
+			if _, err := s.writeCounting(r.ctx, tx, ch, verdictCounts); err != nil {
+				return err
+			}
+			answers[i].res = res
+			k := hostSchema{host, caller.Token, r.h.SchemaVersion}
+			if c := counts[k]; c != nil {
+				c.N++
+			} else {
+				counts[k] = &HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: r.h.SchemaVersion, At: now, N: 1}
+				order = append(order, k)
+				hosts = append(hosts, host)
+			}
+		}
+		// One lock order for every write transaction: the leases by ticket
+		// (above), the adoption rows by (host, schema, token), then the
+		// verdict and hook counts by host — as a single heartbeat writes
+		// them (heartbeatOne). Two batches on PostgreSQL then cannot
+		// deadlock (with the adoption rows in arrival order they did, each
+		// deadlock costing a second and the batch).
+		sort.Slice(order, func(a, b int) bool {
+			x, y := order[a], order[b]
+			if x.host != y.host {
+				return x.host < y.host
+			}
+			if x.schema != y.schema {
+				return x.schema < y.schema
+			}
+			return x.token < y.token
+		})
+		for _, k := range order {
+			if _, err := tx.RecordHeartbeat(context.Background(), *counts[k]); err != nil {
+				return err
+			}
+		}
+		return verdictCounts.flush(context.Background(), tx)
+	})
+	if err == nil {
+		for _, h := range hosts {
+			b.learn(h)
+		}
+	}
+	for i, r := range batch {
+		if single[i] {
+			continue
+		}
+		a := answers[i]
+		if err != nil {
+			a = hbAnswer{err: err}
+		}
+		a.res.MaxRetryGap = s.cfg.Policy.MaxRetryGap()
+		r.done <- a
+	}
+	for i, r := range batch {
+		if !single[i] {
+			continue
+		}
+		res, host, err := s.heartbeatOne(r.ctx, r.h)
+		if err == nil {
+			b.learn(host)
+		}
+		r.done <- hbAnswer{res: res, err: err}
+	}
+}
+
+type hostSchema struct {
+	host, token string
+	schema      int
+}
+
+func heartbeatEpoch(h Heartbeat) int64 {
+	if h.SchemaVersion == 1 {
+		return 0 // v1 names no epoch: the current lease
+	}
+	return h.Epoch
+}
+
+// heartbeatOne applies h in its own transaction and returns the host it
+// was counted under.
+func (s *Service) heartbeatOne(ctx context.Context, h Heartbeat) (HeartbeatResult, string, error) {
+	now := s.now()
+	var res HeartbeatResult
+	host := ""
+	err := s.store.Update(ctx, func(tx Tx) error {
+		t, l, err := s.heartbeatLease(ctx, tx, h.Ticket, heartbeatEpoch(h))
+		if err != nil {
+			return err
+		}
+		mode, err := s.currentMode(ctx, tx)
+		if err != nil {
+			return err
+		}
+		host = HeartbeatHost(h, l)
+		if err := s.countHeartbeat(ctx, tx, host, h.SchemaVersion, now); err != nil {
+			return err
+		}
+		var ch Change
+		ch, res = s.cfg.Policy.Heartbeat(mode, t, l, h, s.cfg.ReleaseOnExit, now)
+		_, err = s.write(ctx, tx, ch)
+		return err
+	})
+	res.MaxRetryGap = s.cfg.Policy.MaxRetryGap()
+	return res, host, err
+}
+
+// requestError reports an error that belongs to one heartbeat (its ticket,
+// epoch, lease or caller), not to the transaction: a domain error other
+// than ErrUnavailable. Anything else (a failed statement) has broken the
+// transaction.
+func requestError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && !errors.Is(err, ErrUnavailable)
+}

@@ -1,0 +1,257 @@
+package warp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// gatedStore is the real SQLite store counting write transactions; while
+// hold is set, the next Update waits for release before it begins, so a
+// test can make heartbeats queue up behind a transaction deterministically.
+type gatedStore struct {
+	warp.Store
+	updates atomic.Int64
+	mu      sync.Mutex
+	hold    chan struct{} // non-nil: the next Update blocks on it
+	held    chan struct{} // closed when that Update is waiting
+}
+
+func (g *gatedStore) Update(ctx context.Context, fn func(warp.Tx) error) error {
+	g.updates.Add(1)
+	g.mu.Lock()
+	hold, held := g.hold, g.held
+	g.hold, g.held = nil, nil
+	g.mu.Unlock()
+	if hold != nil {
+		close(held)
+		<-hold
+	}
+	return g.Store.Update(ctx, fn)
+}
+
+// gate makes the next Update wait; it returns a channel closed once that
+// Update waits, and the function that lets it go.
+// A test that fails while the gate is closed must not leave the
+// transaction waiting: the Service's Close at cleanup would wait for it.
+func (g *gatedStore) gate(t *testing.T) (waiting <-chan struct{}, release func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hold, g.held = make(chan struct{}), make(chan struct{})
+	hold := g.hold
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return g.held, release
+}
+
+func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *storetest.Clock) {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	g := &gatedStore{Store: db}
+	clk := storetest.NewClock(t0)
+	cfg.Now = clk.Now
+	cfg.Policy = warp.DefaultPolicy()
+	cfg.Policy.StartupGrace = 0
+	svc, err := warp.NewService(g, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	if err := svc.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return svc, g, clk
+}
+
+// waitQueued waits until n heartbeats wait for the next group commit.
+func waitQueued(t *testing.T, svc *warp.Service, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for warp.QueuedHeartbeats(svc) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heartbeats queued after 10s, want %d", warp.QueuedHeartbeats(svc), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommit: heartbeats that arrive while a transaction runs are
+// applied together in the next one, each answered with its own outcome —
+// a stale epoch or an unknown ticket fails alone, the rest commit — and
+// the adoption counts are exact.
+func TestGroupCommit(t *testing.T) {
+	svc, g, clk := gatedService(t, warp.Config{})
+	ctx := context.Background()
+	const n = 40
+	for i := range n {
+		mustClaim(t, svc, fmt.Sprintf("T-%d", i))
+	}
+	// A first heartbeat makes its host known, then holds its transaction.
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
+	waiting, release := g.gate(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
+		first <- err
+	}()
+	<-waiting
+	clk.Advance(time.Minute)
+	type answer struct {
+		res warp.HeartbeatResult
+		err error
+	}
+	answers := make([]chan answer, n+1)
+	for i := range n + 1 {
+		answers[i] = make(chan answer, 1)
+		h := warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: "h", ActivityAge: float64(i)}
+		switch i {
+		case 7:
+			h.Epoch = 2 // stale: the ticket's lease is epoch 1
+		case n:
+			h.Ticket = "T-nope"
+		}
+		go func() {
+			res, err := svc.Heartbeat(ctx, h)
+			answers[i] <- answer{res, err}
+		}()
+	}
+	waitQueued(t, svc, n+1)
+	before := g.updates.Load()
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i := range n + 1 {
+		a := <-answers[i]
+		switch i {
+		case 7:
+			if !errors.Is(a.err, warp.ErrStaleEpoch) {
+				t.Errorf("stale heartbeat: %v, want a stale epoch", a.err)
+			}
+		case n:
+			if !errors.Is(a.err, warp.ErrNotFound) {
+				t.Errorf("unknown ticket: %v, want not found", a.err)
+			}
+		default:
+			if a.err != nil || a.res.Ticket != fmt.Sprintf("T-%d", i) || !a.res.Extended {
+				t.Errorf("heartbeat %d: %+v %v", i, a.res, a.err)
+			}
+			want := t0.Add(time.Minute).Add(-time.Duration(i) * time.Second)
+			if v, _ := svc.Ticket(ctx, fmt.Sprintf("T-%d", i)); !v.Lease.LastActivityAt.Equal(want) {
+				t.Errorf("T-%d activity %v, want %v", i, v.Lease.LastActivityAt, want)
+			}
+		}
+	}
+	if got := g.updates.Load() - before; got != 1 {
+		t.Errorf("%d heartbeats queued behind one transaction took %d more transactions, want 1 (one group commit)", n+1, got)
+	}
+	a, err := svc.Adoption(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 + 1 before the gate, then n-1 of the queued ones succeeded.
+	if len(a.Hosts) != 1 || a.Hosts[0].V2Count != int64(2+n-1) {
+		t.Errorf("adoption %+v, want host h with %d v2 heartbeats", a.Hosts, 2+n-1)
+	}
+}
+
+// TestGroupCommitKeepsTheHostBound: heartbeats of an agent token naming
+// hosts this server has not recorded leave the batch and are checked one
+// by one, so the per-token bound holds however they arrive.
+func TestGroupCommitKeepsTheHostBound(t *testing.T) {
+	svc, g, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3})
+	agent := warp.WithCaller(context.Background(), warp.Caller{Agent: true, Token: "tok"})
+	const n = 8
+	for i := range n + 1 {
+		mustClaimAs(t, svc, agent, fmt.Sprintf("T-%d", i))
+	}
+	waiting, release := g.gate(t)
+	go svc.Heartbeat(agent, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h0"})
+	<-waiting
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		go func() {
+			_, err := svc.Heartbeat(agent, warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: fmt.Sprintf("h%d", i)})
+			errs <- err
+		}()
+	}
+	waitQueued(t, svc, n)
+	release()
+	refused := 0
+	for range n {
+		err := <-errs
+		switch {
+		case errors.Is(err, warp.ErrTooManyHosts):
+			refused++
+		case err != nil:
+			t.Errorf("heartbeat: %v", err)
+		}
+	}
+	// h0 plus two more fit the bound of 3; the other six are refused.
+	if refused != n-2 {
+		t.Errorf("%d of %d new hosts refused, want %d (bound 3, h0 already counted)", refused, n, n-2)
+	}
+	a, err := svc.Adoption(context.Background(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Hosts) != 3 {
+		t.Errorf("%d hosts recorded, want 3: %+v", len(a.Hosts), a.Hosts)
+	}
+}
+
+func mustClaimAs(t *testing.T, svc *warp.Service, ctx context.Context, id string) {
+	t.Helper()
+	if _, err := svc.CreateTicket(context.Background(), warp.NewTicket{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Claim(ctx, id, warp.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseAnswersQueuedHeartbeats: Close applies what is queued, and a
+// heartbeat after Close is refused as unavailable, never left hanging.
+func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
+	svc, g, _ := gatedService(t, warp.Config{})
+	ctx := context.Background()
+	mustClaim(t, svc, "T-1")
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"})
+	waiting, release := g.gate(t)
+	errs := make(chan error, 3)
+	send := func() {
+		_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"})
+		errs <- err
+	}
+	go send()
+	<-waiting // the first holds the transaction; two more queue behind it
+	go send()
+	go send()
+	waitQueued(t, svc, 2)
+	closed := make(chan struct{})
+	go func() { svc.Close(); close(closed) }()
+	release()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Errorf("queued heartbeat: %v", err)
+		}
+	}
+	<-closed
+	if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"}); !errors.Is(err, warp.ErrUnavailable) {
+		t.Errorf("heartbeat after Close: %v, want unavailable", err)
+	}
+}

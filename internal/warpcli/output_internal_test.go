@@ -1,0 +1,12 @@
+package warpcli
+
+import (
+	"testing"
+
+	"github.com/gyrum-labs/warp/internal/clikit/clikittest"
+)
+
+// Every command of the tree that has --json also has -o/--output.
+func TestEveryJSONCommandHasOutputFlag(t *testing.T) {
+	clikittest.CheckOutputFlags(t, (&CLI{}).rootCommand(), 13)
+}
