@@ -38,6 +38,9 @@ const (
 	WaitFile = "wait.json"
 	// StateFile holds the loop's latest outcome (LoopState) as JSON.
 	StateFile = "heartbeat.state"
+	// StateSpare is the loop's second copy of heartbeat.state, the
+	// previous content, which the next write fills and swaps in (Linux).
+	StateSpare = ".heartbeat.state.spare"
 	// LogFile is the loop's log; it rotates to LogFile+".1".
 	LogFile = "heartbeat.log"
 )
@@ -153,7 +156,7 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, StateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -232,6 +235,11 @@ func readSmall(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readLimited(f, path, limit)
+}
+
+// readLimited reads f to its end, at most limit bytes; more is corrupt.
+func readLimited(f *os.File, path string, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -63,8 +63,10 @@ func TestCreatePermissions(t *testing.T) {
 	if err := d.StartInFlight("toolu_1", "Bash", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.WriteState(gyrumdir.LoopState{PID: 1}); err != nil {
-		t.Fatal(err)
+	for i := range 2 { // twice: the second write leaves the spare
+		if err := d.WriteState(gyrumdir.LoopState{PID: i}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lg, err := d.OpenLog(0)
 	if err != nil {
@@ -81,7 +83,11 @@ func TestCreatePermissions(t *testing.T) {
 	// No temp files of the atomic writes are left behind.
 	ents, _ := os.ReadDir(d.Path)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+		if e.Name() == gyrumdir.StateSpare {
+			if got := perm(t, d.File(e.Name())); got != 0o600 {
+				t.Errorf("%s: got %v, want 0600", e.Name(), got)
+			}
+		} else if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("leftover temp file %s", e.Name())
 		}
 	}
@@ -396,6 +402,7 @@ func TestClear(t *testing.T) {
 	d.StartInFlight("a", "Bash", time.Now())
 	d.WriteWait(gyrumdir.Wait{Reason: "x", DeclaredAt: time.Now(), Until: time.Now().Add(time.Hour)})
 	d.WriteState(gyrumdir.LoopState{PID: 1})
+	d.WriteState(gyrumdir.LoopState{PID: 2}) // leaves the spare
 	lg, _ := d.OpenLog(0)
 	lg.Write([]byte("kept\n"))
 	lg.Close()
@@ -535,6 +542,16 @@ func TestStateRoundTrip(t *testing.T) {
 	got, err := d.ReadState()
 	if err != nil || got != s {
 		t.Fatalf("got %+v, %v", got, err)
+	}
+	for i := range 3 {
+		s.Posts = int64(10 + i)
+		s.LastOutcome = strings.Repeat("x", 10-3*i) // shorter each time: no old tail may remain
+		if err := d.WriteState(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.ReadState(); err != nil || got != s {
+			t.Fatalf("write %d: got %+v, %v; want %+v", i, got, err, s)
+		}
 	}
 	os.WriteFile(d.File(gyrumdir.StateFile), []byte("nope"), 0o600)
 	if _, err := d.ReadState(); !errors.Is(err, gyrumdir.ErrCorrupt) {

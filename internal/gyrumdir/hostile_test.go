@@ -85,6 +85,25 @@ func TestSymlinksInGyrumDirAreNotFollowed(t *testing.T) {
 			}
 		})
 	}
+	t.Run(gyrumdir.StateSpare, func(t *testing.T) {
+		d := mustCreate(t)
+		v := newVictim(t)
+		if err := os.Symlink(v.path, d.File(gyrumdir.StateSpare)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := d.WriteState(gyrumdir.LoopState{PID: 1, Posts: int64(i)}); err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+		}
+		v.check(t, gyrumdir.StateSpare)
+		if st, err := d.ReadState(); err != nil || st.Posts != 2 {
+			t.Errorf("state after writes past a symlinked spare: %+v, %v", st, err)
+		}
+		if fi, err := os.Lstat(d.File(gyrumdir.StateSpare)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("the symlink is still there")
+		}
+	})
 	t.Run("in-flight dir", func(t *testing.T) {
 		d := mustCreate(t)
 		target := t.TempDir()
