@@ -1,7 +1,9 @@
 // Command warpbench measures warp and gyrum on this machine and prints
 // markdown tables (see internal/bench):
 //
-//	go build -o bin/ ./cmd/... && go run ./cmd/warpbench [--large] [--json]
+//	CGO_ENABLED=0 go build -o bin/ ./cmd/... && bin/warpbench [--large] [--json]
+//
+// (static, as a release builds them: the loop's memory is measured as shipped)
 //
 // --large adds the sweep over 1M active leases (minutes to load).
 package main

@@ -219,6 +219,9 @@ func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter
 	if argv, aerr := proc.Cmdline(loop.PID); aerr == nil && len(argv) > 0 && filepath.Base(argv[0]) == "gyrum-loop" {
 		r.Loop = "gyrum-loop heartbeat run (v2, activity-gated; what start-work spawns beside a release's gyrum)"
 	}
+	if dynamicallyLinked(loop.PID) {
+		r.Loop += " — linked dynamically (cgo): a release is static, build with CGO_ENABLED=0 to measure what ships"
+	}
 	return r, err
 }
 

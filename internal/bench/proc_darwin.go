@@ -12,3 +12,5 @@ func cpuTime(pid int, children bool) (time.Duration, error) { return 0, errNoPro
 func rssKiB(pid int) (int64, error) { return 0, errNoProc }
 
 func anonKiB(pid int) (int64, error) { return 0, errNoProc }
+
+func dynamicallyLinked(pid int) bool { return false }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"strconv"
@@ -102,4 +103,21 @@ func schedTime(pid int) (time.Duration, error) {
 		sum += v
 	}
 	return time.Duration(sum), nil
+}
+
+// dynamicallyLinked reports whether pid's executable asks for a dynamic
+// loader (an ELF PT_INTERP): a Go binary built with cgo available, which
+// maps ld.so and libc beside its own pages.
+func dynamicallyLinked(pid int) bool {
+	f, err := elf.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
 }

@@ -318,6 +318,7 @@ func BuildGyrum() (path string, remove func(), err error) {
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", dir+string(filepath.Separator),
 		"github.com/gyrum-labs/warp/cmd/gyrum", "github.com/gyrum-labs/warp/cmd/gyrum-hook",
 		"github.com/gyrum-labs/warp/cmd/gyrum-loop")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as a release builds them
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		os.RemoveAll(dir)
