@@ -104,3 +104,9 @@ const (
 
 // NextOpenSQL is claim-next's query with n labels.
 func NextOpenSQL(n int) string { return nextOpenSQL(n) }
+
+// SetLeaseCacheMax bounds the writer's lease cache (see cache.go).
+func (db *DB) SetLeaseCacheMax(n int) { db.leases.max = n }
+
+// LeaseCacheLen is how many leases the writer holds in memory.
+func (db *DB) LeaseCacheLen() int { return len(db.leases.m) }

@@ -12,6 +12,8 @@ const (
 	qInsertTicket = `INSERT INTO tickets (id, title, state, epoch, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`
 	qInsertLabel  = `INSERT INTO ticket_labels (ticket, label) VALUES (?, ?)`
 	qTicket       = `SELECT ` + ticketCols + ` FROM tickets t WHERE t.id = ?`
+	// qDataVersion changes when another connection commits (leaseCache).
+	qDataVersion  = `PRAGMA data_version`
 	qUpdateTicket = `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`
 	qCountTickets = `SELECT state, count(*) FROM tickets GROUP BY state`
 	qLease        = `SELECT ` + leaseCols + ` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`
@@ -80,7 +82,7 @@ func nextOpenSQL(n int) string {
 
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
-	return []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
+	return []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
 		qUpdateLease, dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}

@@ -66,6 +66,7 @@ type DB struct {
 	r      *sql.DB // read-only pool
 	wStmts stmtCache
 	rStmts stmtCache
+	leases *leaseCache // the writer's, see cache.go
 }
 
 var _ warp.Store = (*DB)(nil)
@@ -89,7 +90,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	db := &DB{path: path, w: w}
+	db := &DB{path: path, w: w, leases: newLeaseCache(DefaultLeaseCache)}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -143,30 +144,46 @@ func (db *DB) Path() string { return db.path }
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits when fn returns nil.
 func (db *DB) Update(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.w, db.wStmts, nil, fn)
+	return db.run(ctx, db.w, db.wStmts, db.leases, nil, fn)
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot.
 func (db *DB) View(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.r, db.rStmts, &sql.TxOptions{ReadOnly: true}, fn)
+	return db.run(ctx, db.r, db.rStmts, nil, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
-func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
+func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *leaseCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
 	stx, err := pool.BeginTx(ctx, opts)
 	if err != nil {
 		return translate("begin transaction", err)
 	}
+	t := &tx{tx: stx, stmts: stmts, cache: cache}
 	defer func() {
 		if p := recover(); p != nil {
 			stx.Rollback()
+			if cache != nil {
+				cache.rollback(t.keys)
+			}
 			panic(p)
 		}
 	}()
-	if err := fn(&tx{tx: stx, stmts: stmts}); err != nil {
+	if cache != nil {
+		if err := cache.check(ctx, t); err != nil {
+			stx.Rollback()
+			return err
+		}
+	}
+	if err := fn(t); err != nil {
 		stx.Rollback()
+		if cache != nil {
+			cache.rollback(t.keys)
+		}
 		return err
 	}
 	if err := stx.Commit(); err != nil {
+		if cache != nil {
+			clear(cache.m) // the outcome is unknown
+		}
 		return translate("commit", err)
 	}
 	return nil

@@ -21,6 +21,8 @@ import (
 type tx struct {
 	tx    *sql.Tx
 	stmts stmtCache
+	cache *leaseCache // the writer's; nil in a read transaction
+	keys  []string    // cache entries this transaction set or dropped
 }
 
 var _ warp.Tx = (*tx)(nil)
@@ -153,6 +155,7 @@ func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
 }
 
 func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
+	t.uncache(tk.ID)
 	res, err := t.exec(ctx, qUpdateTicket,
 		string(tk.State), tk.Epoch, nanos(tk.UpdatedAt), tk.ID)
 	if err != nil {
@@ -256,6 +259,9 @@ func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, erro
 }
 
 func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lease, error) {
+	if e, ok := t.cachedLease(id); ok {
+		return e.t, e.l, nil
+	}
 	var tr ticketRow
 	var lr leaseRow
 	if err := t.queryRow(ctx, qCurrentLease, id).Scan(append(tr.dest(), lr.dest()...)...); err != nil {
@@ -266,7 +272,9 @@ func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lea
 		return warp.Ticket{}, warp.Lease{}, err
 	}
 	tk.Labels = nil
-	return tk, *lr.lease(), nil
+	l := *lr.lease()
+	t.cacheLease(id, tk, l)
+	return tk, l, nil
 }
 
 func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
@@ -278,6 +286,7 @@ func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease,
 }
 
 func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
+	t.uncache(l.Ticket)
 	_, err := t.exec(ctx, qInsertLease,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
@@ -299,9 +308,19 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
 		nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
 	if err != nil {
+		t.uncache(l.Ticket)
 		return translate(op, err)
 	}
-	return mustAffect(res, op)
+	if err := mustAffect(res, op); err != nil {
+		t.uncache(l.Ticket)
+		return err
+	}
+	if e, ok := t.cachedLease(l.Ticket); ok && e.l.Epoch == l.Epoch {
+		t.cacheLease(l.Ticket, e.t, stored(l))
+	} else {
+		t.uncache(l.Ticket)
+	}
+	return nil
 }
 
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {

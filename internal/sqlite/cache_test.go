@@ -1,0 +1,174 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+func service(t *testing.T, db *sqlite.DB) *warp.Service {
+	t.Helper()
+	svc, err := warp.NewService(db, warp.Config{})
+	if err == nil {
+		err = svc.Init(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+func claimed(t *testing.T, svc *warp.Service, id string) warp.TicketView {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := svc.Claim(ctx, id, warp.ClaimRequest{Agent: "a", Host: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func heartbeat(svc *warp.Service, id string, epoch int64) error {
+	_, err := svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: epoch, Host: "h", Agent: "a", ActivityAge: 1})
+	return err
+}
+
+// TestLeaseCacheSeesOtherConnections: the writer keeps the leases it
+// heartbeats in memory; a second store on the same file (another warp
+// process, say) ends the lease; the first must see it at its next
+// heartbeat, not extend a lease from its memory.
+func TestLeaseCacheSeesOtherConnections(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warp.db")
+	db1 := mustOpenPath(t, path)
+	db2 := mustOpenPath(t, path)
+	one, two := service(t, db1), service(t, db2)
+	v := claimed(t, one, "T-1")
+	epoch := v.Lease.Epoch
+	for range 3 { // the lease is in db1's memory now
+		if err := heartbeat(one, "T-1", epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := two.Release(context.Background(), "T-1", epoch, "done elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if err := heartbeat(one, "T-1", epoch); !errors.Is(err, warp.ErrLeaseEnded) {
+		t.Fatalf("heartbeat through the first store after the second released: %v, want ErrLeaseEnded", err)
+	}
+}
+
+// TestLeaseCacheForgetsRolledBack: a transaction that wrote a lease and
+// did not commit leaves no trace in what the next one reads.
+func TestLeaseCacheForgetsRolledBack(t *testing.T) {
+	db := MustOpen(t)
+	svc := service(t, db)
+	v := claimed(t, svc, "T-1")
+	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var before warp.Lease
+	boom := errors.New("boom")
+	err := db.Update(ctx, func(tx warp.Tx) error {
+		_, l, err := tx.CurrentLease(ctx, "T-1")
+		if err != nil {
+			return err
+		}
+		before = l
+		l.State, l.EndReason = warp.LeaseReleased, "never committed"
+		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	err = db.Update(ctx, func(tx warp.Tx) error {
+		_, l, err := tx.CurrentLease(ctx, "T-1")
+		if err == nil && l != before {
+			t.Errorf("after a rollback: %+v, want %+v", l, before)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
+		t.Fatalf("heartbeat after the rolled-back release: %v", err)
+	}
+}
+
+// TestLeaseCacheGivesWhatTheDatabaseGives: a lease from the writer's
+// memory is the very value a read of its row gives (times in UTC, without
+// monotonic readings).
+func TestLeaseCacheGivesWhatTheDatabaseGives(t *testing.T) {
+	db := MustOpen(t)
+	svc := service(t, db)
+	v := claimed(t, svc, "T-1")
+	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var cached, read warp.Lease
+	var ct, rt warp.Ticket
+	if err := db.Update(ctx, func(tx warp.Tx) (err error) { ct, cached, err = tx.CurrentLease(ctx, "T-1"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(ctx, func(tx warp.Tx) (err error) { rt, read, err = tx.CurrentLease(ctx, "T-1"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if cached != read || ct.ID != rt.ID || ct.Epoch != rt.Epoch || ct.State != rt.State || !ct.UpdatedAt.Equal(rt.UpdatedAt) {
+		t.Fatalf("from memory: %+v %+v\nfrom the row: %+v %+v", ct, cached, rt, read)
+	}
+	if db.LeaseCacheLen() != 1 {
+		t.Fatalf("the heartbeat's lease is not in memory (%d entries): this test compares nothing", db.LeaseCacheLen())
+	}
+}
+
+// TestLeaseCacheBounded: more heartbeating leases than the cache holds
+// still heartbeat correctly (the ones it misses are read), and a claim
+// over an ended lease is seen at once.
+func TestLeaseCacheBounded(t *testing.T) {
+	db := MustOpen(t)
+	db.SetLeaseCacheMax(3)
+	svc := service(t, db)
+	ctx := context.Background()
+	ids := []string{"T-1", "T-2", "T-3", "T-4", "T-5", "T-6", "T-7"}
+	epochs := map[string]int64{}
+	for _, id := range ids {
+		epochs[id] = claimed(t, svc, id).Lease.Epoch
+	}
+	for range 3 {
+		for _, id := range ids {
+			if err := heartbeat(svc, id, epochs[id]); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+	}
+	if n := db.LeaseCacheLen(); n > 3 {
+		t.Fatalf("cache holds %d leases, max 3", n)
+	}
+	// A new holder: the old epoch is refused, the new one heartbeats.
+	if _, err := svc.Release(ctx, "T-7", epochs["T-7"], "x"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := svc.Claim(ctx, "T-7", warp.ClaimRequest{Agent: "b", Host: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heartbeat(svc, "T-7", epochs["T-7"]); err == nil {
+		t.Fatal("the old epoch's heartbeat was accepted after a new claim")
+	}
+	if err := heartbeat(svc, "T-7", v.Lease.Epoch); err != nil {
+		t.Fatal(err)
+	}
+}
