@@ -29,6 +29,10 @@ type leaseCache struct {
 	version int64 // data_version at the last check; -1 before any
 	m       map[string]cachedLease
 	max     int
+	// hosts holds hosts whose row in hosts exists, so recording a
+	// heartbeat's host skips the insert that would find it there. Same
+	// rules; a prune of hosts empties it.
+	hosts map[string]bool
 }
 
 type cachedLease struct {
@@ -40,7 +44,7 @@ type cachedLease struct {
 const DefaultLeaseCache = 100_000
 
 func newLeaseCache(max int) *leaseCache {
-	return &leaseCache{version: -1, m: map[string]cachedLease{}, max: max}
+	return &leaseCache{version: -1, m: map[string]cachedLease{}, max: max, hosts: map[string]bool{}}
 }
 
 // check drops everything when another connection has committed since the
@@ -51,7 +55,7 @@ func (c *leaseCache) check(ctx context.Context, t *tx) error {
 		return translate("read data_version", err)
 	}
 	if v != c.version {
-		clear(c.m)
+		c.drop()
 		c.version = v
 	}
 	return nil
@@ -74,9 +78,37 @@ func (t *tx) touched(id string) {
 }
 
 // rollback forgets every entry the transaction touched.
-func (c *leaseCache) rollback(keys []string) {
-	for _, k := range keys {
+func (c *leaseCache) rollback(t *tx) {
+	for _, k := range t.keys {
 		delete(c.m, k)
+	}
+	for _, h := range t.hostKeys {
+		delete(c.hosts, h)
+	}
+}
+
+// drop forgets everything.
+func (c *leaseCache) drop() {
+	clear(c.m)
+	clear(c.hosts)
+}
+
+func (t *tx) hostKnown(host string) bool { return t.cache != nil && t.cache.hosts[host] }
+
+func (t *tx) learnHost(host string) {
+	if t.cache == nil {
+		return
+	}
+	if len(t.cache.hosts) >= t.cache.max {
+		clear(t.cache.hosts)
+	}
+	t.cache.hosts[host] = true
+	t.hostKeys = append(t.hostKeys, host)
+}
+
+func (t *tx) forgetHosts() {
+	if t.cache != nil {
+		clear(t.cache.hosts)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -170,5 +171,21 @@ func TestLeaseCacheBounded(t *testing.T) {
 	}
 	if err := heartbeat(svc, "T-7", v.Lease.Epoch); err != nil {
 		t.Fatal(err)
+	}
+	// Heartbeats write only their columns (qUpdateLeaseBeat): the
+	// indexes still match the table, and the sweep's index finds what
+	// heartbeats extended.
+	if lines, err := db.IntegrityCheck(ctx); err != nil || len(lines) != 1 || lines[0] != "ok" {
+		t.Fatalf("integrity_check: %v %v", lines, err)
+	}
+	var due []warp.Lease
+	if err := db.View(ctx, func(tx warp.Tx) (err error) {
+		due, err = tx.DueLeases(ctx, warp.DueFilter{Now: time.Now().Add(24 * time.Hour)}, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != len(ids) {
+		t.Fatalf("due in a day: %d leases, want the %d held", len(due), len(ids))
 	}
 }

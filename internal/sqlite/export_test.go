@@ -110,3 +110,22 @@ func (db *DB) SetLeaseCacheMax(n int) { db.leases.max = n }
 
 // LeaseCacheLen is how many leases the writer holds in memory.
 func (db *DB) LeaseCacheLen() int { return len(db.leases.m) }
+
+// IntegrityCheck runs PRAGMA integrity_check (tables against their
+// indexes) and returns its lines: "ok" when sound.
+func (db *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

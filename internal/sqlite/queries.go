@@ -25,6 +25,11 @@ const (
 		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
 		hook_seen, hook_events, recorded_verdict, claimant, secret_hash, verdict_due_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// qUpdateLeaseBeat writes what a heartbeat changes, nothing else.
+	qUpdateLeaseBeat = `UPDATE leases SET last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?,
+		schema_version = ?, in_flight = ?, first_v2_at = ?, refreshed_at = ?, expires_at = ?, fallback_extended = ?,
+		hook_seen = ?, hook_events = ?, recorded_verdict = ?, verdict_due_at = ?
+		WHERE ticket = ? AND epoch = ?`
 	qUpdateLease = `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
 		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
 		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
@@ -83,7 +88,7 @@ func nextOpenSQL(n int) string {
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
 	return []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
-		qUpdateLease, dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qUpdateLease, qUpdateLeaseBeat, dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 }

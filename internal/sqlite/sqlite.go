@@ -162,7 +162,7 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *lea
 		if p := recover(); p != nil {
 			stx.Rollback()
 			if cache != nil {
-				cache.rollback(t.keys)
+				cache.rollback(t)
 			}
 			panic(p)
 		}
@@ -176,13 +176,13 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *lea
 	if err := fn(t); err != nil {
 		stx.Rollback()
 		if cache != nil {
-			cache.rollback(t.keys)
+			cache.rollback(t)
 		}
 		return err
 	}
 	if err := stx.Commit(); err != nil {
 		if cache != nil {
-			clear(cache.m) // the outcome is unknown
+			cache.drop() // the outcome is unknown
 		}
 		return translate("commit", err)
 	}

@@ -23,6 +23,8 @@ type tx struct {
 	stmts stmtCache
 	cache *leaseCache // the writer's; nil in a read transaction
 	keys  []string    // cache entries this transaction set or dropped
+	// hostKeys are the hosts this transaction learned exist.
+	hostKeys []string
 }
 
 var _ warp.Tx = (*tx)(nil)
@@ -301,12 +303,26 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 
 func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	op := fmt.Sprintf("update lease %s/%d", l.Ticket, l.Epoch)
-	res, err := t.exec(ctx, qUpdateLease,
-		l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
-		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
-		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
-		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
-		nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
+	prev, cached := t.cachedLease(l.Ticket)
+	cached = cached && prev.l.Epoch == l.Epoch
+	var res sql.Result
+	var err error
+	if cached && sameHolding(prev.l, l) {
+		// A heartbeat: only the columns a heartbeat changes, so SQLite
+		// leaves alone the indexes on the others (held leases by ticket,
+		// by host, ended leases) instead of rewriting their entries.
+		res, err = t.exec(ctx, qUpdateLeaseBeat,
+			nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
+			nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), boolInt(l.FallbackExtended),
+			string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
+	} else {
+		res, err = t.exec(ctx, qUpdateLease,
+			l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
+			nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
+			nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
+			l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
+			nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
+	}
 	if err != nil {
 		t.uncache(l.Ticket)
 		return translate(op, err)
@@ -315,12 +331,22 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		t.uncache(l.Ticket)
 		return err
 	}
-	if e, ok := t.cachedLease(l.Ticket); ok && e.l.Epoch == l.Epoch {
-		t.cacheLease(l.Ticket, e.t, stored(l))
+	if cached {
+		t.cacheLease(l.Ticket, prev.t, stored(l))
 	} else {
 		t.uncache(l.Ticket)
 	}
 	return nil
+}
+
+// sameHolding reports whether next changes none of the lease's columns
+// but those a heartbeat writes (qUpdateLeaseBeat).
+func sameHolding(prev, next warp.Lease) bool {
+	return prev.Agent == next.Agent && prev.Host == next.Host && prev.State == next.State &&
+		nanos(prev.ClaimedAt) == nanos(next.ClaimedAt) && prev.Exit == next.Exit &&
+		nanos(prev.ExitedAt) == nanos(next.ExitedAt) && nanos(prev.EndedAt) == nanos(next.EndedAt) &&
+		prev.EndReason == next.EndReason && prev.PRURL == next.PRURL &&
+		prev.Claimant == next.Claimant && prev.SecretHash == next.SecretHash
 }
 
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
@@ -505,12 +531,15 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 		return false, translate("count heartbeat", err)
 	}
 	at := nanos(c.At)
-	res, err := t.exec(ctx, qNewHost, c.Host, c.Token, c.SchemaVersion, at)
-	if err != nil {
-		return false, translate("record host", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return true, nil
+	if !t.hostKnown(c.Host) {
+		res, err := t.exec(ctx, qNewHost, c.Host, c.Token, c.SchemaVersion, at)
+		if err != nil {
+			return false, translate("record host", err)
+		}
+		t.learnHost(c.Host)
+		if n, _ := res.RowsAffected(); n == 1 {
+			return true, nil
+		}
 	}
 	if _, err := t.exec(ctx, qRecordHost, c.SchemaVersion, at, c.Host, at); err != nil {
 		return false, translate("record host", err)
@@ -561,6 +590,7 @@ func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 	if _, err := t.exec(ctx, qPruneHosts, nanos(before)); err != nil {
 		return translate("prune hosts", err)
 	}
+	t.forgetHosts()
 	return nil
 }
 
