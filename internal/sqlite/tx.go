@@ -307,7 +307,7 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	cached = cached && prev.l.Epoch == l.Epoch
 	var res sql.Result
 	var err error
-	if cached && sameHolding(prev.l, l) {
+	if cached && warp.SameHolding(prev.l, l) {
 		// A heartbeat: only the columns a heartbeat changes, so SQLite
 		// leaves alone the indexes on the others (held leases by ticket,
 		// by host, ended leases) instead of rewriting their entries.
@@ -339,15 +339,6 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	return nil
 }
 
-// sameHolding reports whether next changes none of the lease's columns
-// but those a heartbeat writes (qUpdateLeaseBeat).
-func sameHolding(prev, next warp.Lease) bool {
-	return prev.Agent == next.Agent && prev.Host == next.Host && prev.State == next.State &&
-		nanos(prev.ClaimedAt) == nanos(next.ClaimedAt) && prev.Exit == next.Exit &&
-		nanos(prev.ExitedAt) == nanos(next.ExitedAt) && nanos(prev.EndedAt) == nanos(next.EndedAt) &&
-		prev.EndReason == next.EndReason && prev.PRURL == next.PRURL &&
-		prev.Claimant == next.Claimant && prev.SecretHash == next.SecretHash
-}
 
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
 	rows, err := t.query(ctx, query, args...)

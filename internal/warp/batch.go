@@ -199,6 +199,25 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		counts := map[hostSchema]*HeartbeatCount{}
 		var order []hostSchema
 		verdictCounts := hostCounts{}
+		// With a HeartbeatBatchTx, every lease of the batch is read (and
+		// locked, in ticket order) in one statement, and the heartbeats
+		// that change only heartbeat columns are written in one more.
+		bulk, _ := tx.(HeartbeatBatchTx)
+		var cur map[string]TicketLease
+		pending := map[string]Lease{}
+		var pendingOrder []string
+		if bulk != nil {
+			var ids []string
+			for _, i := range byTicket {
+				if id := batch[i].h.Ticket; len(ids) == 0 || ids[len(ids)-1] != id {
+					ids = append(ids, id)
+				}
+			}
+			var err error
+			if cur, err = bulk.CurrentLeases(context.Background(), ids); err != nil {
+				return err
+			}
+		}
 		for _, i := range byTicket {
 			r := batch[i]
 			answers[i], single[i] = hbAnswer{}, false
@@ -206,7 +225,14 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				answers[i].err = err
 				continue
 			}
-			t, l, err := s.heartbeatLease(r.ctx, tx, r.h.Ticket, heartbeatEpoch(r.h))
+			var t Ticket
+			var l Lease
+			var err error
+			if tl, ok := cur[r.h.Ticket]; ok && tl.Lease != nil {
+				t, l, err = checkHeartbeatLease(r.ctx, tl.Ticket, *tl.Lease, heartbeatEpoch(r.h))
+			} else {
+				t, l, err = s.heartbeatLease(r.ctx, tx, r.h.Ticket, heartbeatEpoch(r.h))
+			}
 			if err != nil {
 				if !requestError(err) {
 					return err // the transaction is broken: the whole batch fails or retries
@@ -221,8 +247,26 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				continue
 			}
 			ch, res := s.cfg.Policy.Heartbeat(mode, t, l, r.h, s.cfg.ReleaseOnExit, now)
-			if _, err := s.writeCounting(r.ctx, tx, ch, verdictCounts); err != nil {
-				return err
+			if bulk != nil && ch.LeaseDirty && !ch.InsertLease && !ch.TicketDirty && len(ch.Events) == 0 && SameHolding(l, ch.Lease) {
+				if _, ok := pending[t.ID]; !ok {
+					pendingOrder = append(pendingOrder, t.ID)
+				}
+				pending[t.ID] = ch.Lease
+				verdictCounts.add(ch.Lease.Host, ch.Counts)
+			} else {
+				delete(pending, t.ID) // this write carries the ticket's earlier changes too
+				if _, err := s.writeCounting(r.ctx, tx, ch, verdictCounts); err != nil {
+					return err
+				}
+			}
+			if tl, ok := cur[t.ID]; ok {
+				// A later heartbeat of the ticket in this batch sees this one.
+				after := ch.Lease
+				tl.Lease = &after
+				if ch.TicketDirty {
+					tl.Ticket = ch.Ticket
+				}
+				cur[t.ID] = tl
 			}
 			answers[i].res = res
 			k := hostSchema{host, caller.Token, r.h.SchemaVersion}
@@ -240,6 +284,18 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		// them (heartbeatOne). Two batches on PostgreSQL then cannot
 		// deadlock (with the adoption rows in arrival order they did, each
 		// deadlock costing a second and the batch).
+		if len(pending) > 0 {
+			ls := make([]Lease, 0, len(pending))
+			for _, id := range pendingOrder {
+				if l, ok := pending[id]; ok {
+					ls = append(ls, l)
+					delete(pending, id)
+				}
+			}
+			if err := bulk.UpdateLeases(context.Background(), ls); err != nil {
+				return err
+			}
+		}
 		sort.Slice(order, func(a, b int) bool {
 			x, y := order[a], order[b]
 			if x.host != y.host {
@@ -250,9 +306,19 @@ func (s *Service) applyBatch(batch []hbRequest) {
 			}
 			return x.token < y.token
 		})
-		for _, k := range order {
-			if _, err := tx.RecordHeartbeat(context.Background(), *counts[k]); err != nil {
+		if bulk != nil {
+			cs := make([]HeartbeatCount, len(order))
+			for i, k := range order {
+				cs[i] = *counts[k]
+			}
+			if err := bulk.RecordHeartbeats(context.Background(), cs); err != nil {
 				return err
+			}
+		} else {
+			for _, k := range order {
+				if _, err := tx.RecordHeartbeat(context.Background(), *counts[k]); err != nil {
+					return err
+				}
 			}
 		}
 		return verdictCounts.flush(context.Background(), tx)

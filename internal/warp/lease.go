@@ -415,3 +415,15 @@ func (b VerdictBounds) Match(l Lease) bool {
 	}
 	return true
 }
+
+// SameHolding reports whether next differs from prev only in what a
+// heartbeat writes (its times, schema, in-flight call, fallback flag, hook
+// health, recorded verdict and verdict-due time): the same holder, state,
+// claim, exit and end. Stores then write the heartbeat columns alone.
+func SameHolding(prev, next Lease) bool {
+	return prev.Ticket == next.Ticket && prev.Epoch == next.Epoch && prev.Agent == next.Agent &&
+		prev.Host == next.Host && prev.State == next.State && prev.ClaimedAt.Equal(next.ClaimedAt) &&
+		prev.Exit == next.Exit && prev.ExitedAt.Equal(next.ExitedAt) && prev.EndedAt.Equal(next.EndedAt) &&
+		prev.EndReason == next.EndReason && prev.PRURL == next.PRURL &&
+		prev.Claimant == next.Claimant && prev.SecretHash == next.SecretHash
+}

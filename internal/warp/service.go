@@ -603,6 +603,12 @@ func (s *Service) heartbeatLease(ctx context.Context, tx Tx, id string, epoch in
 	if err != nil {
 		return Ticket{}, Lease{}, fmt.Errorf("read lease of %s: %w", id, err)
 	}
+	return checkHeartbeatLease(ctx, t, l, epoch)
+}
+
+// checkHeartbeatLease applies heartbeatLease's checks to the current lease
+// l of ticket t: the fencing check and the write check for the caller.
+func checkHeartbeatLease(ctx context.Context, t Ticket, l Lease, epoch int64) (Ticket, Lease, error) {
 	c, _ := CallerFrom(ctx)
 	if _, err := Fence(t, epoch, c.discloses()); err != nil {
 		return t, Lease{}, err
