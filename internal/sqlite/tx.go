@@ -339,7 +339,6 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	return nil
 }
 
-
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
 	rows, err := t.query(ctx, query, args...)
 	if err != nil {
