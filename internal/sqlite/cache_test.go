@@ -42,6 +42,19 @@ func heartbeat(svc *warp.Service, id string, epoch int64) error {
 	return err
 }
 
+// heartbeating opens a store with T-1 claimed and heartbeated once: its
+// lease is in the writer's memory.
+func heartbeating(t *testing.T) (*sqlite.DB, *warp.Service, warp.TicketView) {
+	t.Helper()
+	db := MustOpen(t)
+	svc := service(t, db)
+	v := claimed(t, svc, "T-1")
+	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	return db, svc, v
+}
+
 // TestLeaseCacheSeesOtherConnections: the writer keeps the leases it
 // heartbeats in memory; a second store on the same file (another warp
 // process, say) ends the lease; the first must see it at its next
@@ -69,12 +82,7 @@ func TestLeaseCacheSeesOtherConnections(t *testing.T) {
 // TestLeaseCacheForgetsRolledBack: a transaction that wrote a lease and
 // did not commit leaves no trace in what the next one reads.
 func TestLeaseCacheForgetsRolledBack(t *testing.T) {
-	db := MustOpen(t)
-	svc := service(t, db)
-	v := claimed(t, svc, "T-1")
-	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
-		t.Fatal(err)
-	}
+	db, svc, v := heartbeating(t)
 	ctx := context.Background()
 	var before warp.Lease
 	boom := errors.New("boom")
@@ -112,12 +120,7 @@ func TestLeaseCacheForgetsRolledBack(t *testing.T) {
 // memory is the very value a read of its row gives (times in UTC, without
 // monotonic readings).
 func TestLeaseCacheGivesWhatTheDatabaseGives(t *testing.T) {
-	db := MustOpen(t)
-	svc := service(t, db)
-	v := claimed(t, svc, "T-1")
-	if err := heartbeat(svc, "T-1", v.Lease.Epoch); err != nil {
-		t.Fatal(err)
-	}
+	db, _, _ := heartbeating(t)
 	ctx := context.Background()
 	var cached, read warp.Lease
 	var ct, rt warp.Ticket
