@@ -14,10 +14,11 @@ package gyrumdir
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Names inside a worktree.
@@ -230,22 +231,10 @@ func writeFile(path string, data []byte, durable bool) error {
 
 // readSmall reads a file of at most limit bytes; a larger one is corrupt.
 func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := openFile(path, os.O_RDONLY, 0)
+	fd, err := openRaw(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return readLimited(f, path, limit)
-}
-
-// readLimited reads f to its end, at most limit bytes; more is corrupt.
-func readLimited(f *os.File, path string, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorrupt, path, limit)
-	}
-	return data, nil
+	defer unix.Close(fd)
+	return readFD(fd, path, limit)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,26 +23,78 @@ var ErrUnsafe = errors.New("unsafe path")
 // for a writer), then checks that it is a regular file. flag and perm are
 // os.OpenFile's.
 func openFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	fd, err := openRaw(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// openRaw is openFile returning the descriptor itself, for a read that
+// needs no *os.File: wrapping a non-blocking descriptor costs an fcntl and
+// a refused epoll registration per open, and the loop reads several small
+// files every tick.
+func openRaw(path string, flag int, perm fs.FileMode) (int, error) {
 	fd, err := unix.Open(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EMLINK) || errors.Is(err, unix.ENXIO) {
 			// ELOOP (EMLINK on some BSDs): a symlink; ENXIO: a FIFO opened
 			// for writing with no reader.
-			return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: not a regular file (%v)", ErrUnsafe, err)}
+			return -1, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: not a regular file (%v)", ErrUnsafe, err)}
 		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), path)
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, st.Mode().Type())}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: a %s is not a regular file", ErrUnsafe, kind(uint32(st.Mode)))}
 	}
-	return f, nil
+	return fd, nil
+}
+
+// kind names the file type of a stat mode.
+func kind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFIFO:
+		return "named pipe"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "device"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	}
+	return "special file"
+}
+
+// readFD reads fd to its end, at most limit bytes; more is corrupt.
+func readFD(fd int, path string, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(limit+1, 4096))
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):min(cap(buf), int(limit+1))])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorrupt, path, limit)
+		}
+	}
 }
 
 // setTimes sets the access and modification time of path to t without
@@ -54,6 +107,10 @@ func setTimes(path string, t time.Time) error {
 	return nil
 }
 
+// euid is this process's effective uid, asked once (the loop checks its
+// directories every tick).
+var euid = sync.OnceValue(os.Geteuid)
+
 // checkDir reports whether path is a real directory (not a symbolic link)
 // owned by this user: the only kind of .gyrum/ (and in-flight/) gyrum
 // writes into.
@@ -65,7 +122,7 @@ func checkDir(path string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory (%s)", ErrUnsafe, path, st.Mode().Type())
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != euid() {
 		return fmt.Errorf("%w: %s belongs to uid %d, not to this user", ErrUnsafe, path, sys.Uid)
 	}
 	return nil

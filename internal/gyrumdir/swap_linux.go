@@ -84,17 +84,17 @@ func writeSwapped(path, spare string, data []byte) error {
 // locked longer (something else holds it) is read anyway, as readSmall
 // would.
 func readSwapped(path string, limit int64) ([]byte, error) {
-	f, err := openFile(path, os.O_RDONLY, 0)
+	fd, err := openRaw(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	for range 100 {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
 		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return readLimited(f, path, limit)
+	return readFD(fd, path, limit)
 }

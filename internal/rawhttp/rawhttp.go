@@ -260,7 +260,10 @@ func (x *exchange) run() (Response, error) {
 	}
 	dial := c.Dial
 	if dial == nil {
-		var d net.Dialer
+		// One exchange per connection, bounded by a deadline: TCP
+		// keep-alive probes would never fire, and setting them up costs
+		// system calls on every dial.
+		d := net.Dialer{KeepAlive: -1}
 		dial = d.DialContext
 	}
 	dctx, cancel := context.WithDeadline(x.ctx, deadline)
