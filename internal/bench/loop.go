@@ -296,6 +296,9 @@ func curlRSS(ctx context.Context, curl, url string) (int64, error) {
 	return best, nil
 }
 
+// goLoopWarmup is how many heartbeats a Go loop sends before it is measured.
+const goLoopWarmup = 40
+
 // measure waits for a few warm-up heartbeats of ticket, then samples the
 // CPU time of pid (with its waited-for children when children) across
 // Ticks heartbeats, and its RSS at the end.
@@ -313,7 +316,13 @@ func measure(ctx context.Context, cfg Config, pid int, ticket string, tc *tickCo
 		}
 		return nil
 	}
-	const warm = 5
+	warm := 5
+	if !children {
+		// A Go loop: past its first garbage collection (its heap grows to
+		// the collector's ~1 MB minimum goal first, ~25 ticks), so the RSS
+		// is the one it keeps at rest, not a young process's.
+		warm = goLoopWarmup
+	}
 	if err := wait(warm); err != nil {
 		return LoopResult{}, err
 	}
