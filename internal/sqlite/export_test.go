@@ -129,3 +129,9 @@ func (db *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// UpdateLeasesBeatSQL is the multi-row heartbeat update of n leases.
+func UpdateLeasesBeatSQL(n int) string { return qUpdateLeasesBeat(n) }
+
+// UpdateChunk is how many leases one multi-row update writes.
+const UpdateChunk = updateChunk

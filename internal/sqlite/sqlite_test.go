@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -301,6 +302,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	check("adoption", sqlite.AdoptionSQL, []any{0, 0, 0}, "USING PRIMARY KEY")
 	check("lease", sqlite.LeaseSQL, []any{"T-1", 1}, "USING INDEX sqlite_autoindex_leases_1")
 	check("claim-next with labels", sqlite.NextOpenSQL(2), []any{"a", "b"}, "USING INDEX tickets_state_seq")
+	// The batch's multi-row heartbeat update reads its VALUES list and
+	// finds each lease by its key.
+	allowed[fmt.Sprintf("SCAN %d-ROW VALUES CLAUSE", sqlite.UpdateChunk)] = true
+	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 15*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
 }
 
 // A database from before migration 0004 (no verdict_due_at, no

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,9 +15,15 @@ import (
 // the batch write writes what UpdateLease would for a heartbeat.
 func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	e := newEnv(t, open)
-	e.createClaim("T-1", "h1")
-	e.createClaim("T-2", "h2")
-	e.create("T-3") // never claimed: no current lease
+	// More leases than one multi-row statement of a store may write.
+	const n = 40
+	var held []string
+	for i := range n {
+		id := fmt.Sprintf("T-%d", i+1)
+		e.createClaim(id, fmt.Sprintf("h%d", i%3))
+		held = append(held, id)
+	}
+	e.create("T-U") // never claimed: no current lease
 	var isBatch bool
 	if err := e.store.View(e.ctx, func(tx warp.Tx) error { _, isBatch = tx.(warp.HeartbeatBatchTx); return nil }); err != nil {
 		t.Fatal(err)
@@ -23,17 +31,18 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	if !isBatch {
 		t.Skip("this store reads and writes a batch's leases one by one (no warp.HeartbeatBatchTx)")
 	}
-	ids := []string{"T-1", "T-2", "T-3", "T-9"}
+	ids := append(slices.Clone(held), "T-U", "T-Z")
+	slices.Sort(ids)
 	var changed []warp.Lease
 	err := e.store.Update(e.ctx, func(tx warp.Tx) error {
 		cur, err := tx.(warp.HeartbeatBatchTx).CurrentLeases(e.ctx, ids)
 		if err != nil {
 			return err
 		}
-		if len(cur) != 2 {
-			t.Errorf("CurrentLeases(%v): %d entries, want T-1 and T-2", ids, len(cur))
+		if len(cur) != n {
+			t.Errorf("CurrentLeases(%v): %d entries, want the %d held", ids, len(cur), n)
 		}
-		for _, id := range ids[:2] {
+		for _, id := range held {
 			tk, l, err := tx.CurrentLease(e.ctx, id)
 			if err != nil {
 				return err
@@ -65,13 +74,14 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 	}
 	// A lease that is not there fails the call, and the transaction with it.
-	gone := changed[0]
-	gone.Epoch = 99
+	again := slices.Clone(changed)
+	for i := range again {
+		again[i].HookEvents = 8
+	}
+	again[0].Epoch = 99
 	before := e.lease("T-2")
-	other := changed[1]
-	other.HookEvents = 8
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		return tx.(warp.HeartbeatBatchTx).UpdateLeases(e.ctx, []warp.Lease{gone, other})
+		return tx.(warp.HeartbeatBatchTx).UpdateLeases(e.ctx, again)
 	})
 	if !errors.Is(err, warp.ErrNotFound) {
 		t.Errorf("UpdateLeases with a missing lease: %v, want ErrNotFound", err)
