@@ -11,21 +11,54 @@ import (
 
 var _ warp.HeartbeatBatchTx = (*tx)(nil)
 
-// updateChunk is how many leases one multi-row heartbeat update writes;
-// a remainder is written a lease at a time.
-const updateChunk = 32
+// updateChunk is how many rows one multi-row statement of a heartbeat
+// batch writes at most; a remainder goes in statements of smallChunk rows,
+// then one row at a time (each size is a prepared statement).
+const (
+	updateChunk = 32
+	smallChunk  = 8
+)
+
+// chunk returns how many of n rows the next statement writes.
+func chunk(n int) int {
+	switch {
+	case n >= updateChunk:
+		return updateChunk
+	case n >= smallChunk:
+		return smallChunk
+	}
+	return 1
+}
+
+// values returns a VALUES list of n rows of cols placeholders.
+func values(n, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
 
 // qUpdateLeasesBeat writes the heartbeat columns of n leases in one
 // statement: a VALUES list of (ticket, epoch, the columns of
 // qUpdateLeaseBeat) joined to leases by its key.
 func qUpdateLeasesBeat(n int) string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", 15), ", ") + ")"
 	return `UPDATE leases SET last_heartbeat_at = v.column3, last_activity_at = v.column4, progress_at = v.column5,
 		schema_version = v.column6, in_flight = v.column7, first_v2_at = v.column8, refreshed_at = v.column9,
 		expires_at = v.column10, fallback_extended = v.column11, hook_seen = v.column12, hook_events = v.column13,
 		recorded_verdict = v.column14, verdict_due_at = v.column15
-		FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + `) AS v
+		FROM (VALUES ` + values(n, 15) + `) AS v
 		WHERE leases.ticket = v.column1 AND leases.epoch = v.column2`
+}
+
+// qCountHeartbeats adds n heartbeat counts (host, schema, bucket, count).
+func qCountHeartbeats(n int) string {
+	return `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ` + values(n, 4) + `
+		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
+}
+
+// qRecordHosts updates the rows of n known hosts (host, schema, seen),
+// keeping a newer last_seen.
+func qRecordHosts(n int) string {
+	return `UPDATE hosts SET last_schema_version = v.column2, last_seen = v.column3
+		FROM (VALUES ` + values(n, 3) + `) AS v WHERE hosts.host = v.column1 AND hosts.last_seen <= v.column3`
 }
 
 // CurrentLeases reads the leases one by one: the writer's lease cache
@@ -49,22 +82,19 @@ func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.T
 // statement.
 func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 	for len(ls) > 0 {
-		n := min(len(ls), updateChunk)
-		if n < updateChunk {
-			n = 1
-		}
-		chunk := ls[:n]
+		n := chunk(len(ls))
+		part := ls[:n]
 		ls = ls[n:]
 		q := qUpdateLeaseBeat
 		args := make([]any, 0, 15*n)
 		if n > 1 {
 			q = qUpdateLeasesBeat(n)
-			for _, l := range chunk {
+			for _, l := range part {
 				args = append(args, l.Ticket, l.Epoch)
 				args = appendBeat(args, l)
 			}
 		} else {
-			args = append(appendBeat(args, chunk[0]), chunk[0].Ticket, chunk[0].Epoch)
+			args = append(appendBeat(args, part[0]), part[0].Ticket, part[0].Epoch)
 		}
 		res, err := t.exec(ctx, q, args...)
 		if err == nil {
@@ -72,7 +102,7 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 				err = fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
 			}
 		}
-		for _, l := range chunk {
+		for _, l := range part {
 			if e, ok := t.cachedLease(l.Ticket); err == nil && ok && e.l.Epoch == l.Epoch {
 				t.cacheLease(l.Ticket, e.t, stored(l))
 			} else {
@@ -93,11 +123,85 @@ func appendBeat(args []any, l warp.Lease) []any {
 		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), nanos(l.VerdictDueAt))
 }
 
-// RecordHeartbeats records each count in turn.
+// RecordHeartbeats records a batch's counts as RecordHeartbeat would one
+// by one, in few statements: the counts summed per (host, schema version,
+// bucket) and added updateChunk rows at a time; a host not known to have
+// its row gets it inserted (with the token of its first count), the
+// others updated with their last count's schema version and time, also
+// many rows at a time.
 func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) error {
+	type countKey struct {
+		host   string
+		schema int
+		bucket int64
+	}
+	sums := map[countKey]int64{}
+	var keys []countKey
+	type hostRow struct {
+		token  string
+		schema int
+		at     int64
+	}
+	hosts := map[string]*hostRow{}
+	var names []string
 	for _, c := range cs {
-		if _, err := t.RecordHeartbeat(ctx, c); err != nil {
-			return err
+		k := countKey{c.Host, c.SchemaVersion, bucket(c.At)}
+		if _, ok := sums[k]; !ok {
+			keys = append(keys, k)
+		}
+		sums[k] += c.N
+		if h := hosts[c.Host]; h == nil {
+			hosts[c.Host] = &hostRow{token: c.Token, schema: c.SchemaVersion, at: nanos(c.At)}
+			names = append(names, c.Host)
+		} else if at := nanos(c.At); at >= h.at {
+			h.schema, h.at = c.SchemaVersion, at
+		}
+	}
+	for len(keys) > 0 {
+		n := chunk(len(keys))
+		args := make([]any, 0, 4*n)
+		for _, k := range keys[:n] {
+			args = append(args, k.host, k.schema, k.bucket, sums[k])
+		}
+		keys = keys[n:]
+		q := qCountHeartbeat
+		if n > 1 {
+			q = qCountHeartbeats(n)
+		}
+		if _, err := t.exec(ctx, q, args...); err != nil {
+			return translate("count heartbeats", err)
+		}
+	}
+	var known []string
+	for _, name := range names {
+		h := hosts[name]
+		if t.hostKnown(name) {
+			known = append(known, name)
+			continue
+		}
+		res, err := t.exec(ctx, qNewHost, name, h.token, h.schema, h.at)
+		if err != nil {
+			return translate("record host", err)
+		}
+		t.learnHost(name)
+		if n, _ := res.RowsAffected(); n == 0 {
+			known = append(known, name) // it was there: update it
+		}
+	}
+	for len(known) > 0 {
+		n := chunk(len(known))
+		args := make([]any, 0, 3*n)
+		for _, name := range known[:n] {
+			h := hosts[name]
+			args = append(args, name, h.schema, h.at)
+		}
+		known = known[n:]
+		q := qRecordHosts(n)
+		if n == 1 {
+			q, args = qRecordHost, []any{args[1], args[2], args[0], args[2]}
+		}
+		if _, err := t.exec(ctx, q, args...); err != nil {
+			return translate("record hosts", err)
 		}
 	}
 	return nil

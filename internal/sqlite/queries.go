@@ -88,7 +88,8 @@ func nextOpenSQL(n int) string {
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
 	return []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
-		qUpdateLease, qUpdateLeaseBeat, qUpdateLeasesBeat(updateChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qUpdateLease, qUpdateLeaseBeat, qUpdateLeasesBeat(updateChunk), qUpdateLeasesBeat(smallChunk),
+		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 }

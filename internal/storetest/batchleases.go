@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,18 +92,39 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	}
 
 	// RecordHeartbeats writes what RecordHeartbeat writes count by count:
-	// the same counts under other host names, each way, read back alike.
+	// the same counts under other host names, each way, read back alike —
+	// a host with several schema versions and tokens, and enough hosts for
+	// a store's multi-row statements.
 	at := e.clock.Now()
-	batch := func(a, b string) []warp.HeartbeatCount {
-		return []warp.HeartbeatCount{{Host: a, Token: "tok-1", SchemaVersion: 1, At: at, N: 2},
-			{Host: a, Token: "tok-1", SchemaVersion: 2, At: at, N: 3}, {Host: a, Token: "tok-2", SchemaVersion: 2, At: at, N: 1},
-			{Host: b, Token: "tok-2", SchemaVersion: 1, At: at, N: 5}}
+	batch := func(prefix string) []warp.HeartbeatCount {
+		cs := []warp.HeartbeatCount{{Host: prefix + "a", Token: "tok-1", SchemaVersion: 1, At: at, N: 2},
+			{Host: prefix + "a", Token: "tok-1", SchemaVersion: 2, At: at, N: 3}, {Host: prefix + "a", Token: "tok-2", SchemaVersion: 2, At: at, N: 1},
+			{Host: prefix + "b", Token: "tok-2", SchemaVersion: 1, At: at, N: 5}}
+		for i := range 45 {
+			cs = append(cs, warp.HeartbeatCount{Host: fmt.Sprintf("%sh%02d", prefix, i), Token: "tok-3", SchemaVersion: 1 + i%2, At: at, N: int64(i + 1)})
+		}
+		return cs
+	}
+	// Some hosts have their row already (seen a minute ago, v1).
+	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
+		for _, prefix := range []string{"bulk-", "one-"} {
+			for i := range 20 {
+				c := warp.HeartbeatCount{Host: fmt.Sprintf("%sh%02d", prefix, i), Token: "tok-0", SchemaVersion: 1, At: at.Add(-time.Minute), N: 1}
+				if _, err := tx.RecordHeartbeat(e.ctx, c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		if err := tx.(warp.HeartbeatBatchTx).RecordHeartbeats(e.ctx, batch("bulk-a", "bulk-b")); err != nil {
+		if err := tx.(warp.HeartbeatBatchTx).RecordHeartbeats(e.ctx, batch("bulk-")); err != nil {
 			return err
 		}
-		for _, c := range batch("one-a", "one-b") {
+		for _, c := range batch("one-") {
 			if _, err := tx.RecordHeartbeat(e.ctx, c); err != nil {
 				return err
 			}
@@ -113,16 +135,17 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		t.Fatal(err)
 	}
 	var rows []warp.HostAdoption
-	var tok1, tok2 int
+	tokens := map[string]int{}
 	if err := e.store.View(e.ctx, func(tx warp.Tx) (err error) {
-		if rows, err = tx.Adoption(e.ctx, at.Add(-time.Minute)); err != nil {
+		if rows, err = tx.Adoption(e.ctx, at.Add(-time.Hour)); err != nil {
 			return err
 		}
-		if tok1, err = tx.HostsOfToken(e.ctx, "tok-1", at.Add(-time.Minute)); err != nil {
-			return err
+		for _, tok := range []string{"tok-0", "tok-1", "tok-2", "tok-3"} {
+			if tokens[tok], err = tx.HostsOfToken(e.ctx, tok, at.Add(-time.Hour)); err != nil {
+				return err
+			}
 		}
-		tok2, err = tx.HostsOfToken(e.ctx, "tok-2", at.Add(-time.Minute))
-		return err
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,18 +153,27 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	for _, r := range rows {
 		by[r.Host] = r
 	}
-	want := map[string]warp.HostAdoption{"a": {LastSchemaVersion: 2, V1Count: 2, V2Count: 4}, "b": {LastSchemaVersion: 1, V1Count: 5}}
-	for _, way := range []string{"bulk-", "one-"} {
-		for name, w := range want {
-			got, ok := by[way+name]
-			if !ok || got.LastSchemaVersion != w.LastSchemaVersion || got.V1Count != w.V1Count || got.V2Count != w.V2Count ||
-				!got.LastSeen.Equal(at) {
-				t.Errorf("host %s%s: %+v, want %+v seen at %v", way, name, got, w, at)
-			}
+	if want := by["one-a"]; want.LastSchemaVersion != 2 || want.V1Count != 2 || want.V2Count != 4 || !want.LastSeen.Equal(at) {
+		t.Errorf("host one-a (RecordHeartbeat, the reference): %+v", want)
+	}
+	compared := 0
+	for host, want := range by {
+		if !strings.HasPrefix(host, "one-") {
+			continue
+		}
+		compared++
+		got := by["bulk-"+strings.TrimPrefix(host, "one-")]
+		got.Host = want.Host
+		if got != want {
+			t.Errorf("host %s: RecordHeartbeats wrote %+v, RecordHeartbeat %+v", host, got, want)
 		}
 	}
-	// Each way: host a under tok-1 (its first count's token), b under tok-2.
-	if tok1 != 2 || tok2 != 2 {
-		t.Errorf("hosts of tok-1: %d, of tok-2: %d; want 2 and 2 (one per way)", tok1, tok2)
+	if compared != 47 {
+		t.Errorf("%d hosts recorded one by one, want 47", compared)
+	}
+	// Each way: 20 hosts under tok-0 (their first heartbeat), a under
+	// tok-1, b under tok-2, the 25 new ones under tok-3.
+	if tokens["tok-0"] != 40 || tokens["tok-1"] != 2 || tokens["tok-2"] != 2 || tokens["tok-3"] != 50 {
+		t.Errorf("hosts per token: %v, want tok-0 40, tok-1 2, tok-2 2, tok-3 50", tokens)
 	}
 }
