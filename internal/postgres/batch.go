@@ -90,41 +90,14 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 	if len(cs) == 0 {
 		return nil
 	}
-	type countKey struct {
-		host   string
-		schema int
-		bucket int64
+	sums, hosts := warp.SumHeartbeats(cs)
+	ch, cschema, cbucket, cn := make([]string, len(sums)), make([]int32, len(sums)), make([]int64, len(sums)), make([]int64, len(sums))
+	for i, c := range sums {
+		ch[i], cschema[i], cbucket[i], cn[i] = c.Host, int32(c.SchemaVersion), c.Bucket, c.N
 	}
-	sums := map[countKey]int64{}
-	var keys []countKey
-	type hostRow struct {
-		token  string
-		schema int
-		at     int64
-	}
-	hosts := map[string]*hostRow{}
-	var names []string
-	for _, c := range cs {
-		k := countKey{c.Host, c.SchemaVersion, c.At.Unix()}
-		if _, ok := sums[k]; !ok {
-			keys = append(keys, k)
-		}
-		sums[k] += c.N
-		if h := hosts[c.Host]; h == nil {
-			hosts[c.Host] = &hostRow{token: c.Token, schema: c.SchemaVersion, at: ts(c.At)}
-			names = append(names, c.Host)
-		} else if at := ts(c.At); at >= h.at {
-			h.schema, h.at = c.SchemaVersion, at
-		}
-	}
-	ch, cschema, cbucket, cn := make([]string, len(keys)), make([]int32, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		ch[i], cschema[i], cbucket[i], cn[i] = k.host, int32(k.schema), k.bucket, sums[k]
-	}
-	hn, htoken, hschema, hat := make([]string, len(names)), make([]string, len(names)), make([]int32, len(names)), make([]int64, len(names))
-	for i, n := range names {
-		h := hosts[n]
-		hn[i], htoken[i], hschema[i], hat[i] = n, h.token, int32(h.schema), h.at
+	hn, htoken, hschema, hat := make([]string, len(hosts)), make([]string, len(hosts)), make([]int32, len(hosts)), make([]int64, len(hosts))
+	for i, h := range hosts {
+		hn[i], htoken[i], hschema[i], hat[i] = h.Host, h.Token, int32(h.SchemaVersion), ts(h.At)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count)

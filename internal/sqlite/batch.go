@@ -130,38 +130,12 @@ func appendBeat(args []any, l warp.Lease) []any {
 // others updated with their last count's schema version and time, also
 // many rows at a time.
 func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) error {
-	type countKey struct {
-		host   string
-		schema int
-		bucket int64
-	}
-	sums := map[countKey]int64{}
-	var keys []countKey
-	type hostRow struct {
-		token  string
-		schema int
-		at     int64
-	}
-	hosts := map[string]*hostRow{}
-	var names []string
-	for _, c := range cs {
-		k := countKey{c.Host, c.SchemaVersion, bucket(c.At)}
-		if _, ok := sums[k]; !ok {
-			keys = append(keys, k)
-		}
-		sums[k] += c.N
-		if h := hosts[c.Host]; h == nil {
-			hosts[c.Host] = &hostRow{token: c.Token, schema: c.SchemaVersion, at: nanos(c.At)}
-			names = append(names, c.Host)
-		} else if at := nanos(c.At); at >= h.at {
-			h.schema, h.at = c.SchemaVersion, at
-		}
-	}
+	keys, hosts := warp.SumHeartbeats(cs)
 	for len(keys) > 0 {
 		n := chunk(len(keys))
 		args := make([]any, 0, 4*n)
 		for _, k := range keys[:n] {
-			args = append(args, k.host, k.schema, k.bucket, sums[k])
+			args = append(args, k.Host, k.SchemaVersion, k.Bucket, k.N)
 		}
 		keys = keys[n:]
 		q := qCountHeartbeat
@@ -172,28 +146,26 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 			return translate("count heartbeats", err)
 		}
 	}
-	var known []string
-	for _, name := range names {
-		h := hosts[name]
-		if t.hostKnown(name) {
-			known = append(known, name)
+	var known []warp.HostSeen
+	for _, h := range hosts {
+		if t.hostKnown(h.Host) {
+			known = append(known, h)
 			continue
 		}
-		res, err := t.exec(ctx, qNewHost, name, h.token, h.schema, h.at)
+		res, err := t.exec(ctx, qNewHost, h.Host, h.Token, h.SchemaVersion, nanos(h.At))
 		if err != nil {
 			return translate("record host", err)
 		}
-		t.learnHost(name)
+		t.learnHost(h.Host)
 		if n, _ := res.RowsAffected(); n == 0 {
-			known = append(known, name) // it was there: update it
+			known = append(known, h) // it was there: update it
 		}
 	}
 	for len(known) > 0 {
 		n := chunk(len(known))
 		args := make([]any, 0, 3*n)
-		for _, name := range known[:n] {
-			h := hosts[name]
-			args = append(args, name, h.schema, h.at)
+		for _, h := range known[:n] {
+			args = append(args, h.Host, h.SchemaVersion, nanos(h.At))
 		}
 		known = known[n:]
 		q := qRecordHosts(n)
