@@ -160,7 +160,8 @@ type Results struct {
 	Machine Machine        `json:"machine"`
 	Ingest  []IngestResult `json:"ingest"`
 	// IngestRatio is warp's throughput on SQLite (at 50 hosts, else the
-	// first host count) divided by the no-op handler's; PostgresRatio the
+	// first host count) divided by the no-op handler's measured right
+	// before it (IngestResult.Anchor); PostgresRatio the
 	// same on PostgreSQL (0 when not measured).
 	IngestRatio   float64       `json:"ingest_ratio"`
 	PostgresRatio float64       `json:"postgres_ratio,omitempty"`
@@ -197,16 +198,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if res.Ingest, err = benchIngest(ctx, cfg, root); err != nil {
 		return nil, err
 	}
-	if k := len(res.Ingest); k >= 2 && res.Ingest[k-1].PerSecond > 0 {
+	if k := len(res.Ingest); k >= 2 {
 		w := res.Ingest[0]
 		for _, x := range res.Ingest[:k-1] {
 			if x.Postgres {
-				res.PostgresRatio = x.PerSecond / res.Ingest[k-1].PerSecond
+				res.PostgresRatio = x.Ratio()
 			} else if x.Hosts == 50 {
 				w = x
 			}
 		}
-		res.IngestRatio = w.PerSecond / res.Ingest[k-1].PerSecond
+		res.IngestRatio = w.Ratio()
 	}
 	for _, n := range cfg.SweepSizes {
 		cfg.Logger.Info("sweep", "active_leases", n, "due", cfg.Due)

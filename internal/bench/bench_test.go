@@ -48,6 +48,11 @@ func TestRunSmall(t *testing.T) {
 	if len(res.Ingest) != 3 || res.Ingest[0].Hosts != 1 || res.Ingest[1].Hosts != 20 || res.IngestRatio <= 0 {
 		t.Fatalf("ingest: got %+v ratio %v, want warp at 1 and 20 hosts and the no-op handler", res.Ingest, res.IngestRatio)
 	}
+	// Each warp figure has the no-op run right before it as its anchor,
+	// and the headline ratio is the first target's (no 50-host run here).
+	if res.Ingest[0].Anchor <= 0 || res.Ingest[1].Anchor <= 0 || res.Ingest[2].Anchor != 0 || res.IngestRatio != res.Ingest[0].Ratio() {
+		t.Fatalf("ingest anchors: %+v, ratio %v", res.Ingest, res.IngestRatio)
+	}
 	for _, in := range res.Ingest {
 		if in.Requests != 200 || in.Errors != 0 || in.PerSecond <= 0 || in.P50Ms > in.P90Ms || in.P90Ms > in.P99Ms {
 			t.Errorf("ingest %s: got %+v, want 200 requests, no error, ordered percentiles", in.Target, in)
@@ -83,7 +88,7 @@ func TestRunSmall(t *testing.T) {
 	if err := res.WriteMarkdown(&md, "go run ./cmd/warpbench"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
+	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "no-op run right before", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -36,6 +36,18 @@ type IngestResult struct {
 	P50Ms     float64 `json:"p50_ms"`
 	P90Ms     float64 `json:"p90_ms"`
 	P99Ms     float64 `json:"p99_ms"`
+	// Anchor is the no-op handler's rate measured right before this
+	// target with the same generator (warp targets only): the machine's
+	// speed drifts between runs, so each warp figure has its own anchor.
+	Anchor float64 `json:"anchor_per_second,omitempty"`
+}
+
+// Ratio is PerSecond against Anchor, 0 without an anchor.
+func (r IngestResult) Ratio() float64 {
+	if r.Anchor <= 0 {
+		return 0
+	}
+	return r.PerSecond / r.Anchor
 }
 
 // server is an HTTP server on 127.0.0.1:0 with its handler.
@@ -141,10 +153,24 @@ func noop() http.Handler {
 }
 
 func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, error) {
+	ns, err := serve(noop())
+	if err != nil {
+		return nil, err
+	}
+	defer ns.close()
+	// anchor measures the no-op handler right before a warp target.
+	anchor := func() (float64, error) {
+		n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
+		return n.PerSecond, err
+	}
 	var out []IngestResult
 	for _, hosts := range cfg.IngestHosts {
 		dir := filepath.Join(root, fmt.Sprintf("ingest-%d", hosts))
 		if err := mkdir(dir); err != nil {
+			return nil, err
+		}
+		a, err := anchor()
+		if err != nil {
 			return nil, err
 		}
 		ws, err := startWarp(ctx, dir, cfg.IngestLeases, hosts, true, nil)
@@ -156,22 +182,22 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		if err != nil {
 			return nil, err
 		}
-		w.Hosts = hosts
+		w.Hosts, w.Anchor = hosts, a
 		out = append(out, w)
 	}
 	if cfg.PostgresURL != "" {
+		a, err := anchor()
+		if err != nil {
+			return nil, err
+		}
 		p, err := ingestPostgres(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
+		p.Anchor = a
 		out = append(out, p)
 	}
-	ns, err := serve(noop())
-	if err != nil {
-		return nil, err
-	}
 	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
-	ns.close()
 	if err != nil {
 		return nil, err
 	}
