@@ -35,25 +35,29 @@ func writeSwapped(path, spare string, data []byte) error {
 	if noExchange.Load() {
 		return writeFile(path, data, false)
 	}
-	f, err := openFile(spare, os.O_RDWR|os.O_CREATE, FilePerm)
+	fd, err := openRaw(spare, os.O_RDWR|os.O_CREATE, FilePerm)
 	if err != nil {
 		if errors.Is(err, ErrUnsafe) {
 			_ = os.Remove(spare) // does not follow a symlink
 		}
 		return writeFile(path, data, false)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
 		return writeFile(path, data, false)
 	}
-	err = f.Chmod(FilePerm)
+	err = unix.Fchmod(fd, uint32(FilePerm))
 	if err == nil {
-		_, err = f.WriteAt(data, 0)
+		var n int
+		n, err = unix.Pwrite(fd, data, 0)
+		if err == nil && n != len(data) {
+			err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
+		}
 	}
 	if err == nil {
-		err = f.Truncate(int64(len(data)))
+		err = unix.Ftruncate(fd, int64(len(data)))
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
