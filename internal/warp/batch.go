@@ -278,12 +278,8 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				hosts = append(hosts, host)
 			}
 		}
-		// One lock order for every write transaction: the leases by ticket
-		// (above), the adoption rows by (host, schema, token), then the
-		// verdict and hook counts by host — as a single heartbeat writes
-		// them (heartbeatOne). Two batches on PostgreSQL then cannot
-		// deadlock (with the adoption rows in arrival order they did, each
-		// deadlock costing a second and the batch).
+		// The heartbeat columns of the batch's leases, locked above; a
+		// ticket listed twice in pendingOrder is written once.
 		if len(pending) > 0 {
 			ls := make([]Lease, 0, len(pending))
 			for _, id := range pendingOrder {
@@ -296,6 +292,12 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				return err
 			}
 		}
+		// One lock order for every write transaction: the leases by ticket
+		// (above), the adoption rows by (host, schema, token), then the
+		// verdict and hook counts by host — as a single heartbeat writes
+		// them (heartbeatOne). Two batches on PostgreSQL then cannot
+		// deadlock (with the adoption rows in arrival order they did, each
+		// deadlock costing a second and the batch).
 		sort.Slice(order, func(a, b int) bool {
 			x, y := order[a], order[b]
 			if x.host != y.host {

@@ -255,3 +255,62 @@ func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
 		t.Errorf("heartbeat after Close: %v, want unavailable", err)
 	}
 }
+
+// TestGroupCommitSameTicketTwice: two heartbeats of one ticket in one
+// batch — a plain one then an exit report, and two plain ones — are
+// applied in order, the second seeing the first: the exit report is
+// written whole (with what the plain one changed), and of two plain ones
+// the fresher activity stands.
+func TestGroupCommitSameTicketTwice(t *testing.T) {
+	svc, g, clk := gatedService(t, warp.Config{})
+	ctx := context.Background()
+	mustClaim(t, svc, "T-1")
+	mustClaim(t, svc, "T-2")
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
+	waiting, release := g.gate(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h", ActivityAge: 1})
+		first <- err
+	}()
+	<-waiting
+	now := clk.Advance(time.Minute)
+	hbs := []warp.Heartbeat{
+		{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 5},
+		{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 20, Exit: warp.ExitParentExited},
+		{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h", ActivityAge: 9},
+		{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h", ActivityAge: 3},
+	}
+	errs := make([]chan error, len(hbs))
+	for i, h := range hbs {
+		errs[i] = make(chan error, 1)
+		go func() {
+			_, err := svc.Heartbeat(ctx, h)
+			errs[i] <- err
+		}()
+		waitQueued(t, svc, i+1) // arrival order is batch order for one ticket
+	}
+	before := g.updates.Load()
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i := range hbs {
+		if err := <-errs[i]; err != nil {
+			t.Errorf("heartbeat %d: %v", i, err)
+		}
+	}
+	if got := g.updates.Load() - before; got != 1 {
+		t.Errorf("the batch took %d transactions, want 1", got)
+	}
+	one, _ := svc.Ticket(ctx, "T-1")
+	if one.Lease.Exit != warp.ExitParentExited || !one.Lease.LastActivityAt.Equal(now.Add(-5*time.Second)) {
+		t.Errorf("T-1 after a heartbeat then an exit report: exit %q, activity %v; want %q and %v",
+			one.Lease.Exit, one.Lease.LastActivityAt, warp.ExitParentExited, now.Add(-5*time.Second))
+	}
+	two, _ := svc.Ticket(ctx, "T-2")
+	if !two.Lease.LastActivityAt.Equal(now.Add(-3*time.Second)) || !two.Lease.LastHeartbeatAt.Equal(now) {
+		t.Errorf("T-2 after two heartbeats: activity %v, heartbeat %v; want %v and %v",
+			two.Lease.LastActivityAt, two.Lease.LastHeartbeatAt, now.Add(-3*time.Second), now)
+	}
+}
