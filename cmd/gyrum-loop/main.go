@@ -12,6 +12,13 @@
 // watchdog and doctor recognise it by its command line like the other).
 // Exit codes: 0 after a loop that ran, 1 when it could not start, 2 on a
 // bad command line or settings.
+//
+// GOMAXPROCS is set once at start (from the CPUs and the cgroup's limit),
+// not rechecked: the runtime would otherwise read the cgroup's CPU limit
+// again each second the loop is awake, for a process that runs one
+// goroutine's worth of work.
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (

@@ -167,7 +167,10 @@ type Results struct {
 	PostgresRatio float64       `json:"postgres_ratio,omitempty"`
 	Sweep         []SweepResult `json:"sweep"`
 	Exec          []ExecResult  `json:"exec"`
-	Loop          []LoopResult  `json:"loop"`
+	// HookRatio is the hook's p50 over touch's, both run as Claude Code
+	// runs a hook (HookRatio of Exec).
+	HookRatio float64      `json:"hook_ratio"`
+	Loop      []LoopResult `json:"loop"`
 }
 
 // Machine describes where the figures come from.
@@ -221,6 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if res.Exec, err = benchExec(ctx, cfg, root); err != nil {
 		return nil, err
 	}
+	res.HookRatio = HookRatio(res.Exec)
 	cfg.Logger.Info("loop cost", "ticks", cfg.Ticks, "interval", cfg.TickInterval)
 	if res.Loop, err = benchLoops(ctx, cfg, root); err != nil {
 		return nil, err

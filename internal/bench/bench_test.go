@@ -63,9 +63,12 @@ func TestRunSmall(t *testing.T) {
 	} else if u := res.Sweep[0].UnderLoad; u == nil || u.Achieved <= 0 || u.Ticks < 2 || u.TickP50Ms > u.TickMaxMs || u.P50Ms > u.P99Ms {
 		t.Errorf("under load: got %+v, want heartbeats answered and ticks timed", u)
 	}
-	// touch-activity and touch, then gyrum-hook (beside gyrum) interleaved with touch.
-	if len(res.Exec) != 4 || !strings.HasPrefix(res.Exec[2].Command, "gyrum-hook") {
-		t.Errorf("exec: got %+v, want touch-activity, touch, gyrum-hook, touch", res.Exec)
+	// touch-activity and touch, then gyrum-hook (beside gyrum) interleaved
+	// with touch, then both through sh -c as Claude Code runs a hook.
+	if len(res.Exec) != 6 || !strings.HasPrefix(res.Exec[2].Command, "gyrum-hook") || !strings.Contains(res.Exec[4].Command, "gyrum-hook") {
+		t.Errorf("exec: got %+v, want touch-activity, touch, gyrum-hook, touch, sh -c gyrum-hook, sh -c touch", res.Exec)
+	} else if r := bench.HookRatio(res.Exec); r <= 0 || r != res.Exec[4].P50Ms/res.Exec[5].P50Ms {
+		t.Errorf("hook ratio %v, want sh -c hook p50 over sh -c touch p50", r)
 	}
 	for _, e := range res.Exec {
 		if e.N != 5 {

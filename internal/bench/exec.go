@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/setup"
 )
 
 // ExecResult is the cost of exec'ing one command N times, one after the other.
@@ -83,7 +85,50 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 		}
 		out = append(out, pair...)
 	}
-	return out, nil
+	// As Claude Code runs a hook: `/bin/sh -c CMD`, the payload on stdin,
+	// CLAUDE_PID naming the agent (here this process, the hook's
+	// grandparent as claude is its parent), CMD the command gyrum setup
+	// writes into settings.json; touch run the same way, the same payload on
+	// its stdin. The sh is in both, as it is in every hook the agent runs.
+	hookCmd := setup.HookCommand(cfg.Gyrum)
+	shEnv := append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"), fmt.Sprintf("CLAUDE_PID=%d", os.Getpid()),
+		"CLAUDE_PROJECT_DIR="+wt, "CLAUDECODE=1")
+	viaSh := func(cmd string) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			c := exec.Command("/bin/sh", "-c", cmd)
+			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), shEnv
+			return c
+		}
+	}
+	// The hook run this way must record activity, or the pair times nothing.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(d.File(gyrumdir.ActivityFile), old, old); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if _, err := execN(ctx, 1, "sh -c hook", viaSh(hookCmd)); err != nil {
+		return nil, err
+	}
+	if at, err := d.LastActivity(); err != nil || !at.After(old.Add(time.Minute)) {
+		return nil, fmt.Errorf("bench: sh -c %s did not touch the activity file (last activity %v, %v)", hookCmd, at, err)
+	}
+	pair, err := execPairs(ctx, cfg.Execs, "sh -c '"+filepath.Base(hookCmd)+"' (as Claude Code runs the hook), interleaved with touch", viaSh(hookCmd),
+		"sh -c 'touch activity', interleaved with the hook", viaSh("touch "+d.File(gyrumdir.ActivityFile)))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, pair...), nil
+}
+
+// HookRatio is the hook's median wall time over touch's, both exec'd the
+// way Claude Code runs a hook (the last pair benchExec measures); 0 when
+// that pair was not measured.
+func HookRatio(rs []ExecResult) float64 {
+	for i := range rs {
+		if strings.Contains(rs[i].Command, "as Claude Code runs the hook") && i+1 < len(rs) && rs[i+1].P50Ms > 0 {
+			return rs[i].P50Ms / rs[i+1].P50Ms
+		}
+	}
+	return 0
 }
 
 // execPairs exec's a and b in turn, n times each (A B A B ...), so a

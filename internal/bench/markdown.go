@@ -53,6 +53,10 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %.2f |\n", x.Command, x.N, x.MeanMs, x.P50Ms, x.P99Ms, x.CPUMs)
 	}
 
+	if hr := r.HookRatio; hr > 0 {
+		fmt.Fprintf(&b, "\nThe hook as Claude Code runs it (`/bin/sh -c`, payload on stdin), interleaved with touch run the same way: ×%.2f touch (p50).\n", hr)
+	}
+
 	b.WriteString("\n### Heartbeat loop cost\n\n")
 	b.WriteString("| loop | ticks | RSS KiB | its own (RssAnon) KiB | CPU per tick ms |\n|---|---:|---:|---:|---:|\n")
 	for _, x := range r.Loop {

@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // The activity record and the hook-event counter (hook health).
@@ -62,14 +65,17 @@ type ActivityRecord struct {
 }
 
 // encodeRecord returns r as a RecordSize line; event and tool are cut when
-// the line would not fit (escapes can grow them).
+// the line would not fit (escapes can grow them). It writes the JSON itself
+// (appendRecord): the hook runs it once per process, where encoding/json's
+// first Marshal of a struct (reflecting its fields, building its encoder)
+// costs more than the whole record.
 func encodeRecord(r ActivityRecord) []byte {
 	r.Event, r.Tool = truncate(r.Event, 64), truncate(r.Tool, 120)
 	r.At = r.At.UTC()
-	var data []byte
+	buf := make([]byte, 0, RecordSize)
 	for range 3 {
-		data, _ = json.Marshal(r) // a struct of strings and a time cannot fail
-		if len(data) < RecordSize {
+		buf = appendRecord(buf[:0], r)
+		if len(buf) < RecordSize {
 			break
 		}
 		if r.Tool != "" {
@@ -78,26 +84,85 @@ func encodeRecord(r ActivityRecord) []byte {
 			r.Event = ""
 		}
 	}
-	buf := make([]byte, RecordSize)
-	n := copy(buf, data)
-	for i := n; i < RecordSize-1; i++ {
-		buf[i] = ' '
+	buf = buf[:min(len(buf), RecordSize-1)]
+	for len(buf) < RecordSize-1 {
+		buf = append(buf, ' ')
 	}
-	buf[RecordSize-1] = '\n'
-	return buf
+	return append(buf, '\n')
+}
+
+// appendRecord appends r as the one-line JSON object json.Marshal would
+// write for it (the same keys, omitempty, RFC 3339 time with nanoseconds).
+func appendRecord(b []byte, r ActivityRecord) []byte {
+	b = append(b, `{"src":`...)
+	b = appendJSONString(b, r.Source)
+	if r.Event != "" {
+		b = append(b, `,"event":`...)
+		b = appendJSONString(b, r.Event)
+	}
+	if r.Tool != "" {
+		b = append(b, `,"tool":`...)
+		b = appendJSONString(b, r.Tool)
+	}
+	b = append(b, `,"at":"`...)
+	b = r.At.AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...)
+}
+
+// appendJSONString appends s as a JSON string: quote, backslash and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD (as encoding/json
+// does); everything else as it is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // WriteActivity writes r into last-activity in place and sets its mtime to
 // r.At: the activity signal moves exactly as TouchActivity moves it. The
-// file is created when missing.
+// file is created when missing. Plain system calls, no *os.File: the hook
+// writes two files per run, and the first *os.File of a process sets up
+// the runtime's poller (an epoll instance, an eventfd) for nothing.
 func (d Dir) WriteActivity(r ActivityRecord) error {
 	p := d.file(ActivityFile)
-	f, err := openFile(p, os.O_WRONLY|os.O_CREATE, FilePerm)
+	fd, err := openRaw(p, os.O_WRONLY|os.O_CREATE, FilePerm)
 	if err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
-	_, werr := f.WriteAt(encodeRecord(r), 0)
-	cerr := f.Close()
+	werr := writeFull(fd, p, encodeRecord(r), 0)
+	cerr := unix.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
@@ -109,12 +174,13 @@ func (d Dir) WriteActivity(r ActivityRecord) error {
 
 // CountHookEvent appends one byte to hook-events (created when missing).
 func (d Dir) CountHookEvent() error {
-	f, err := openFile(d.file(HookEventsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	p := d.file(HookEventsFile)
+	fd, err := openRaw(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
 	if err != nil {
 		return fmt.Errorf("count hook event: %w", err)
 	}
-	_, werr := f.Write([]byte{'.'})
-	cerr := f.Close()
+	werr := writeFull(fd, p, []byte{'.'}, -1)
+	cerr := unix.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("count hook event: %w", err)
 	}

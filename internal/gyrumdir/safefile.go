@@ -3,6 +3,7 @@ package gyrumdir
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -95,6 +96,32 @@ func readFD(fd int, path string, limit int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorrupt, path, limit)
 		}
 	}
+}
+
+// writeFull writes all of data to fd: at offset off (pwrite), or where the
+// descriptor is (an O_APPEND one: at its end) when off is negative.
+func writeFull(fd int, path string, data []byte, off int64) error {
+	for len(data) > 0 {
+		var n int
+		var err error
+		if off >= 0 {
+			n, err = unix.Pwrite(fd, data, off)
+			off += int64(max(n, 0))
+		} else {
+			n, err = unix.Write(fd, data)
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "write", Path: path, Err: err}
+		}
+		if n == 0 {
+			return &fs.PathError{Op: "write", Path: path, Err: io.ErrShortWrite}
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 // setTimes sets the access and modification time of path to t without
