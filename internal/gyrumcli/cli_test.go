@@ -3,8 +3,10 @@ package gyrumcli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,6 +119,12 @@ func TestCompleteAndRelease(t *testing.T) {
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-c", "--watch-pid", wp, "--json"))
 	loop, _ := proc.Lookup(sr.LoopPID)
 	waitFor(t, "a heartbeat", func() bool { return e.ws.Count() >= 1 })
+	// The loop runs with one P unless the user's environment names a
+	// GOMAXPROCS (this test process's does not).
+	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", loop.PID)); err == nil && os.Getenv("GOMAXPROCS") == "" &&
+		!slices.Contains(strings.Split(string(env), "\x00"), "GOMAXPROCS=1") {
+		t.Errorf("the loop's environment has no GOMAXPROCS=1: %q", env)
+	}
 	sub := filepath.Join(wt, "deep")
 	os.Mkdir(sub, 0o755)
 	r := e.gyrum(sub, "", "complete-pr", "--pr", "https://example.com/pr/7", "--json")

