@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -11,18 +12,19 @@ import (
 
 var _ warp.HeartbeatBatchTx = (*tx)(nil)
 
-// CurrentLeases reads (and locks, in byte order of the ids — the order
-// every multi-ticket transaction locks in) the current leases of ids in
-// one statement: one round trip for a whole heartbeat batch.
-func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.TicketLease, error) {
-	rows, err := t.tx.Query(ctx, "SELECT t.seq, t.id, t.title, NULL::text[], t.state, t.epoch, t.created_at, t.updated_at, "+leaseCols+
-		` FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id = ANY($1) ORDER BY t.id COLLATE "C"`+
-		t.forUpdate("FOR UPDATE OF t, l"), ids)
-	if err != nil {
-		return nil, translate(err)
-	}
+// currentLeasesSQL reads (and locks, in byte order of the ids — the order
+// every multi-ticket transaction locks in) the current leases of the ids
+// in $1 in one statement.
+func (t *tx) currentLeasesSQL() string {
+	return "SELECT t.seq, t.id, t.title, NULL::text[], t.state, t.epoch, t.created_at, t.updated_at, " + leaseCols +
+		` FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id = ANY($1) ORDER BY t.id COLLATE "C"` +
+		t.forUpdate("FOR UPDATE OF t, l")
+}
+
+// scanTicketLeases reads the rows of currentLeasesSQL and closes them.
+func scanTicketLeases(rows pgx.Rows, n int) (map[string]warp.TicketLease, error) {
 	defer rows.Close()
-	out := make(map[string]warp.TicketLease, len(ids))
+	out := make(map[string]warp.TicketLease, n)
 	for rows.Next() {
 		var tr ticketRow
 		var lr leaseRow
@@ -40,11 +42,76 @@ func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.T
 	return out, nil
 }
 
-// UpdateLeases writes the heartbeat columns of many leases in one
-// statement (arrays unnested into rows).
-func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
-	if len(ls) == 0 {
+// ReadBatch sends the batch's lease read and the meta read together: one
+// round trip. PostgreSQL runs them in order, so the meta value is read
+// after the leases are locked.
+func (t *tx) ReadBatch(ctx context.Context, ids []string, key string) (map[string]warp.TicketLease, string, bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(t.currentLeasesSQL(), ids)
+	b.Queue("SELECT value FROM meta WHERE key = $1", key)
+	br := t.tx.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, "", false, translate(err)
+	}
+	cur, err := scanTicketLeases(rows, len(ids))
+	if err != nil {
+		br.Close()
+		return nil, "", false, err
+	}
+	var v string
+	found := true
+	if err := br.QueryRow().Scan(&v); errors.Is(err, pgx.ErrNoRows) {
+		found = false
+	} else if err != nil {
+		br.Close()
+		return nil, "", false, translate(err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, "", false, translate(err)
+	}
+	return cur, v, found, nil
+}
+
+// WriteBatch sends the heartbeat columns of ls and the counts of cs
+// together: one round trip.
+func (t *tx) WriteBatch(ctx context.Context, ls []warp.Lease, cs []warp.HeartbeatCount) error {
+	b := &pgx.Batch{}
+	queueUpdateLeases(b, ls)
+	queueRecordHeartbeats(b, cs)
+	return t.sendWrites(ctx, b, len(ls))
+}
+
+// sendWrites sends b, whose first statement updates n leases when n > 0,
+// and checks that it found them all.
+func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, n int) error {
+	if b.Len() == 0 {
 		return nil
+	}
+	br := t.tx.SendBatch(ctx, b)
+	if n > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return translate(err)
+		}
+		if got := tag.RowsAffected(); got != int64(n) {
+			br.Close()
+			return fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return translate(err)
+	}
+	return nil
+}
+
+// queueUpdateLeases queues on b the update of the heartbeat columns of
+// ls, in one statement (arrays unnested into rows); nothing for no lease.
+func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
+	if len(ls) == 0 {
+		return
 	}
 	n := len(ls)
 	var (
@@ -61,7 +128,7 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 		expires[i], fallback[i], hookSeen[i], hookEvents[i] = ts(l.ExpiresAt), l.FallbackExtended, string(l.HookSeen), l.HookEvents
 		verdict[i], due[i] = string(l.RecordedVerdict), ts(l.VerdictDueAt)
 	}
-	tag, err := t.tx.Exec(ctx, `UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
+	b.Queue(`UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
 		progress_at = v.prog, schema_version = v.schema, in_flight = v.in_flight, first_v2_at = v.first_v2,
 		refreshed_at = v.refreshed, expires_at = v.expires, fallback_extended = v.fallback, hook_seen = v.hook_seen,
 		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due
@@ -71,24 +138,17 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 			hook_events, verdict, due)
 		WHERE l.ticket = v.ticket AND l.epoch = v.epoch`,
 		tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due)
-	if err != nil {
-		return translate(err)
-	}
-	if got := tag.RowsAffected(); got != int64(n) {
-		return fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
-	}
-	return nil
 }
 
-// RecordHeartbeats records a batch's heartbeat counts in one round trip:
-// the counts summed per (host, schema version, bucket) and the hosts'
-// rows upserted, each in one statement, in host order. It writes what
-// RecordHeartbeat would for each of cs in turn: a new host's row takes
-// the token of its first count, and its last count's schema version and
-// time (a stored row keeps a newer time).
-func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) error {
+// queueRecordHeartbeats queues on b a batch's heartbeat counts: the
+// counts summed per (host, schema version, bucket) and the hosts' rows
+// upserted, each in one statement, in host order. They write what
+// RecordHeartbeat would for each of cs in turn: a new host's row takes the
+// token of its first count, and its last count's schema version and time
+// (a stored row keeps a newer time). Nothing for no count.
+func queueRecordHeartbeats(b *pgx.Batch, cs []warp.HeartbeatCount) {
 	if len(cs) == 0 {
-		return nil
+		return
 	}
 	sums, hosts := warp.SumHeartbeats(cs)
 	ch, cschema, cbucket, cn := make([]string, len(sums)), make([]int32, len(sums)), make([]int64, len(sums)), make([]int64, len(sums))
@@ -99,7 +159,6 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 	for i, h := range hosts {
 		hn[i], htoken[i], hschema[i], hat[i] = h.Host, h.Token, int32(h.SchemaVersion), ts(h.At)
 	}
-	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count)
 		SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[]) AS v(host, schema_version, bucket, count)
 		ORDER BY v.host COLLATE "C", v.schema_version, v.bucket
@@ -111,8 +170,4 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
 		WHERE hosts.last_seen <= EXCLUDED.last_seen`,
 		hn, htoken, hschema, hat)
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return translate(err)
-	}
-	return nil
 }

@@ -61,6 +61,30 @@ func qRecordHosts(n int) string {
 		FROM (VALUES ` + values(n, 3) + `) AS v WHERE hosts.host = v.column1 AND hosts.last_seen <= v.column3`
 }
 
+// ReadBatch is CurrentLeases, then the meta value of key.
+func (t *tx) ReadBatch(ctx context.Context, ids []string, key string) (map[string]warp.TicketLease, string, bool, error) {
+	cur, err := t.CurrentLeases(ctx, ids)
+	if err != nil {
+		return nil, "", false, err
+	}
+	v, err := t.Meta(ctx, key)
+	if errors.Is(err, warp.ErrNotFound) {
+		return cur, "", false, nil
+	}
+	if err != nil {
+		return nil, "", false, err
+	}
+	return cur, v, true, nil
+}
+
+// WriteBatch is UpdateLeases(ls), then RecordHeartbeats(cs).
+func (t *tx) WriteBatch(ctx context.Context, ls []warp.Lease, cs []warp.HeartbeatCount) error {
+	if err := t.UpdateLeases(ctx, ls); err != nil {
+		return err
+	}
+	return t.RecordHeartbeats(ctx, cs)
+}
+
 // CurrentLeases reads the leases one by one: the writer's lease cache
 // answers most of them without a statement.
 func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.TicketLease, error) {

@@ -34,14 +34,28 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	}
 	ids := append(slices.Clone(held), "T-U", "T-Z")
 	slices.Sort(ids)
+	if err := e.store.Update(e.ctx, func(tx warp.Tx) error { return tx.SetMeta(e.ctx, "storetest-batch", "v1") }); err != nil {
+		t.Fatal(err)
+	}
+	// A count written with the leases (one call), and one of a call that
+	// fails, which must leave nothing.
+	at := e.clock.Now()
+	withLeases := []warp.HeartbeatCount{{Host: "with-leases", Token: "tok-w", SchemaVersion: 2, At: at, N: 3}}
 	var changed []warp.Lease
 	err := e.store.Update(e.ctx, func(tx warp.Tx) error {
-		cur, err := tx.(warp.HeartbeatBatchTx).CurrentLeases(e.ctx, ids)
+		bt := tx.(warp.HeartbeatBatchTx)
+		cur, meta, found, err := bt.ReadBatch(e.ctx, ids, "storetest-batch")
 		if err != nil {
 			return err
 		}
 		if len(cur) != n {
-			t.Errorf("CurrentLeases(%v): %d entries, want the %d held", ids, len(cur), n)
+			t.Errorf("ReadBatch(%v): %d entries, want the %d held", ids, len(cur), n)
+		}
+		if meta != "v1" || !found {
+			t.Errorf("ReadBatch meta: %q %v, want v1 found", meta, found)
+		}
+		if _, meta, found, err := bt.ReadBatch(e.ctx, ids[:1], "storetest-unset"); err != nil || meta != "" || found {
+			t.Errorf("ReadBatch of an unset meta key: %q %v %v, want not found", meta, found, err)
 		}
 		for _, id := range held {
 			tk, l, err := tx.CurrentLease(e.ctx, id)
@@ -63,7 +77,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 			next.FallbackExtended, next.HookSeen, next.RecordedVerdict = true, warp.HookYes, warp.VerdictStalled
 			changed = append(changed, next)
 		}
-		return tx.(warp.HeartbeatBatchTx).UpdateLeases(e.ctx, changed)
+		return bt.WriteBatch(e.ctx, changed, withLeases)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +85,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	for _, want := range changed {
 		got := e.lease(want.Ticket)
 		if got != want {
-			t.Errorf("after UpdateLeases: %+v\nwant %+v", got, want)
+			t.Errorf("after WriteBatch: %+v\nwant %+v", got, want)
 		}
 	}
 	// A lease that is not there fails the call, and the transaction with it.
@@ -82,20 +96,19 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	again[0].Epoch = 99
 	before := e.lease("T-2")
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		return tx.(warp.HeartbeatBatchTx).UpdateLeases(e.ctx, again)
+		return tx.(warp.HeartbeatBatchTx).WriteBatch(e.ctx, again, []warp.HeartbeatCount{{Host: "ghost", Token: "tok-g", SchemaVersion: 2, At: at, N: 1}})
 	})
 	if !errors.Is(err, warp.ErrNotFound) {
-		t.Errorf("UpdateLeases with a missing lease: %v, want ErrNotFound", err)
+		t.Errorf("WriteBatch with a missing lease: %v, want ErrNotFound", err)
 	}
 	if got := e.lease("T-2"); got != before {
-		t.Errorf("a failed UpdateLeases wrote: %+v, want %+v", got, before)
+		t.Errorf("a failed WriteBatch wrote: %+v, want %+v", got, before)
 	}
 
-	// RecordHeartbeats writes what RecordHeartbeat writes count by count:
+	// WriteBatch's counts are what RecordHeartbeat writes count by count:
 	// the same counts under other host names, each way, read back alike —
 	// a host with several schema versions and tokens, and enough hosts for
 	// a store's multi-row statements.
-	at := e.clock.Now()
 	batch := func(prefix string) []warp.HeartbeatCount {
 		cs := []warp.HeartbeatCount{{Host: prefix + "a", Token: "tok-1", SchemaVersion: 1, At: at, N: 2},
 			{Host: prefix + "a", Token: "tok-1", SchemaVersion: 2, At: at, N: 3}, {Host: prefix + "a", Token: "tok-2", SchemaVersion: 2, At: at, N: 1},
@@ -121,7 +134,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		t.Fatal(err)
 	}
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		if err := tx.(warp.HeartbeatBatchTx).RecordHeartbeats(e.ctx, batch("bulk-")); err != nil {
+		if err := tx.(warp.HeartbeatBatchTx).WriteBatch(e.ctx, nil, batch("bulk-")); err != nil {
 			return err
 		}
 		for _, c := range batch("one-") {
@@ -165,8 +178,14 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		got := by["bulk-"+strings.TrimPrefix(host, "one-")]
 		got.Host = want.Host
 		if got != want {
-			t.Errorf("host %s: RecordHeartbeats wrote %+v, RecordHeartbeat %+v", host, got, want)
+			t.Errorf("host %s: WriteBatch wrote %+v, RecordHeartbeat %+v", host, got, want)
 		}
+	}
+	if w := by["with-leases"]; w.V2Count != 3 || w.LastSchemaVersion != 2 || !w.LastSeen.Equal(at) {
+		t.Errorf("the count written with the leases: %+v, want 3 v2 heartbeats at %v", w, at)
+	}
+	if g, ok := by["ghost"]; ok {
+		t.Errorf("the count of a failed WriteBatch was kept: %+v", g)
 	}
 	if compared != 47 {
 		t.Errorf("%d hosts recorded one by one, want 47", compared)

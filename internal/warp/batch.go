@@ -3,6 +3,7 @@ package warp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 )
@@ -192,20 +193,19 @@ func (s *Service) applyBatch(batch []hbRequest) {
 	var hosts []string
 	err := s.store.Update(context.Background(), func(tx Tx) error {
 		hosts = hosts[:0] // a store may run fn again
-		mode, err := s.currentMode(context.Background(), tx)
-		if err != nil {
-			return err
-		}
 		counts := map[hostSchema]*HeartbeatCount{}
 		var order []hostSchema
 		verdictCounts := hostCounts{}
 		// With a HeartbeatBatchTx, every lease of the batch is read (and
-		// locked, in ticket order) in one statement, and the heartbeats
-		// that change only heartbeat columns are written in one more.
+		// locked, in ticket order) with the mode in one round trip, and the
+		// heartbeats that change only heartbeat columns are written with
+		// the batch's counts in one more. The mode is read after the locks:
+		// a mode change that rewrote these leases committed before it.
 		bulk, _ := tx.(HeartbeatBatchTx)
 		var cur map[string]TicketLease
 		pending := map[string]Lease{}
 		var pendingOrder []string
+		var mode Mode
 		if bulk != nil {
 			var ids []string
 			for _, i := range byTicket {
@@ -213,8 +213,21 @@ func (s *Service) applyBatch(batch []hbRequest) {
 					ids = append(ids, id)
 				}
 			}
+			var v string
+			var found bool
 			var err error
-			if cur, err = bulk.CurrentLeases(context.Background(), ids); err != nil {
+			if cur, v, found, err = bulk.ReadBatch(context.Background(), ids, MetaMode); err != nil {
+				return err
+			}
+			mode = s.cfg.InitialMode
+			if found {
+				if mode, err = ParseMode(v); err != nil {
+					return fmt.Errorf("read mode: %w", err)
+				}
+			}
+		} else {
+			var err error
+			if mode, err = s.currentMode(context.Background(), tx); err != nil {
 				return err
 			}
 		}
@@ -280,16 +293,14 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		}
 		// The heartbeat columns of the batch's leases, locked above; a
 		// ticket listed twice in pendingOrder is written once.
+		var ls []Lease
 		if len(pending) > 0 {
-			ls := make([]Lease, 0, len(pending))
+			ls = make([]Lease, 0, len(pending))
 			for _, id := range pendingOrder {
 				if l, ok := pending[id]; ok {
 					ls = append(ls, l)
 					delete(pending, id)
 				}
-			}
-			if err := bulk.UpdateLeases(context.Background(), ls); err != nil {
-				return err
 			}
 		}
 		// One lock order for every write transaction: the leases by ticket
@@ -313,7 +324,7 @@ func (s *Service) applyBatch(batch []hbRequest) {
 			for i, k := range order {
 				cs[i] = *counts[k]
 			}
-			if err := bulk.RecordHeartbeats(context.Background(), cs); err != nil {
+			if err := bulk.WriteBatch(context.Background(), ls, cs); err != nil {
 				return err
 			}
 		} else {

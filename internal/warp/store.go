@@ -133,23 +133,23 @@ type HeartbeatCount struct {
 }
 
 // HeartbeatBatchTx is implemented by a Tx that reads and writes what a
-// heartbeat batch touches in one statement each — one round trip each on
-// PostgreSQL, instead of two per heartbeat and one per host. The group
-// commit uses it when the store's Tx has it.
+// heartbeat batch touches in few statements — one round trip for the reads
+// and one for the writes on PostgreSQL, instead of two per heartbeat and
+// one per host. The group commit uses it when the store's Tx has it.
 type HeartbeatBatchTx interface {
-	// CurrentLeases is CurrentLease for every ticket of ids (sorted by
-	// byte order, distinct), locked as CurrentLease locks them and in
-	// that order. A ticket CurrentLease would answer ErrNotFound for is
-	// absent from the map.
-	CurrentLeases(ctx context.Context, ids []string) (map[string]TicketLease, error)
-	// UpdateLeases is UpdateLease for leases of distinct tickets whose
-	// holding did not change since they were read (SameHolding): only the
-	// columns a heartbeat writes are written. A lease that is not there
-	// fails the whole call with ErrNotFound.
-	UpdateLeases(ctx context.Context, ls []Lease) error
-	// RecordHeartbeats is RecordHeartbeat for each of cs, in its order
-	// (sorted by host, schema version, token), without the answers.
-	RecordHeartbeats(ctx context.Context, cs []HeartbeatCount) error
+	// ReadBatch is CurrentLease for every ticket of ids (sorted by byte
+	// order, distinct), locked as CurrentLease locks them and in that
+	// order; a ticket CurrentLease would answer ErrNotFound for is absent
+	// from the map. Then Meta(metaKey), read after those locks are taken:
+	// found is false when the key is not set.
+	ReadBatch(ctx context.Context, ids []string, metaKey string) (leases map[string]TicketLease, meta string, found bool, err error)
+	// WriteBatch is UpdateLease for each of ls, leases of distinct
+	// tickets whose holding did not change since they were read
+	// (SameHolding) — only the columns a heartbeat writes are written —
+	// then RecordHeartbeat for each of cs, in its order (sorted by host,
+	// schema version, token), without the answers. A lease of ls that is
+	// not there fails the whole call with ErrNotFound.
+	WriteBatch(ctx context.Context, ls []Lease, cs []HeartbeatCount) error
 }
 
 // TicketLease is a ticket with its current lease, when it has one.
