@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -69,7 +70,8 @@ func main() {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
 	} else {
-		err = res.WriteMarkdown(os.Stdout, "go run ./cmd/warpbench "+strings.Join(os.Args[1:], " "))
+		// The command as it was run (go run names its build warpbench too).
+		err = res.WriteMarkdown(os.Stdout, strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warpbench:", err)
