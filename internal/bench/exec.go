@@ -111,7 +111,9 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if at, err := d.LastActivity(); err != nil || !at.After(old.Add(time.Minute)) {
 		return nil, fmt.Errorf("bench: sh -c %s did not touch the activity file (last activity %v, %v)", hookCmd, at, err)
 	}
-	pair, err := execPairs(ctx, cfg.Execs, "sh -c '"+filepath.Base(hookCmd)+"' (as Claude Code runs the hook), interleaved with touch", viaSh(hookCmd),
+	argv := setup.HookArgv(cfg.Gyrum)
+	label := strings.Join(append([]string{filepath.Base(argv[0])}, argv[1:]...), " ")
+	pair, err := execPairs(ctx, cfg.Execs, "sh -c '"+label+"' (as Claude Code runs the hook), interleaved with touch", viaSh(hookCmd),
 		"sh -c 'touch activity', interleaved with the hook", viaSh("touch "+d.File(gyrumdir.ActivityFile)))
 	if err != nil {
 		return nil, err
