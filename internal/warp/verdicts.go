@@ -153,7 +153,10 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 	var alarms map[string]HostAlarmState
 	var ended []string
 	var counts []HostVerdictCount
-	err := s.store.Update(ctx, func(tx Tx) error {
+	// Read on a snapshot: every host's counts are thousands of rows at
+	// fleet scale, and inside Update SQLite's one writer — with the
+	// heartbeats queued behind it — would wait while they are read.
+	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
 		if alarms, err = readAlarms(ctx, tx); err != nil {
 			return err
@@ -174,9 +177,13 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 		if ended, err = tx.EndedHosts(ctx, since); err != nil {
 			return fmt.Errorf("hosts of ended leases: %w", err)
 		}
-		return tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now))
+		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The next pass looks for the leases that ended from this pass's start.
+	if err := s.store.Update(ctx, func(tx Tx) error { return tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now)) }); err != nil {
 		return nil, err
 	}
 	for _, h := range ended {
