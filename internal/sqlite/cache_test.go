@@ -192,3 +192,49 @@ func TestLeaseCacheBounded(t *testing.T) {
 		t.Fatalf("due in a day: %d leases, want the %d held", len(due), len(ids))
 	}
 }
+
+// A host whose row a prune removed is written again by its next counted
+// heartbeat, also through the batch path (which only updates the rows of
+// hosts the writer knows): the prune makes the writer forget them.
+func TestPrunedHostIsRecordedAgain(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t)
+	at := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	write := func(at time.Time) {
+		t.Helper()
+		err := db.Update(ctx, func(tx warp.Tx) error {
+			return tx.(warp.HeartbeatBatchTx).WriteBatch(ctx, nil, []warp.HeartbeatCount{{Host: "h1", Token: "tok", SchemaVersion: 2, At: at, N: 1}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := func() []warp.HostAdoption {
+		t.Helper()
+		var rows []warp.HostAdoption
+		if err := db.View(ctx, func(tx warp.Tx) (err error) { rows, err = tx.Adoption(ctx, at.Add(-time.Hour)); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	prune := func(before time.Time) {
+		t.Helper()
+		if err := db.Update(ctx, func(tx warp.Tx) error { return tx.PruneHeartbeats(ctx, before) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(at)
+	prune(at.Add(-time.Minute)) // nothing to prune: h1 stays known
+	write(at.Add(time.Second))
+	if rows := hosts(); len(rows) != 1 || !rows[0].LastSeen.Equal(at.Add(time.Second)) {
+		t.Fatalf("after a prune that removed nothing: %+v, want h1 seen at %v", rows, at.Add(time.Second))
+	}
+	prune(at.Add(time.Minute)) // h1's row goes
+	if rows := hosts(); len(rows) != 0 {
+		t.Fatalf("after the prune: %+v, want no host", rows)
+	}
+	write(at.Add(2 * time.Minute))
+	if rows := hosts(); len(rows) != 1 || rows[0].Host != "h1" || !rows[0].LastSeen.Equal(at.Add(2*time.Minute)) {
+		t.Fatalf("after a heartbeat of the pruned host: %+v, want h1 seen at %v", rows, at.Add(2*time.Minute))
+	}
+}

@@ -577,10 +577,16 @@ func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 	if _, err := t.exec(ctx, qPruneCounts, bucket(before)); err != nil {
 		return translate("prune heartbeat counts", err)
 	}
-	if _, err := t.exec(ctx, qPruneHosts, nanos(before)); err != nil {
+	res, err := t.exec(ctx, qPruneHosts, nanos(before))
+	if err != nil {
 		return translate("prune hosts", err)
 	}
-	t.forgetHosts()
+	// The writer's known-hosts set stays true unless a row went (each
+	// sweep prunes, and forgetting every time made each host's next
+	// heartbeat try its insert again).
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		t.forgetHosts()
+	}
 	return nil
 }
 
