@@ -33,6 +33,9 @@ type leaseCache struct {
 	// heartbeat's host skips the insert that would find it there. Same
 	// rules; a prune of hosts empties it.
 	hosts map[string]bool
+	// meta holds meta values (the mode, read by every heartbeat batch) as
+	// the writer last read or wrote them. Same rules.
+	meta map[string]string
 }
 
 type cachedLease struct {
@@ -44,7 +47,7 @@ type cachedLease struct {
 const DefaultLeaseCache = 100_000
 
 func newLeaseCache(max int) *leaseCache {
-	return &leaseCache{version: -1, m: map[string]cachedLease{}, max: max, hosts: map[string]bool{}}
+	return &leaseCache{version: -1, m: map[string]cachedLease{}, max: max, hosts: map[string]bool{}, meta: map[string]string{}}
 }
 
 // check drops everything when another connection has committed since the
@@ -85,12 +88,34 @@ func (c *leaseCache) rollback(t *tx) {
 	for _, h := range t.hostKeys {
 		delete(c.hosts, h)
 	}
+	for _, k := range t.metaKeys {
+		delete(c.meta, k)
+	}
 }
 
 // drop forgets everything.
 func (c *leaseCache) drop() {
 	clear(c.m)
 	clear(c.hosts)
+	clear(c.meta)
+}
+
+// cachedMeta returns the meta value of key the writer last read or wrote.
+func (t *tx) cachedMeta(key string) (string, bool) {
+	if t.cache == nil {
+		return "", false
+	}
+	v, ok := t.cache.meta[key]
+	return v, ok
+}
+
+// keepMeta records the meta value of key as read or written now.
+func (t *tx) keepMeta(key, value string) {
+	if t.cache == nil {
+		return
+	}
+	t.cache.meta[key] = value
+	t.metaKeys = append(t.metaKeys, key)
 }
 
 func (t *tx) hostKnown(host string) bool { return t.cache != nil && t.cache.hosts[host] }

@@ -238,3 +238,48 @@ func TestPrunedHostIsRecordedAgain(t *testing.T) {
 		t.Fatalf("after a heartbeat of the pruned host: %+v, want h1 seen at %v", rows, at.Add(2*time.Minute))
 	}
 }
+
+// The writer keeps meta values (the mode every heartbeat batch reads) in
+// memory: a write by another store on the same file is seen at the next
+// write transaction, and a value set in a transaction that rolled back is
+// not kept.
+func TestMetaCache(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warp.db")
+	a, b := mustOpenPath(t, path), mustOpenPath(t, path)
+	set := func(db *sqlite.DB, v string) {
+		t.Helper()
+		if err := db.Update(ctx, func(tx warp.Tx) error { return tx.SetMeta(ctx, "k", v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(db *sqlite.DB) string {
+		t.Helper()
+		var v string
+		if err := db.Update(ctx, func(tx warp.Tx) (err error) { v, err = tx.Meta(ctx, "k"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	set(a, "one")
+	if got := read(a); got != "one" {
+		t.Fatalf("a reads %q, want one", got)
+	}
+	set(b, "two") // another connection: a's cached value is stale
+	if got := read(a); got != "two" {
+		t.Fatalf("after another store's write a reads %q, want two", got)
+	}
+	boom := errors.New("boom")
+	err := a.Update(ctx, func(tx warp.Tx) error {
+		if err := tx.SetMeta(ctx, "k", "three"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("update: %v, want boom", err)
+	}
+	if got := read(a); got != "two" {
+		t.Fatalf("after a rolled-back write a reads %q, want two", got)
+	}
+}

@@ -25,6 +25,8 @@ type tx struct {
 	keys  []string    // cache entries this transaction set or dropped
 	// hostKeys are the hosts this transaction learned exist.
 	hostKeys []string
+	// metaKeys are the meta keys this transaction cached.
+	metaKeys []string
 }
 
 var _ warp.Tx = (*tx)(nil)
@@ -591,10 +593,14 @@ func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 }
 
 func (t *tx) Meta(ctx context.Context, key string) (string, error) {
+	if v, ok := t.cachedMeta(key); ok {
+		return v, nil
+	}
 	var v string
 	if err := t.queryRow(ctx, qMeta, key).Scan(&v); err != nil {
 		return "", translate("read meta "+key, err)
 	}
+	t.keepMeta(key, v)
 	return v, nil
 }
 
@@ -602,5 +608,6 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 	if _, err := t.exec(ctx, qSetMeta, key, value); err != nil {
 		return translate("write meta "+key, err)
 	}
+	t.keepMeta(key, value)
 	return nil
 }
