@@ -168,6 +168,6 @@ func queueRecordHeartbeats(b *pgx.Batch, cs []warp.HeartbeatCount) {
 		SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::bigint[]) AS v(host, token, last_schema_version, last_seen)
 		ORDER BY v.host COLLATE "C"
 		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
-		WHERE hosts.last_seen <= EXCLUDED.last_seen`,
-		hn, htoken, hschema, hat)
+		WHERE `+hostSeenMoved,
+		hn, htoken, hschema, hat, warp.HostSeenStep.Nanoseconds())
 }

@@ -489,6 +489,13 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 	return t.scanEvents(ctx, "SELECT id, ticket, epoch, kind, at, data::text FROM events WHERE kind = ANY($1) ORDER BY id DESC LIMIT $2", ks, limitArg(limit))
 }
 
+// hostSeenMoved is the condition under which an upsert of hosts rewrites
+// the stored row (EXCLUDED, the step in nanoseconds as $5): its last-seen
+// moved by warp.HostSeenStep, or its schema version changed and its time
+// is not older.
+const hostSeenMoved = `(hosts.last_seen <= EXCLUDED.last_seen - $5 OR
+	(hosts.last_schema_version <> EXCLUDED.last_schema_version AND hosts.last_seen <= EXCLUDED.last_seen))`
+
 // RecordHeartbeat counts the heartbeats in their one-second bucket and
 // moves the host's last-seen forward, in one round trip.
 func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
@@ -500,9 +507,9 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 	created := false
 	b.Queue(`INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (host) DO UPDATE SET last_schema_version = EXCLUDED.last_schema_version, last_seen = EXCLUDED.last_seen
-		WHERE hosts.last_seen <= EXCLUDED.last_seen
+		WHERE `+hostSeenMoved+`
 		RETURNING xmax = 0`,
-		c.Host, c.Token, c.SchemaVersion, ts(c.At)).QueryRow(func(row pgx.Row) error {
+		c.Host, c.Token, c.SchemaVersion, ts(c.At), warp.HostSeenStep.Nanoseconds()).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(&created)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // an older heartbeat than the stored one: not new

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -58,8 +59,16 @@ func qCountHeartbeats(n int) string {
 // keeping a newer last_seen.
 func qRecordHosts(n int) string {
 	return `UPDATE hosts SET last_schema_version = v.column2, last_seen = v.column3
-		FROM (VALUES ` + values(n, 3) + `) AS v WHERE hosts.host = v.column1 AND hosts.last_seen <= v.column3`
+		FROM (VALUES ` + values(n, 3) + `) AS v WHERE hosts.host = v.column1 AND
+		(hosts.last_seen <= v.column3 - ` + strconv.FormatInt(warp.HostSeenStep.Nanoseconds(), 10) + ` OR
+		(hosts.last_schema_version <> v.column2 AND hosts.last_seen <= v.column3))`
 }
+
+// hostSeenMoved is qRecordHost's condition (?1 the schema version, ?2 the
+// time, ?4 warp.HostSeenStep in nanoseconds): the row is rewritten when
+// its last-seen moved by the step, or its schema version changed and its
+// time is not older.
+const hostSeenMoved = `(last_seen <= ?2 - ?4 OR (last_schema_version <> ?1 AND last_seen <= ?2))`
 
 // ReadBatch is CurrentLeases, then the meta value of key.
 func (t *tx) ReadBatch(ctx context.Context, ids []string, key string) (map[string]warp.TicketLease, string, bool, error) {
@@ -194,7 +203,7 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 		known = known[n:]
 		q := qRecordHosts(n)
 		if n == 1 {
-			q, args = qRecordHost, []any{args[1], args[2], args[0], args[2]}
+			q, args = qRecordHost, []any{args[1], args[2], args[0], warp.HostSeenStep.Nanoseconds()}
 		}
 		if _, err := t.exec(ctx, q, args...); err != nil {
 			return translate("record hosts", err)

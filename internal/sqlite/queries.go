@@ -61,7 +61,7 @@ const (
 	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES (?, ?, ?, ?)
 		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
 	qNewHost      = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
-	qRecordHost   = `UPDATE hosts SET last_schema_version = ?, last_seen = ? WHERE host = ? AND last_seen <= ?`
+	qRecordHost   = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved
 	qHostsOfToken = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
 	qAdoption     = `SELECT h.host, h.last_schema_version, h.last_seen,
 		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),

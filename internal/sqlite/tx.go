@@ -533,7 +533,7 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 			return true, nil
 		}
 	}
-	if _, err := t.exec(ctx, qRecordHost, c.SchemaVersion, at, c.Host, at); err != nil {
+	if _, err := t.exec(ctx, qRecordHost, c.SchemaVersion, at, c.Host, warp.HostSeenStep.Nanoseconds()); err != nil {
 		return false, translate("record host", err)
 	}
 	return false, nil

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
 	t.Run("Heartbeats", func(t *testing.T) { testHeartbeats(t, open) })
 	t.Run("BatchLeases", func(t *testing.T) { testBatchLeases(t, open) })
+	t.Run("HostSeenStep", func(t *testing.T) { testHostSeenStep(t, open) })
 	t.Run("Texts", func(t *testing.T) { testTexts(t, open) })
 	t.Run("Binding", func(t *testing.T) { testBinding(t, open) })
 	t.Run("HostBound", func(t *testing.T) { testHostBound(t, open) })

@@ -97,8 +97,11 @@ type Tx interface {
 
 	// RecordHeartbeat counts c.N heartbeats of c.Host with c.SchemaVersion
 	// in the one-second bucket of c.At for the adoption query, moves the
-	// host's last-seen forward, and reports whether the host was new; a new
-	// host records c.Token (Caller.Token) as the one that reported it.
+	// host's last-seen forward — when c.At is HostSeenStep past it or the
+	// schema version changed, so a host heartbeating many times a second
+	// rewrites its row about once a second — and reports whether the host
+	// was new; a new host records c.Token (Caller.Token) as the one that
+	// reported it.
 	RecordHeartbeat(ctx context.Context, c HeartbeatCount) (created bool, err error)
 	// HostsOfToken counts the hosts first reported by token and seen at or
 	// after since.
@@ -131,6 +134,11 @@ type HeartbeatCount struct {
 	At            time.Time
 	N             int64
 }
+
+// HostSeenStep is how far a host's last-seen time must move before its
+// row is rewritten (a new schema version rewrites it at once): a host's
+// last-seen lags its last heartbeat by less than this.
+const HostSeenStep = time.Second
 
 // HeartbeatBatchTx is implemented by a Tx that reads and writes what a
 // heartbeat batch touches in few statements — one round trip for the reads
