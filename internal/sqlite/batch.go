@@ -55,8 +55,9 @@ func qCountHeartbeats(n int) string {
 		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
 }
 
-// qRecordHosts updates the rows of n known hosts (host, schema, seen),
-// keeping a newer last_seen.
+// qRecordHosts updates the rows of n known hosts (host, schema, seen)
+// under hostSeenMoved's rule: moved a warp.HostSeenStep, or a new schema
+// version; never backwards.
 func qRecordHosts(n int) string {
 	return `UPDATE hosts SET last_schema_version = v.column2, last_seen = v.column3
 		FROM (VALUES ` + values(n, 3) + `) AS v WHERE hosts.host = v.column1 AND
