@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gyrum-labs/warp/internal/proc"
 )
 
 // ErrUnsafe reports a path gyrum refuses to use: a symbolic link, a FIFO,
@@ -76,26 +78,11 @@ func kind(mode uint32) string {
 
 // readFD reads fd to its end, at most limit bytes; more is corrupt.
 func readFD(fd int, path string, limit int64) ([]byte, error) {
-	buf := make([]byte, 0, min(limit+1, 4096))
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):min(cap(buf), int(limit+1))])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorrupt, path, limit)
-		}
+	data, err := proc.ReadFD(fd, path, limit)
+	if errors.Is(err, proc.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorrupt, path, limit)
 	}
+	return data, err
 }
 
 // writeFull writes all of data to fd: at offset off (pwrite), or where the
