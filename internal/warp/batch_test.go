@@ -54,6 +54,20 @@ func (g *gatedStore) gate(t *testing.T) (waiting <-chan struct{}, release func()
 	return g.held, release
 }
 
+// holdWriter sends heartbeat h and holds its transaction at g's gate until
+// release; done then answers with its error.
+func holdWriter(t *testing.T, svc *warp.Service, g *gatedStore, h warp.Heartbeat) (done <-chan error, release func()) {
+	t.Helper()
+	waiting, release := g.gate(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := svc.Heartbeat(context.Background(), h)
+		first <- err
+	}()
+	<-waiting
+	return first, release
+}
+
 func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *storetest.Clock) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "warp.db"))
@@ -102,13 +116,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	// A first heartbeat makes its host known, then holds its transaction.
 	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
-	waiting, release := g.gate(t)
-	first := make(chan error, 1)
-	go func() {
-		_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
-		first <- err
-	}()
-	<-waiting
+	first, release := holdWriter(t, svc, g, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
 	clk.Advance(time.Minute)
 	type answer struct {
 		res warp.HeartbeatResult
@@ -267,13 +275,7 @@ func TestGroupCommitSameTicketTwice(t *testing.T) {
 	mustClaim(t, svc, "T-1")
 	mustClaim(t, svc, "T-2")
 	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
-	waiting, release := g.gate(t)
-	first := make(chan error, 1)
-	go func() {
-		_, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h", ActivityAge: 1})
-		first <- err
-	}()
-	<-waiting
+	first, release := holdWriter(t, svc, g, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h", ActivityAge: 1})
 	now := clk.Advance(time.Minute)
 	hbs := []warp.Heartbeat{
 		{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 5},
