@@ -145,7 +145,9 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 // upserted, each in one statement, in host order. They write what
 // RecordHeartbeat would for each of cs in turn: a new host's row takes the
 // token of its first count, and its last count's schema version and time
-// (a stored row keeps a newer time). Nothing for no count.
+// (a stored row keeps a newer time; under the warp.HostSeenStep rule a
+// last-seen may differ from the one-by-one result by less than the step).
+// Nothing for no count.
 func queueRecordHeartbeats(b *pgx.Batch, cs []warp.HeartbeatCount) {
 	if len(cs) == 0 {
 		return

@@ -161,8 +161,9 @@ func appendBeat(args []any, l warp.Lease) []any {
 // by one, in few statements: the counts summed per (host, schema version,
 // bucket) and added updateChunk rows at a time; a host not known to have
 // its row gets it inserted (with the token of its first count), the
-// others updated with their last count's schema version and time, also
-// many rows at a time.
+// others updated with their last count's schema version and time (under
+// the warp.HostSeenStep rule, so a last-seen may differ from the one-by-one
+// result by less than the step), also many rows at a time.
 func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) error {
 	keys, hosts := warp.SumHeartbeats(cs)
 	for len(keys) > 0 {

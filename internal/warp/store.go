@@ -155,7 +155,8 @@ type HeartbeatBatchTx interface {
 	// tickets whose holding did not change since they were read
 	// (SameHolding) — only the columns a heartbeat writes are written —
 	// then RecordHeartbeat for each of cs, in its order (sorted by host,
-	// schema version, token), without the answers. A lease of ls that is
+	// schema version, token), without the answers — a host's last-seen
+	// may differ from the one-by-one result by less than HostSeenStep. A lease of ls that is
 	// not there fails the whole call with ErrNotFound.
 	WriteBatch(ctx context.Context, ls []Lease, cs []HeartbeatCount) error
 }
