@@ -1,0 +1,175 @@
+//go:build linux && (amd64 || arm64)
+
+package quiet
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const raw = true
+
+// atFDCWD is AT_FDCWD as a system call argument (a negative constant
+// converts only at run time).
+var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+func call(trap, a1, a2, a3 uintptr) (uintptr, error) {
+	r, _, e := syscall.RawSyscall(trap, a1, a2, a3)
+	return r, errnoErr(e)
+}
+
+func call6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+	r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+	return r, errnoErr(e)
+}
+
+// bytePtr is p as a NUL-terminated string for the kernel.
+func bytePtr(p string) (*byte, error) { return unix.BytePtrFromString(p) }
+
+// buf is the address of b's first byte (nil for an empty b).
+func buf(b []byte) uintptr {
+	if len(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+// Open is openat(AT_FDCWD, path, flags, perm).
+func Open(path string, flags int, perm uint32) (int, error) {
+	p, err := bytePtr(path)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := retry(func() (int, error) {
+		r, err := call6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(p)), uintptr(flags), uintptr(perm), 0, 0)
+		return int(r), err
+	})
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+// Read is read(2); a failed read returns 0 bytes.
+func Read(fd int, b []byte) (int, error) {
+	return retry(func() (int, error) {
+		r, err := call(unix.SYS_READ, uintptr(fd), buf(b), uintptr(len(b)))
+		if err != nil {
+			return 0, err
+		}
+		return int(r), nil
+	})
+}
+
+// Write is write(2); a failed write returns 0 bytes.
+func Write(fd int, b []byte) (int, error) {
+	return retry(func() (int, error) {
+		r, err := call(unix.SYS_WRITE, uintptr(fd), buf(b), uintptr(len(b)))
+		if err != nil {
+			return 0, err
+		}
+		return int(r), nil
+	})
+}
+
+// Pwrite is pwrite(2).
+func Pwrite(fd int, b []byte, off int64) (int, error) {
+	return retry(func() (int, error) {
+		r, err := call6(unix.SYS_PWRITE64, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
+		if err != nil {
+			return 0, err
+		}
+		return int(r), nil
+	})
+}
+
+// Pread is pread(2); a failed read returns 0 bytes.
+func Pread(fd int, b []byte, off int64) (int, error) {
+	return retry(func() (int, error) {
+		r, err := call6(unix.SYS_PREAD64, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
+		if err != nil {
+			return 0, err
+		}
+		return int(r), nil
+	})
+}
+
+// Close is close(2) (never retried: the descriptor is gone either way).
+func Close(fd int) error {
+	_, err := call(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+	return err
+}
+
+// Fstat is fstat(2).
+func Fstat(fd int, st *unix.Stat_t) error {
+	_, err := call(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0)
+	return err
+}
+
+// Fstatat is fstatat(2) (newfstatat).
+func Fstatat(dirfd int, path string, st *unix.Stat_t, flags int) error {
+	p, err := bytePtr(path)
+	if err != nil {
+		return err
+	}
+	_, err = retry(func() (int, error) {
+		_, err := call6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(st)), uintptr(flags), 0, 0)
+		return 0, err
+	})
+	return err
+}
+
+// Fchmod is fchmod(2).
+func Fchmod(fd int, mode uint32) error {
+	_, err := call(unix.SYS_FCHMOD, uintptr(fd), uintptr(mode), 0)
+	return err
+}
+
+// Ftruncate is ftruncate(2).
+func Ftruncate(fd int, size int64) error {
+	_, err := retry(func() (int, error) {
+		_, err := call(unix.SYS_FTRUNCATE, uintptr(fd), uintptr(size), 0)
+		return 0, err
+	})
+	return err
+}
+
+// Flock is flock(2). Only non-blocking requests (LOCK_NB) belong here.
+func Flock(fd, how int) error {
+	_, err := call(unix.SYS_FLOCK, uintptr(fd), uintptr(how), 0)
+	return err
+}
+
+// Renameat2 is renameat2(2) between paths relative to the working directory.
+func Renameat2(from, to string, flags uint) error {
+	f, err := bytePtr(from)
+	if err != nil {
+		return err
+	}
+	t, err := bytePtr(to)
+	if err != nil {
+		return err
+	}
+	_, err = call6(unix.SYS_RENAMEAT2, atFDCWD, uintptr(unsafe.Pointer(f)), atFDCWD, uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	return err
+}
+
+// Getdents is getdents64(2).
+func Getdents(fd int, b []byte) (int, error) {
+	return retry(func() (int, error) {
+		r, err := call(unix.SYS_GETDENTS64, uintptr(fd), buf(b), uintptr(len(b)))
+		if err != nil {
+			return 0, err
+		}
+		return int(r), nil
+	})
+}
