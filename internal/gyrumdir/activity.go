@@ -12,6 +12,10 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // TouchActivity sets the mtime of last-activity to now, creating the file
@@ -133,7 +137,7 @@ func (d Dir) InFlight() ([]Marker, error) {
 		}
 		return nil, fmt.Errorf("list in-flight: %w", err)
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := quiet.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -142,15 +146,16 @@ func (d Dir) InFlight() ([]Marker, error) {
 	}
 	out := make([]Marker, 0, len(ents))
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
+		if e.Type != unix.DT_REG && e.Type != unix.DT_UNKNOWN {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile
+		p := filepath.Join(dir, e.Name)
+		st, err := lstat(p)
+		if err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+			continue // removed meanwhile, or not a file
 		}
-		m := Marker{Name: e.Name(), Since: info.ModTime()}
-		if data, err := readSmall(filepath.Join(dir, e.Name()), maxToolName); err == nil {
+		m := Marker{Name: e.Name, Since: modTime(&st)}
+		if data, err := readSmall(p, maxToolName); err == nil {
 			m.Tool = string(data)
 		}
 		out = append(out, m)

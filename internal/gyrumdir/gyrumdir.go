@@ -18,7 +18,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // Names inside a worktree.
@@ -235,6 +235,6 @@ func readSmall(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer quiet.Close(fd)
 	return readFD(fd, path, limit)
 }

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // The activity record and the hook-event counter (hook health).
@@ -162,7 +161,7 @@ func (d Dir) WriteActivity(r ActivityRecord) error {
 		return fmt.Errorf("write activity: %w", err)
 	}
 	werr := writeFull(fd, p, encodeRecord(r), 0)
-	cerr := unix.Close(fd)
+	cerr := quiet.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
@@ -180,7 +179,7 @@ func (d Dir) CountHookEvent() error {
 		return fmt.Errorf("count hook event: %w", err)
 	}
 	werr := writeFull(fd, p, []byte{'.'}, -1)
-	cerr := unix.Close(fd)
+	cerr := quiet.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("count hook event: %w", err)
 	}
@@ -192,23 +191,21 @@ func (d Dir) CountHookEvent() error {
 // touched by something else) gives ok false and the mtime. Missing wraps
 // fs.ErrNotExist.
 func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err error) {
-	f, err := openFile(d.file(ActivityFile), os.O_RDONLY, 0)
+	p := d.file(ActivityFile)
+	fd, st, err := openStat(p, os.O_RDONLY, 0)
 	if err != nil {
 		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
-	}
+	defer quiet.Close(fd)
+	at := modTime(&st)
 	buf := make([]byte, RecordSize)
 	// A hook rewrites the record in place with one write, but a read that
 	// races it may see half of each: a record-sized read that does not
 	// parse is read again.
 	for attempt := 0; ; attempt++ {
-		n, err := f.ReadAt(buf, 0)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return ActivityRecord{}, false, st.ModTime(), fmt.Errorf("read activity: %w", err)
+		n, err := preadFull(fd, p, buf)
+		if err != nil {
+			return ActivityRecord{}, false, at, fmt.Errorf("read activity: %w", err)
 		}
 		line := buf[:n]
 		for i, c := range line {
@@ -219,10 +216,10 @@ func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err e
 		}
 		rec = ActivityRecord{}
 		if json.Unmarshal(line, &rec) == nil && rec.Source != "" && !rec.At.IsZero() {
-			return rec, true, st.ModTime(), nil
+			return rec, true, at, nil
 		}
 		if n < RecordSize || attempt == maxTornReads {
-			return ActivityRecord{}, false, st.ModTime(), nil
+			return ActivityRecord{}, false, at, nil
 		}
 	}
 }
@@ -339,12 +336,12 @@ func (c *HookCounter) Take() (int64, error) {
 
 // fileSize is the size of path, 0 when it is missing.
 func fileSize(path string) (int64, error) {
-	st, err := os.Lstat(path)
+	st, err := lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	return st.Size(), nil
+	return st.Size, nil
 }

@@ -81,7 +81,7 @@ func (d Dir) ReadLease() (Lease, error) {
 
 // HasLease reports whether lease.json exists (whatever its content).
 func (d Dir) HasLease() bool {
-	_, err := os.Lstat(d.file(LeaseFile))
+	_, err := lstat(d.file(LeaseFile))
 	return err == nil
 }
 

@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // ErrUnsafe reports a path gyrum refuses to use: a symbolic link, a FIFO,
@@ -38,30 +38,55 @@ func openFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 // a refused epoll registration per open, and the loop reads several small
 // files every tick.
 func openRaw(path string, flag int, perm fs.FileMode) (int, error) {
-	fd, err := unix.Open(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, _, err := openStat(path, flag, perm)
+	return fd, err
+}
+
+// openStat is openRaw, also returning the file's status.
+func openStat(path string, flag int, perm fs.FileMode) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := quiet.Open(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EMLINK) || errors.Is(err, unix.ENXIO) {
 			// ELOOP (EMLINK on some BSDs): a symlink; ENXIO: a FIFO opened
 			// for writing with no reader.
-			return -1, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: not a regular file (%v)", ErrUnsafe, err)}
+			return -1, st, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: not a regular file (%v)", ErrUnsafe, err)}
 		}
-		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, &fs.PathError{Op: "stat", Path: path, Err: err}
+	if err := quiet.Fstat(fd, &st); err != nil {
+		quiet.Close(fd)
+		return -1, st, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return -1, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: a %s is not a regular file", ErrUnsafe, kind(uint32(st.Mode)))}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		quiet.Close(fd)
+		return -1, st, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: a %s is not a regular file", ErrUnsafe, kind(uint32(st.Mode)))}
 	}
-	return fd, nil
+	return fd, st, nil
+}
+
+// preadFull reads len(b) bytes of fd from offset 0, fewer at the end of
+// the file.
+func preadFull(fd int, path string, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := quiet.Pread(fd, b[n:], int64(n))
+		if err != nil {
+			return n, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // kind names the file type of a stat mode.
 func kind(mode uint32) string {
 	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
 	case unix.S_IFDIR:
 		return "directory"
 	case unix.S_IFIFO:
@@ -92,13 +117,10 @@ func writeFull(fd int, path string, data []byte, off int64) error {
 		var n int
 		var err error
 		if off >= 0 {
-			n, err = unix.Pwrite(fd, data, off)
+			n, err = quiet.Pwrite(fd, data, off)
 			off += int64(max(n, 0))
 		} else {
-			n, err = unix.Write(fd, data)
-		}
-		if err == unix.EINTR {
-			continue
+			n, err = quiet.Write(fd, data)
 		}
 		if err != nil {
 			return &fs.PathError{Op: "write", Path: path, Err: err}
@@ -129,28 +151,42 @@ var euid = sync.OnceValue(os.Geteuid)
 // owned by this user: the only kind of .gyrum/ (and in-flight/) gyrum
 // writes into.
 func checkDir(path string) error {
-	st, err := os.Lstat(path)
+	st, err := lstat(path)
 	if err != nil {
 		return err
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("%w: %s is not a directory (%s)", ErrUnsafe, path, st.Mode().Type())
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%w: %s is not a directory (a %s)", ErrUnsafe, path, kind(uint32(st.Mode)))
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != euid() {
-		return fmt.Errorf("%w: %s belongs to uid %d, not to this user", ErrUnsafe, path, sys.Uid)
+	if int(st.Uid) != euid() {
+		return fmt.Errorf("%w: %s belongs to uid %d, not to this user", ErrUnsafe, path, st.Uid)
 	}
 	return nil
 }
 
+// lstat is os.Lstat's system call through package quiet (the loop stats
+// its files every tick): the status of path itself, never of a symbolic
+// link's target.
+func lstat(path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := quiet.Lstat(path, &st); err != nil {
+		return st, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return st, nil
+}
+
+// modTime is the modification time of st.
+func modTime(st *unix.Stat_t) time.Time { return time.Unix(st.Mtim.Unix()) }
+
 // lstatTime returns the mtime of path itself (a symlink's own, never its
 // target's).
 func lstatTime(path string) (time.Time, error) {
-	st, err := os.Lstat(path)
+	st, err := lstat(path)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if !st.Mode().IsRegular() {
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
 		return time.Time{}, &fs.PathError{Op: "stat", Path: path, Err: fmt.Errorf("%w: not a regular file", ErrUnsafe)}
 	}
-	return st.ModTime(), nil
+	return modTime(&st), nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // noExchange is set once the file system refused RENAME_EXCHANGE: later
@@ -42,28 +44,28 @@ func writeSwapped(path, spare string, data []byte) error {
 		}
 		return writeFile(path, data, false)
 	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd)
+	if err := quiet.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		quiet.Close(fd)
 		return writeFile(path, data, false)
 	}
-	err = unix.Fchmod(fd, uint32(FilePerm))
+	err = quiet.Fchmod(fd, uint32(FilePerm))
 	if err == nil {
 		var n int
-		n, err = unix.Pwrite(fd, data, 0)
+		n, err = quiet.Pwrite(fd, data, 0)
 		if err == nil && n != len(data) {
 			err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
 		}
 	}
 	if err == nil {
-		err = unix.Ftruncate(fd, int64(len(data)))
+		err = quiet.Ftruncate(fd, int64(len(data)))
 	}
-	if cerr := unix.Close(fd); err == nil {
+	if cerr := quiet.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	err = unix.Renameat2(unix.AT_FDCWD, spare, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
+	err = quiet.Renameat2(spare, path, unix.RENAME_EXCHANGE)
 	switch {
 	case err == nil:
 		return nil
@@ -92,9 +94,9 @@ func readSwapped(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer quiet.Close(fd)
 	for range 100 {
-		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		err := quiet.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
 		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) {
 			break
 		}

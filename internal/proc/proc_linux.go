@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // Stat reads /proc/PID/stat. The comm field may hold spaces and
@@ -203,12 +205,12 @@ func parseSample(pid int, data []byte, boot time.Time) (Sample, bool) {
 // readInto reads a small /proc file into buf without allocating a new
 // buffer per file.
 func readInto(buf []byte, path string) ([]byte, bool) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := quiet.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
-	n, err := syscall.Read(fd, buf)
-	syscall.Close(fd)
+	n, err := quiet.Read(fd, buf)
+	quiet.Close(fd)
 	if err != nil || n <= 0 {
 		return nil, false
 	}
@@ -220,10 +222,10 @@ func readInto(buf []byte, path string) ([]byte, bool) {
 // (five more calls per read), and the heartbeat loop reads its agent's
 // stat every tick.
 func readFile(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := quiet.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer syscall.Close(fd)
+	defer quiet.Close(fd)
 	return ReadFD(fd, path, -1)
 }

@@ -3,15 +3,17 @@ package proc
 import (
 	"errors"
 	"io/fs"
-	"syscall"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // ErrTooLarge reports a file longer than ReadFD's limit.
 var ErrTooLarge = errors.New("file too large")
 
-// ReadFD reads fd to its end with plain system calls (no *os.File: wrapping
-// a descriptor costs an fcntl and a refused poller registration, and the
-// heartbeat loop reads several small files every tick). It reads at most
+// ReadFD reads fd to its end with plain system calls through package quiet
+// (no *os.File: wrapping a descriptor costs an fcntl and a refused poller
+// registration, and the heartbeat loop reads several small files every
+// tick). It reads at most
 // limit bytes, more is ErrTooLarge; a negative limit reads everything.
 // path names fd in errors.
 func ReadFD(fd int, path string, limit int64) ([]byte, error) {
@@ -28,10 +30,7 @@ func ReadFD(fd int, path string, limit int64) ([]byte, error) {
 		if limit >= 0 {
 			end = min(end, int(limit+1))
 		}
-		n, err := syscall.Read(fd, buf[len(buf):end])
-		if err == syscall.EINTR {
-			continue
-		}
+		n, err := quiet.Read(fd, buf[len(buf):end])
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}

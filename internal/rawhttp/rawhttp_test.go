@@ -16,12 +16,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/quiet"
 	"github.com/gyrum-labs/warp/internal/rawhttp/rawtls"
 )
 
@@ -133,7 +135,33 @@ func do(t *testing.T, c *Client, r Request) (Response, error) {
 	if c.Proxy == nil {
 		c.Proxy = noProxy
 	}
+	if c.Dial == nil && os.Getenv(quietDialEnv) != "" {
+		c.Dial = quiet.Dialer()
+	}
 	return c.Do(context.Background(), r)
+}
+
+// quietDialEnv, set, makes do dial with quiet.Dial, as the heartbeat loop
+// does on Linux.
+const quietDialEnv = "RAWHTTP_TEST_QUIET_DIAL"
+
+// TestSuiteOverQuietDial runs this package's tests again in a child test
+// process whose requests dial with quiet.Dial (non-blocking sockets driven
+// by raw system calls) instead of a net.Dialer: the loop's client must
+// behave the same over either.
+func TestSuiteOverQuietDial(t *testing.T) {
+	if os.Getenv(quietDialEnv) != "" {
+		t.Skip("this is the child run")
+	}
+	if quiet.Dialer() == nil {
+		t.Skip("quiet.Dial is not used on this platform")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^Test", "-test.skip", "^TestSuiteOverQuietDial$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), quietDialEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the tests over quiet.Dial failed: %v\n%s", err, out)
+	}
 }
 
 func mustDo(t *testing.T, c *Client, r Request) Response {
