@@ -105,6 +105,7 @@ type Loop struct {
 	dir    gyrumdir.Dir
 	lease  gyrumdir.Lease
 	parent proc.Identity
+	watch  *proc.Watch // parent, asked every tick
 	api    API
 	log    *slog.Logger
 	now    func() time.Time
@@ -193,6 +194,7 @@ func New(cfg Config) (*Loop, error) {
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
 		return nil, fmt.Errorf("heartbeat: watched process: %w", err)
 	}
+	l.watch = proc.NewWatch(l.parent)
 	if cfg.Self.IsZero() {
 		if l.cfg.Self, err = proc.Self(); err != nil {
 			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
@@ -235,7 +237,10 @@ func (l *Loop) Run(ctx context.Context) (Exit, error) {
 		return "", err
 	}
 	exit := Exit("")
-	defer func() { l.unregister(exit) }()
+	defer func() {
+		l.unregister(exit)
+		l.watch.Close()
+	}()
 	exit = l.tick(ctx, true)
 	for exit == "" {
 		d := l.Delay()
@@ -394,7 +399,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 // then tell whether the agent's processes work before the lease goes
 // stale. A loop at rest, its agent's hook firing, reads no /proc.
 func (l *Loop) facts(now time.Time, start bool) Facts {
-	f := Facts{Now: now, Start: start, WatchedAlive: l.parent.Alive(), ClaimedAt: l.lease.ClaimedAt}
+	f := Facts{Now: now, Start: start, WatchedAlive: l.watch.Alive(), ClaimedAt: l.lease.ClaimedAt}
 	cur, err := l.dir.ReadLease()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -163,6 +163,18 @@ func Renameat2(from, to string, flags uint) error {
 	return err
 }
 
+// PollNow is ppoll(2) of fd for events with a zero timeout: the events
+// that are ready (0 for none).
+func PollNow(fd int, events int16) (int16, error) {
+	pfd := unix.PollFd{Fd: int32(fd), Events: events}
+	var ts unix.Timespec
+	_, err := retry(func() (int, error) {
+		r, err := call6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		return int(r), err
+	})
+	return pfd.Revents, err
+}
+
 // Getdents is getdents64(2).
 func Getdents(fd int, b []byte) (int, error) {
 	return retry(func() (int, error) {

@@ -43,6 +43,14 @@ func Pread(fd int, b []byte, off int64) (int, error) {
 	})
 }
 
+// PollNow is unix.Poll of fd for events with a zero timeout: the events
+// that are ready (0 for none).
+func PollNow(fd int, events int16) (int16, error) {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
+	_, err := retry(func() (int, error) { return unix.Poll(pfd, 0) })
+	return pfd[0].Revents, err
+}
+
 // Close is unix.Close.
 func Close(fd int) error { return unix.Close(fd) }
 

@@ -1,0 +1,32 @@
+package proc
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
+)
+
+// openPidfd returns a pidfd of pid (close-on-exec), -1 when the kernel
+// gives none (older than 5.3, a seccomp filter, no such process).
+func openPidfd(pid int) int {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// pidfdExited reports whether the process of pidfd fd has exited (the
+// pidfd is readable from then on).
+func pidfdExited(fd int) (bool, error) {
+	ev, err := quiet.PollNow(fd, unix.POLLIN)
+	if err != nil {
+		return false, err
+	}
+	if ev&(unix.POLLNVAL|unix.POLLERR) != 0 {
+		return false, unix.EBADF
+	}
+	return ev&(unix.POLLIN|unix.POLLHUP) != 0, nil
+}
+
+func closeFD(fd int) { quiet.Close(fd) }
