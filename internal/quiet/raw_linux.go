@@ -60,48 +60,16 @@ func Open(path string, flags int, perm uint32) (int, error) {
 }
 
 // Read is read(2); a failed read returns 0 bytes.
-func Read(fd int, b []byte) (int, error) {
-	return retry(func() (int, error) {
-		r, err := call(unix.SYS_READ, uintptr(fd), buf(b), uintptr(len(b)))
-		if err != nil {
-			return 0, err
-		}
-		return int(r), nil
-	})
-}
+func Read(fd int, b []byte) (int, error) { return bufCall(unix.SYS_READ, fd, b, 0) }
 
 // Write is write(2); a failed write returns 0 bytes.
-func Write(fd int, b []byte) (int, error) {
-	return retry(func() (int, error) {
-		r, err := call(unix.SYS_WRITE, uintptr(fd), buf(b), uintptr(len(b)))
-		if err != nil {
-			return 0, err
-		}
-		return int(r), nil
-	})
-}
+func Write(fd int, b []byte) (int, error) { return bufCall(unix.SYS_WRITE, fd, b, 0) }
 
 // Pwrite is pwrite(2).
-func Pwrite(fd int, b []byte, off int64) (int, error) {
-	return retry(func() (int, error) {
-		r, err := call6(unix.SYS_PWRITE64, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
-		if err != nil {
-			return 0, err
-		}
-		return int(r), nil
-	})
-}
+func Pwrite(fd int, b []byte, off int64) (int, error) { return bufCall(unix.SYS_PWRITE64, fd, b, off) }
 
 // Pread is pread(2); a failed read returns 0 bytes.
-func Pread(fd int, b []byte, off int64) (int, error) {
-	return retry(func() (int, error) {
-		r, err := call6(unix.SYS_PREAD64, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
-		if err != nil {
-			return 0, err
-		}
-		return int(r), nil
-	})
-}
+func Pread(fd int, b []byte, off int64) (int, error) { return bufCall(unix.SYS_PREAD64, fd, b, off) }
 
 // Close is close(2) (never retried: the descriptor is gone either way).
 func Close(fd int) error {
@@ -176,9 +144,14 @@ func PollNow(fd int, events int16) (int16, error) {
 }
 
 // Getdents is getdents64(2).
-func Getdents(fd int, b []byte) (int, error) {
+func Getdents(fd int, b []byte) (int, error) { return bufCall(unix.SYS_GETDENTS64, fd, b, 0) }
+
+// bufCall makes a call of the read(2) family — descriptor, buffer,
+// length and, for pread and pwrite, an offset (ignored by the others) —
+// again after EINTR. A failed call returns 0 bytes.
+func bufCall(trap uintptr, fd int, b []byte, off int64) (int, error) {
 	return retry(func() (int, error) {
-		r, err := call(unix.SYS_GETDENTS64, uintptr(fd), buf(b), uintptr(len(b)))
+		r, err := call6(trap, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
 		if err != nil {
 			return 0, err
 		}
