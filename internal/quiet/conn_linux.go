@@ -78,7 +78,7 @@ func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 			share := time.Until(d) / time.Duration(len(ips)-i)
 			actx, cancel = context.WithTimeout(ctx, max(share, 2*time.Second))
 		}
-		c, err := dialOne(actx, network, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		c, err := dialSelfless(actx, network, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
 		cancel()
 		if err == nil {
 			return c, nil
@@ -94,6 +94,28 @@ func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 		first = &net.OpError{Op: "dial", Net: network, Err: &net.AddrError{Err: "no suitable address found", Addr: host}}
 	}
 	return nil, first
+}
+
+// dialSelfless is dialOne, tried again (twice at most) when the kernel
+// connected the socket to itself: a dial to a local port where nothing
+// listens can be given that port as its own, and TCP's simultaneous open
+// then connects the socket to itself (net.Dialer guards the same way).
+// Such a socket would hold the port its server wants back.
+func dialSelfless(ctx context.Context, network string, ap netip.AddrPort) (net.Conn, error) {
+	for i := 0; ; i++ {
+		c, err := dialOne(ctx, network, ap)
+		if err != nil || i == 2 || !c.(*conn).self() {
+			return c, err
+		}
+		c.Close()
+	}
+}
+
+// self reports whether c is connected to itself: its local address is its
+// remote one.
+func (c *conn) self() bool {
+	la, ok := c.LocalAddr().(*net.TCPAddr)
+	return ok && la.Port == c.raddr.Port && la.IP.Equal(c.raddr.IP)
 }
 
 // dialOne connects to ap.
@@ -349,17 +371,26 @@ func (c *conn) LocalAddr() net.Addr {
 		return nil
 	}
 	defer c.release()
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
+	var sa unix.RawSockaddrAny
+	l := uint32(unsafe.Sizeof(sa))
+	if _, err := call(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l))); err != nil {
 		return nil
 	}
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: sa.Addr[:], Port: sa.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: sa.Addr[:], Port: sa.Port}
+	switch sa.Addr.Family {
+	case unix.AF_INET:
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&sa))
+		return &net.TCPAddr{IP: net.IP(p.Addr[:]).To16(), Port: port(p.Port)}
+	case unix.AF_INET6:
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&sa))
+		return &net.TCPAddr{IP: net.IP(p.Addr[:]), Port: port(p.Port)}
 	}
 	return nil
+}
+
+// port reads a sockaddr's port field (network byte order).
+func port(field uint16) int {
+	b := (*[2]byte)(unsafe.Pointer(&field))
+	return int(b[0])<<8 | int(b[1])
 }
 
 func (c *conn) RemoteAddr() net.Addr { return c.raddr }
