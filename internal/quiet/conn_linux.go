@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Slice is how long Wait polls a socket without the scheduler before it
-// blocks the usual way: long enough for a server on this host or network
+// Slice is how long a connection's wait (connect, read, write) polls its
+// socket without the scheduler before it blocks the usual way: long enough for a server on this host or network
 // to answer, short enough that the signal handler's goroutine (which
 // needs the P) is not kept waiting for long.
 const Slice = 10 * time.Millisecond

@@ -14,8 +14,9 @@
 // The price is that a raw call keeps its P for its whole duration: no
 // other goroutine runs on that P meanwhile. Only calls that return at once
 // belong here — calls on local files, and socket calls on a descriptor in
-// non-blocking mode. Waiting for a socket uses Wait, which polls without
-// the scheduler only for a short slice and then blocks the usual way.
+// non-blocking mode. A connection from Dial waits for its socket by
+// polling without the scheduler for a short slice (Slice), then blocks the
+// usual way.
 //
 // Errors are syscall.Errno values, as golang.org/x/sys/unix returns them.
 package quiet
