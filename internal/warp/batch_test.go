@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/sqlite"
@@ -315,4 +316,102 @@ func TestGroupCommitSameTicketTwice(t *testing.T) {
 		t.Errorf("T-2 after two heartbeats: activity %v, heartbeat %v; want %v and %v",
 			two.Lease.LastActivityAt, two.Lease.LastHeartbeatAt, now.Add(-3*time.Second), now)
 	}
+}
+
+// TestGroupCommitLingers (in a synctest bubble: its clock moves only when
+// every goroutine waits): once heartbeats are seen arriving together, the
+// group commit waits Config.BatchLinger before it begins, and what arrives
+// meanwhile joins the same transaction; a heartbeat arriving alone, after
+// a batch of one, is applied at once.
+func TestGroupCommitLingers(t *testing.T) {
+	const linger = 10 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		svc, g, _ := gatedService(t, warp.Config{BatchLinger: linger})
+		for i := range 6 {
+			mustClaim(t, svc, fmt.Sprintf("T-%d", i))
+		}
+		beat := func(i int) warp.Heartbeat {
+			return warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: "h", ActivityAge: 1}
+		}
+		timed := func(i int) time.Duration {
+			start := time.Now()
+			mustHeartbeat(t, svc, beat(i))
+			return time.Since(start)
+		}
+		if d := timed(0); d != 0 {
+			t.Fatalf("a heartbeat alone waited %v, want no wait", d)
+		}
+		first, release := holdWriter(t, svc, g, beat(0))
+		answers := make(chan error, 3)
+		send := func(i int) {
+			go func() {
+				_, err := svc.Heartbeat(context.Background(), beat(i))
+				answers <- err
+			}()
+		}
+		send(1)
+		send(2)
+		synctest.Wait() // both queued behind the held transaction
+		before := g.updates.Load()
+		start := time.Now()
+		release()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the batch of two lingers
+		if len(answers) != 0 || g.updates.Load() != before {
+			t.Fatalf("%d answered, %d transactions begun during the linger, want none", len(answers), g.updates.Load()-before)
+		}
+		send(3) // arrives during the linger: joins the batch
+		synctest.Wait()
+		for range 3 {
+			if err := <-answers; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != linger {
+			t.Errorf("the batch was answered %v after the writer was free, want the linger, %v", d, linger)
+		}
+		if got := g.updates.Load() - before; got != 1 {
+			t.Errorf("three heartbeats arriving within the linger took %d transactions, want 1", got)
+		}
+		// After a batch of three, one more lingers (heartbeats were
+		// arriving together); after that batch of one, the next does not.
+		if d := timed(4); d != linger {
+			t.Errorf("a heartbeat after a batch of three waited %v, want the linger, %v", d, linger)
+		}
+		if d := timed(5); d != 0 {
+			t.Errorf("a heartbeat after a batch of one waited %v, want no wait", d)
+		}
+	})
+}
+
+// TestGroupCommitWithoutLinger: a negative Config.BatchLinger applies a
+// batch as soon as the writer is free.
+func TestGroupCommitWithoutLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, g, _ := gatedService(t, warp.Config{BatchLinger: -1})
+		for i := range 3 {
+			mustClaim(t, svc, fmt.Sprintf("T-%d", i))
+		}
+		first, release := holdWriter(t, svc, g, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h", ActivityAge: 1})
+		answers := make(chan error, 2)
+		for i := 1; i <= 2; i++ {
+			go func() {
+				_, err := svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: "h", ActivityAge: 1})
+				answers <- err
+			}()
+		}
+		synctest.Wait()
+		start := time.Now()
+		release()
+		for _, c := range []<-chan error{first, answers, answers} {
+			if err := <-c; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("without a linger the batch waited %v", d)
+		}
+	})
 }

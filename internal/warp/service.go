@@ -58,6 +58,10 @@ type Config struct {
 	// NoGroupCommit applies every heartbeat in its own transaction instead
 	// of batching the heartbeats that arrive together (batch.go).
 	NoGroupCommit bool
+	// BatchLinger is how long a group commit waits for more heartbeats
+	// once they are seen arriving together (batch.go); DefaultBatchLinger
+	// when 0, no wait when negative.
+	BatchLinger time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -107,7 +111,11 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		if w, ok := store.(ConcurrentWriter); ok {
 			workers = w.ConcurrentWriters()
 		}
-		s.batch = newBatcher(workers)
+		linger := cfg.BatchLinger
+		if linger == 0 {
+			linger = DefaultBatchLinger
+		}
+		s.batch = newBatcher(workers, linger)
 	}
 	return s, nil
 }
