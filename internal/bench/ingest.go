@@ -89,18 +89,19 @@ type warpServer struct {
 	svc *warp.Service
 }
 
-// hosts is how many hosts the claims spread over (host-i%hosts).
-func startWarp(ctx context.Context, dir string, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
+// hosts is how many hosts the claims spread over (host-i%hosts); sc is
+// the service's configuration (its zero value: warp's defaults).
+func startWarp(ctx context.Context, dir string, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
 	if err != nil {
 		return nil, err
 	}
-	return startWarpOn(ctx, db, n, hosts, claim, wrap)
+	return startWarpOn(ctx, db, sc, n, hosts, claim, wrap)
 }
 
 // startWarpOn is startWarp on store db, which it closes with the server.
-func startWarpOn(ctx context.Context, db warp.Store, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
-	svc, err := warp.NewService(db, warp.Config{})
+func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
+	svc, err := warp.NewService(db, sc)
 	if err == nil {
 		err = svc.Init(ctx)
 	}
@@ -173,7 +174,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		if err != nil {
 			return nil, err
 		}
-		ws, err := startWarp(ctx, dir, cfg.IngestLeases, hosts, true, nil)
+		ws, err := startWarp(ctx, dir, warp.Config{}, cfg.IngestLeases, hosts, true, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +219,7 @@ func ingestPostgres(ctx context.Context, cfg Config) (IngestResult, error) {
 		}
 	}()
 	hosts := min(50, cfg.IngestLeases)
-	ws, err := startWarpOn(ctx, db, cfg.IngestLeases, hosts, true, nil)
+	ws, err := startWarpOn(ctx, db, warp.Config{}, cfg.IngestLeases, hosts, true, nil)
 	if err != nil {
 		return IngestResult{}, err
 	}

@@ -110,7 +110,7 @@ func benchLoops(ctx context.Context, cfg Config, root string) ([]LoopResult, err
 	tc := &tickCounter{n: map[string]int{}}
 	// Heartbeats are told apart by ticket: B-1 gyrum-loop, B-2 bash, B-3
 	// gyrum alone.
-	ws, err := startWarp(ctx, dir, 3, 1, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
+	ws, err := startWarp(ctx, dir, warp.Config{}, 3, 1, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
 	if err != nil {
 		return nil, err
 	}
