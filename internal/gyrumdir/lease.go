@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/ticketid"
 )
@@ -77,6 +79,57 @@ func (d Dir) ReadLease() (Lease, error) {
 		return Lease{}, fmt.Errorf("%s: %w", p, err)
 	}
 	return l, nil
+}
+
+// LeaseWatch reads lease.json as ReadLease does, but opens and decodes it
+// again only when the file changed: the heartbeat loop reads it every
+// tick, and opening, reading and decoding it was a seventh of a quiet
+// tick (perf). The file counts as unchanged while its device, inode,
+// size and modification and change times (nanoseconds) are: gyrum
+// replaces lease.json by rename (a new inode), and an edit in place moves
+// its times. (Where file times are coarse, a second edit of the same size
+// within one clock tick of a read could go unseen until the next change;
+// Linux 6.13 and later give a file whose times were read a fresh,
+// fine-grained time at its next change.) Only a lease read whole is
+// kept: a missing, unreadable or corrupt file is read again every time.
+// A LeaseWatch is not safe for concurrent use.
+type LeaseWatch struct {
+	d    Dir
+	read func() (Lease, error) // Dir.ReadLease; tests count the reads
+	have bool
+	key  fileKey
+	l    Lease
+}
+
+// fileKey tells one version of a file from another.
+type fileKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func keyOf(st *unix.Stat_t) fileKey {
+	return fileKey{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// WatchLease returns a LeaseWatch of d's lease.json.
+func (d Dir) WatchLease() *LeaseWatch { return &LeaseWatch{d: d, read: d.ReadLease} }
+
+// Read returns lease.json's lease, with ReadLease's errors.
+func (w *LeaseWatch) Read() (Lease, error) {
+	st, err := lstat(w.d.file(LeaseFile))
+	if err == nil && w.have && keyOf(&st) == w.key {
+		return w.l, nil
+	}
+	w.have = false
+	l, rerr := w.read()
+	if rerr == nil && err == nil {
+		// The key is the one seen before the read: should the file have
+		// changed in between, the next Read sees another key and reads
+		// it again.
+		w.have, w.key, w.l = true, keyOf(&st), l
+	}
+	return l, rerr
 }
 
 // HasLease reports whether lease.json exists (whatever its content).

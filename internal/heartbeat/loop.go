@@ -104,6 +104,7 @@ type Loop struct {
 	cfg    Config
 	dir    gyrumdir.Dir
 	lease  gyrumdir.Lease
+	leases *gyrumdir.LeaseWatch // lease.json, read every tick
 	parent proc.Identity
 	watch  *proc.Watch // parent, asked every tick
 	api    API
@@ -188,7 +189,8 @@ func New(cfg Config) (*Loop, error) {
 		l.cfg.Snapshot = proc.TakeSnapshot
 	}
 	var err error
-	if l.lease, err = l.dir.ReadLease(); err != nil {
+	l.leases = l.dir.WatchLease()
+	if l.lease, err = l.leases.Read(); err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
@@ -400,7 +402,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 // stale. A loop at rest, its agent's hook firing, reads no /proc.
 func (l *Loop) facts(now time.Time, start bool) Facts {
 	f := Facts{Now: now, Start: start, WatchedAlive: l.watch.Alive(), ClaimedAt: l.lease.ClaimedAt}
-	cur, err := l.dir.ReadLease()
+	cur, err := l.leases.Read()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f.Lease = LeaseMissing
