@@ -37,7 +37,7 @@ func writeSwapped(path, spare string, data []byte) error {
 	if noExchange.Load() {
 		return writeFile(path, data, false)
 	}
-	fd, err := openRaw(spare, os.O_RDWR|os.O_CREATE, FilePerm)
+	fd, st, err := openStat(spare, os.O_RDWR|os.O_CREATE, FilePerm)
 	if err != nil {
 		if errors.Is(err, ErrUnsafe) {
 			_ = os.Remove(spare) // does not follow a symlink
@@ -48,7 +48,11 @@ func writeSwapped(path, spare string, data []byte) error {
 		quiet.Close(fd)
 		return writeFile(path, data, false)
 	}
-	err = quiet.Fchmod(fd, uint32(FilePerm))
+	if uint32(st.Mode)&0o7777 != uint32(FilePerm) {
+		// A spare gyrum did not make (the file mode is the only one it
+		// gives): its own, or one a repository committed.
+		err = quiet.Fchmod(fd, uint32(FilePerm))
+	}
 	if err == nil {
 		var n int
 		n, err = quiet.Pwrite(fd, data, 0)

@@ -84,3 +84,37 @@ func TestStateReadersSeeWholeStates(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestStateSpareOfOtherModeIsTightened: a spare gyrum did not make (a
+// repository committed one, 0644) becomes the state with gyrum's 0600;
+// spares gyrum made keep it without a chmod per write.
+func TestStateSpareOfOtherModeIsTightened(t *testing.T) {
+	d := mustCreate(t)
+	spare := d.File(gyrumdir.StateSpare)
+	if err := os.WriteFile(spare, []byte("committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(spare, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := d.WriteState(gyrumdir.LoopState{PID: 1, Posts: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{d.File(gyrumdir.StateFile), spare} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				continue // before the second write there is no spare
+			}
+			if p == spare && i == 0 {
+				continue // the old state: not written yet
+			}
+			if fi.Mode().Perm() != gyrumdir.FilePerm {
+				t.Errorf("write %d: %s has mode %v, want %v", i, p, fi.Mode().Perm(), gyrumdir.FilePerm)
+			}
+		}
+	}
+	if s, err := d.ReadState(); err != nil || s.Posts != 2 {
+		t.Fatalf("state: %+v, %v", s, err)
+	}
+}
