@@ -42,14 +42,32 @@ func scanTicketLeases(rows pgx.Rows, n int) (map[string]warp.TicketLease, error)
 	return out, nil
 }
 
-// ReadBatch sends the batch's lease read and the meta read together: one
-// round trip. PostgreSQL runs them in order, so the meta value is read
-// after the leases are locked.
+// batchPlanSQL steers the plans of the rest of a heartbeat batch's
+// transaction to the keys. A batch reads and updates a few dozen leases by
+// (ticket, epoch); on a table of a few thousand leases the planner chose
+// sequential scans of tickets and leases joined by hash for both (the
+// rows of a lease updated at every heartbeat cost each scan again until
+// vacuum), and index lookups made the batch's work 10-20 % cheaper
+// (docs/BENCHMARKS.md). The settings are the transaction's own
+// (set_config's is_local) and off only penalises a sequential scan or a
+// hash join: a statement with no other way still has it. The batch's
+// statements run only here, so the plans PostgreSQL caches for them are
+// made under these settings.
+const batchPlanSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true)`
+
+// ReadBatch sends the batch's plan settings, lease read and meta read
+// together: one round trip. PostgreSQL runs them in order, so the meta
+// value is read after the leases are locked.
 func (t *tx) ReadBatch(ctx context.Context, ids []string, key string) (map[string]warp.TicketLease, string, bool, error) {
 	b := &pgx.Batch{}
+	b.Queue(batchPlanSQL)
 	b.Queue(t.currentLeasesSQL(), ids)
 	b.Queue("SELECT value FROM meta WHERE key = $1", key)
 	br := t.tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, "", false, translate(err)
+	}
 	rows, err := br.Query()
 	if err != nil {
 		br.Close()
@@ -107,6 +125,18 @@ func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, n int) error {
 	return nil
 }
 
+// updateLeasesSQL writes the heartbeat columns of leases given as arrays,
+// one element a lease ($1 ticket, $2 epoch, then the columns).
+const updateLeasesSQL = `UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
+		progress_at = v.prog, schema_version = v.schema, in_flight = v.in_flight, first_v2_at = v.first_v2,
+		refreshed_at = v.refreshed, expires_at = v.expires, fallback_extended = v.fallback, hook_seen = v.hook_seen,
+		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[], $7::text[],
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::boolean[], $12::text[], $13::bigint[], $14::text[], $15::bigint[])
+			AS v(ticket, epoch, hb, act, prog, schema, in_flight, first_v2, refreshed, expires, fallback, hook_seen,
+			hook_events, verdict, due)
+		WHERE l.ticket = v.ticket AND l.epoch = v.epoch`
+
 // queueUpdateLeases queues on b the update of the heartbeat columns of
 // ls, in one statement (arrays unnested into rows); nothing for no lease.
 func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
@@ -128,16 +158,7 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 		expires[i], fallback[i], hookSeen[i], hookEvents[i] = ts(l.ExpiresAt), l.FallbackExtended, string(l.HookSeen), l.HookEvents
 		verdict[i], due[i] = string(l.RecordedVerdict), ts(l.VerdictDueAt)
 	}
-	b.Queue(`UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
-		progress_at = v.prog, schema_version = v.schema, in_flight = v.in_flight, first_v2_at = v.first_v2,
-		refreshed_at = v.refreshed, expires_at = v.expires, fallback_extended = v.fallback, hook_seen = v.hook_seen,
-		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[], $7::text[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::boolean[], $12::text[], $13::bigint[], $14::text[], $15::bigint[])
-			AS v(ticket, epoch, hb, act, prog, schema, in_flight, first_v2, refreshed, expires, fallback, hook_seen,
-			hook_events, verdict, due)
-		WHERE l.ticket = v.ticket AND l.epoch = v.epoch`,
-		tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due)
+	b.Queue(updateLeasesSQL, tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due)
 }
 
 // queueRecordHeartbeats queues on b a batch's heartbeat counts: the

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,4 +61,36 @@ func explain(t *testing.T, db *postgres.DB, query string, args ...any) string {
 		t.Fatal(err)
 	}
 	return strings.Join(plan, "\n")
+}
+
+// A heartbeat batch reads and updates its leases through the keys of
+// tickets and leases, not by scanning either table: on a small table (a
+// thousand leases here) the planner would otherwise scan both and join
+// them by hash, for a few dozen rows.
+func TestHeartbeatBatchUsesKeys(t *testing.T) {
+	db := openDB(t, postgres.Options{})
+	loadLeases(t, db, 1000, 0, newClock().Now())
+	var ids []string
+	for i := 1; i <= 16; i++ {
+		ids = append(ids, fmt.Sprintf("B-%07d", i*37))
+	}
+	read, update, err := postgres.ExplainBatch(context.Background(), db, ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, plan := range map[string]string{"lease read": read, "lease update": update} {
+		if strings.Contains(plan, "Seq Scan on leases") || strings.Contains(plan, "Seq Scan on tickets") || strings.Contains(plan, "Hash Join") {
+			t.Errorf("%s scans a table or joins by hash:\n%s", what, plan)
+		}
+	}
+	// Without the batch's settings the same statements scan: what the
+	// settings are for (if a PostgreSQL chose the keys anyway, this says
+	// the settings may go).
+	read, update, err = postgres.ExplainBatch(context.Background(), db, ids, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(read+update, "Seq Scan") {
+		t.Logf("without the settings PostgreSQL chose no sequential scan either:\n%s\n%s", read, update)
+	}
 }
