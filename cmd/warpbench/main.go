@@ -32,6 +32,7 @@ func main() {
 	flag.BoolVar(&large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of markdown")
 	flag.IntVar(&cfg.Requests, "requests", bench.DefaultRequests, "heartbeats per ingest target")
+	flag.IntVar(&cfg.IngestPairs, "ingest-pairs", bench.DefaultIngestPairs, "times each warp ingest target runs, each right after the no-op handler (the median pair is reported)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent load-generator clients")
 	flag.DurationVar(&cfg.MaxDuration, "max-duration", bench.DefaultMaxDuration, "time cap per ingest target")
 	flag.StringVar(&cfg.PostgresURL, "postgres", "", "also measure ingest on PostgreSQL at this URL (a schema of its own, dropped after)")

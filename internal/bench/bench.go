@@ -36,6 +36,10 @@ type Config struct {
 	// IngestHosts are the host counts warp's ingest is measured at (the
 	// leases spread over them); DefaultIngestHosts when empty.
 	IngestHosts []int
+	// IngestPairs is how many times each warp target is measured, each
+	// time right after the no-op handler; its figures are those of the
+	// pair with the median ratio (DefaultIngestPairs when 0).
+	IngestPairs int
 	// PostgresURL, when set, adds warp on PostgreSQL (one server, 50
 	// hosts, a schema of its own dropped after) to the ingest targets.
 	PostgresURL string
@@ -67,9 +71,13 @@ const (
 	DefaultConcurrency  = 32
 	DefaultMaxDuration  = 30 * time.Second
 	DefaultIngestLeases = 1000
-	DefaultDue          = 1000
-	DefaultSweeps       = 5
-	DefaultExecs        = 300
+	// DefaultIngestPairs: the no-op handler's own rate moved by a third
+	// between runs minutes apart on the shared CI host, so one pair's
+	// ratio carried ±15 %.
+	DefaultIngestPairs = 3
+	DefaultDue         = 1000
+	DefaultSweeps      = 5
+	DefaultExecs       = 300
 	// DefaultLoadRate is 1M held leases heartbeating every 240 s, the
 	// default interval.
 	DefaultLoadRate      = 1_000_000.0 / 240
@@ -108,6 +116,9 @@ func (c *Config) defaults() error {
 	}
 	if c.IngestLeases <= 0 {
 		c.IngestLeases = DefaultIngestLeases
+	}
+	if c.IngestPairs <= 0 {
+		c.IngestPairs = DefaultIngestPairs
 	}
 	if len(c.IngestHosts) == 0 {
 		c.IngestHosts = DefaultIngestHosts
@@ -161,8 +172,8 @@ type Results struct {
 	Ingest  []IngestResult `json:"ingest"`
 	// IngestRatio is warp's throughput on SQLite (at 50 hosts, else the
 	// first host count) divided by the no-op handler's measured right
-	// before it (IngestResult.Anchor); PostgresRatio the
-	// same on PostgreSQL (0 when not measured).
+	// before it (IngestResult.Anchor), the median of Config.IngestPairs
+	// pairs; PostgresRatio the same on PostgreSQL (0 when not measured).
 	IngestRatio   float64       `json:"ingest_ratio"`
 	PostgresRatio float64       `json:"postgres_ratio,omitempty"`
 	Sweep         []SweepResult `json:"sweep"`

@@ -58,6 +58,13 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("ingest %s: got %+v, want 200 requests, no error, ordered percentiles", in.Target, in)
 		}
 	}
+	// Each warp target is the median of DefaultIngestPairs no-op/warp
+	// pairs, its ratio within their spread.
+	for _, in := range res.Ingest[:2] {
+		if in.Pairs != bench.DefaultIngestPairs || in.RatioMin <= 0 || in.RatioMin > in.Ratio() || in.Ratio() > in.RatioMax {
+			t.Errorf("ingest %s: %d pairs, ratio %v within %v..%v; want %d pairs and the ratio within", in.Target, in.Pairs, in.Ratio(), in.RatioMin, in.RatioMax, bench.DefaultIngestPairs)
+		}
+	}
 	if len(res.Sweep) != 1 || res.Sweep[0].Active != 2000 || res.Sweep[0].Sweeps != 3 || res.Sweep[0].P50Ms > res.Sweep[0].MaxMs || res.Sweep[0].ScrapeMs <= 0 || res.Sweep[0].HostsMs <= 0 {
 		t.Errorf("sweep: got %+v", res.Sweep)
 	} else if u := res.Sweep[0].UnderLoad; u == nil || u.Achieved <= 0 || u.Ticks < 2 || u.TickP50Ms > u.TickMaxMs || u.P50Ms > u.P99Ms {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,12 @@ type IngestResult struct {
 	// target with the same generator (warp targets only): the machine's
 	// speed drifts between runs, so each warp figure has its own anchor.
 	Anchor float64 `json:"anchor_per_second,omitempty"`
+	// Pairs is how many no-op/warp pairs were run (warp targets only):
+	// the figures above are those of the pair with the median ratio,
+	// RatioMin and RatioMax the lowest and highest pair's.
+	Pairs    int     `json:"pairs,omitempty"`
+	RatioMin float64 `json:"ratio_min,omitempty"`
+	RatioMax float64 `json:"ratio_max,omitempty"`
 }
 
 // Ratio is PerSecond against Anchor, 0 without an anchor.
@@ -170,32 +177,22 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		if err := mkdir(dir); err != nil {
 			return nil, err
 		}
-		a, err := anchor()
-		if err != nil {
-			return nil, err
-		}
 		ws, err := startWarp(ctx, dir, warp.Config{}, cfg.IngestLeases, hosts, true, nil)
 		if err != nil {
 			return nil, err
 		}
-		w, err := load(ctx, cfg, fmt.Sprintf("warp (SQLite, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+		w, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (SQLite, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
 		ws.close()
 		if err != nil {
 			return nil, err
 		}
-		w.Hosts, w.Anchor = hosts, a
 		out = append(out, w)
 	}
 	if cfg.PostgresURL != "" {
-		a, err := anchor()
+		p, err := ingestPostgres(ctx, cfg, anchor)
 		if err != nil {
 			return nil, err
 		}
-		p, err := ingestPostgres(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		p.Anchor = a
 		out = append(out, p)
 	}
 	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
@@ -205,9 +202,33 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 	return append(out, n), nil
 }
 
+// paired measures target (at url, leases over hosts) cfg.IngestPairs
+// times, each right after the no-op handler (anchor), and returns the
+// pair with the median ratio, with the spread of the ratios.
+func paired(ctx context.Context, cfg Config, anchor func() (float64, error), target, url string, hosts int) (IngestResult, error) {
+	var rs []IngestResult
+	for range max(cfg.IngestPairs, 1) {
+		a, err := anchor()
+		if err != nil {
+			return IngestResult{}, err
+		}
+		w, err := load(ctx, cfg, target, url, hosts)
+		if err != nil {
+			return IngestResult{}, err
+		}
+		w.Hosts, w.Anchor = hosts, a
+		rs = append(rs, w)
+	}
+	slices.SortStableFunc(rs, func(x, y IngestResult) int { return cmp.Compare(x.Ratio(), y.Ratio()) })
+	m := rs[len(rs)/2]
+	m.Pairs, m.RatioMin, m.RatioMax = len(rs), rs[0].Ratio(), rs[len(rs)-1].Ratio()
+	return m, nil
+}
+
 // ingestPostgres measures one warp on PostgreSQL at 50 hosts (fewer when
-// there are fewer leases), in a schema of its own that it drops after.
-func ingestPostgres(ctx context.Context, cfg Config) (IngestResult, error) {
+// there are fewer leases), in a schema of its own that it drops after,
+// paired with the no-op handler as paired does.
+func ingestPostgres(ctx context.Context, cfg Config, anchor func() (float64, error)) (IngestResult, error) {
 	schema := fmt.Sprintf("warpbench_%d_%d", os.Getpid(), time.Now().UnixNano())
 	db, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{Schema: schema})
 	if err != nil {
@@ -223,9 +244,9 @@ func ingestPostgres(ctx context.Context, cfg Config) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
-	r, err := load(ctx, cfg, fmt.Sprintf("warp (PostgreSQL, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+	r, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (PostgreSQL, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
 	ws.close()
-	r.Hosts, r.Postgres = hosts, true
+	r.Postgres = true
 	return r, err
 }
 

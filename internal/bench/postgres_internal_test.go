@@ -20,13 +20,28 @@ func TestIngestPostgres(t *testing.T) {
 	}
 	ctx := context.Background()
 	cfg := Config{Requests: 200, Concurrency: 4, MaxDuration: 30 * time.Second, IngestLeases: 20, PostgresURL: url,
-		Logger: slog.New(slog.DiscardHandler)}
-	r, err := ingestPostgres(ctx, cfg)
+		IngestPairs: 2, Logger: slog.New(slog.DiscardHandler)}
+	ns, err := serve(noop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.close()
+	anchors := 0
+	anchor := func() (float64, error) {
+		anchors++
+		n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
+		return n.PerSecond, err
+	}
+	r, err := ingestPostgres(ctx, cfg, anchor)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Postgres || r.Hosts != 20 || r.Requests != 200 || r.Errors != 0 || r.PerSecond <= 0 || !strings.Contains(r.Target, "PostgreSQL") {
 		t.Errorf("got %+v, want 200 heartbeats answered by warp on PostgreSQL over 20 hosts", r)
+	}
+	// Two pairs, each warp run after its own no-op run.
+	if anchors != 2 || r.Pairs != 2 || r.Anchor <= 0 || r.RatioMin > r.Ratio() || r.Ratio() > r.RatioMax || r.RatioMin <= 0 {
+		t.Errorf("pairs: %d anchors run, got %+v (ratio %v), want 2 pairs with the reported ratio within their spread", anchors, r, r.Ratio())
 	}
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
