@@ -219,10 +219,18 @@ func paired(ctx context.Context, cfg Config, anchor func() (float64, error), tar
 		w.Hosts, w.Anchor = hosts, a
 		rs = append(rs, w)
 	}
+	return medianPair(rs), nil
+}
+
+// medianPair returns the result of rs (one or more pairs) with the median
+// ratio (the upper one of an even count), with the count and the lowest
+// and highest ratio.
+func medianPair(rs []IngestResult) IngestResult {
+	rs = slices.Clone(rs)
 	slices.SortStableFunc(rs, func(x, y IngestResult) int { return cmp.Compare(x.Ratio(), y.Ratio()) })
 	m := rs[len(rs)/2]
 	m.Pairs, m.RatioMin, m.RatioMax = len(rs), rs[0].Ratio(), rs[len(rs)-1].Ratio()
-	return m, nil
+	return m
 }
 
 // ingestPostgres measures one warp on PostgreSQL at 50 hosts (fewer when
