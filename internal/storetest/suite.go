@@ -66,12 +66,20 @@ func newEnv(t *testing.T, open func(t *testing.T) warp.Store, opts ...func(*warp
 		o(&e.cfg)
 	}
 	e.start()
+	t.Cleanup(func() { e.svc.Close() })
 	return e
 }
 
-// start builds the Service from e.cfg and runs Init, as a server start.
+// start builds the Service from e.cfg and runs Init, as a server start;
+// a running one is closed first, as a server that stops (its buffered
+// adoption counts written).
 func (e *env) start() {
 	e.t.Helper()
+	if e.svc != nil {
+		if err := e.svc.Close(); err != nil {
+			e.t.Fatalf("close the running service: %v", err)
+		}
+	}
 	svc, err := warp.NewService(e.store, e.cfg)
 	if err != nil {
 		e.t.Fatalf("new service: %v", err)

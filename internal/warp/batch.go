@@ -11,9 +11,9 @@ import (
 
 // Group commit of heartbeats. Heartbeats that arrive while a transaction
 // is being committed queue up, and the next transaction applies all of
-// them (up to MaxHeartbeatBatch): one BEGIN, one mode read, one commit
-// (one fsync on SQLite) and one adoption write per host for the whole
-// batch, instead of per heartbeat. Each heartbeat is answered only after
+// them (up to MaxHeartbeatBatch): one BEGIN, one mode read and one
+// commit for the whole batch, instead of per heartbeat; its adoption
+// counts wait in memory for the next flush (counts.go). Each heartbeat is answered only after
 // the transaction holding it committed, so an answered heartbeat is as
 // durable as before. A heartbeat that fails its own checks (stale epoch,
 // ended lease, not the holder) is answered with its error and writes
@@ -61,20 +61,24 @@ type hbAnswer struct {
 type batcher struct {
 	workers int           // batches applied at once
 	linger  time.Duration // Config.BatchLinger; 0: none
-	start   sync.Once
-	stop    sync.Once
-	in      chan hbRequest
-	quit    chan struct{}
-	done    chan struct{}
+	// counts buffers committed batches' adoption counts until a flush
+	// (counts.go), countFlush after it turned non-empty.
+	counts     *countBuffer
+	countFlush time.Duration
+	start      sync.Once
+	stop       sync.Once
+	in         chan hbRequest
+	quit       chan struct{}
+	done       chan struct{}
 	// known holds the hosts this process recorded (only the batcher
 	// goroutine reads and writes it after start).
 	mu    sync.Mutex
 	known map[string]bool
 }
 
-func newBatcher(workers int, linger time.Duration) *batcher {
+func newBatcher(workers int, linger, countFlush time.Duration) *batcher {
 	return &batcher{workers: max(workers, 1), linger: max(linger, 0), in: make(chan hbRequest, MaxHeartbeatBatch), quit: make(chan struct{}),
-		done: make(chan struct{}), known: map[string]bool{}}
+		done: make(chan struct{}), known: map[string]bool{}, counts: newCountBuffer(), countFlush: countFlush}
 }
 
 // ConcurrentWriter is implemented by stores whose write transactions run
@@ -128,8 +132,17 @@ func (s *Service) heartbeatBatched(ctx context.Context, h Heartbeat) (HeartbeatR
 				s.runBatches()
 			}()
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.flushCounts(b.quit)
+		}()
 		go func() {
 			wg.Wait()
+			// The counts of the last batches, answered before quit.
+			if err := s.FlushCounts(context.Background()); err != nil {
+				s.log.Error("write adoption counts at shutdown: lost", "err", err, "rows", b.counts.pending())
+			}
 			close(b.done)
 		}()
 	})
@@ -238,8 +251,9 @@ func (s *Service) applyBatch(batch []hbRequest) {
 	}
 	sort.SliceStable(byTicket, func(a, b int) bool { return batch[byTicket[a]].h.Ticket < batch[byTicket[b]].h.Ticket })
 	var hosts []string
+	var cs []HeartbeatCount
 	err := s.store.Update(context.Background(), func(tx Tx) error {
-		hosts = hosts[:0] // a store may run fn again
+		hosts, cs = hosts[:0], cs[:0] // a store may run fn again
 		counts := map[hostSchema]*HeartbeatCount{}
 		var order []hostSchema
 		verdictCounts := hostCounts{}
@@ -350,40 +364,19 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				}
 			}
 		}
-		// One lock order for every write transaction: the leases by ticket
-		// (above), the adoption rows by (host, schema, token), then the
-		// verdict and hook counts by host — as a single heartbeat writes
-		// them (heartbeatOne). Two batches on PostgreSQL then cannot
-		// deadlock (with the adoption rows in arrival order they did, each
-		// deadlock costing a second and the batch).
-		sort.Slice(order, func(a, b int) bool {
-			x, y := order[a], order[b]
-			if x.host != y.host {
-				return x.host < y.host
-			}
-			if x.schema != y.schema {
-				return x.schema < y.schema
-			}
-			return x.token < y.token
-		})
+		// The adoption counts go to the buffer once this commits (counts.go).
+		for _, k := range order {
+			cs = append(cs, *counts[k])
+		}
 		if bulk != nil {
-			cs := make([]HeartbeatCount, len(order))
-			for i, k := range order {
-				cs[i] = *counts[k]
-			}
-			if err := bulk.WriteBatch(context.Background(), ls, cs); err != nil {
+			if err := bulk.WriteBatch(context.Background(), ls, nil); err != nil {
 				return err
-			}
-		} else {
-			for _, k := range order {
-				if _, err := tx.RecordHeartbeat(context.Background(), *counts[k]); err != nil {
-					return err
-				}
 			}
 		}
 		return verdictCounts.flush(context.Background(), tx)
 	})
 	if err == nil {
+		b.counts.add(cs)
 		for _, h := range hosts {
 			b.learn(h)
 		}

@@ -22,6 +22,7 @@ import (
 type gatedStore struct {
 	warp.Store
 	updates atomic.Int64
+	fail    atomic.Pointer[error] // non-nil: the next Update fails with it, running nothing
 	mu      sync.Mutex
 	hold    chan struct{} // non-nil: the next Update blocks on it
 	held    chan struct{} // closed when that Update is waiting
@@ -29,6 +30,9 @@ type gatedStore struct {
 
 func (g *gatedStore) Update(ctx context.Context, fn func(warp.Tx) error) error {
 	g.updates.Add(1)
+	if err := g.fail.Swap(nil); err != nil {
+		return *err
+	}
 	g.mu.Lock()
 	hold, held := g.hold, g.held
 	g.hold, g.held = nil, nil
@@ -81,6 +85,11 @@ func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *s
 	cfg.Now = clk.Now
 	cfg.Policy = warp.DefaultPolicy()
 	cfg.Policy.StartupGrace = 0
+	if cfg.CountFlush == 0 {
+		// No flush of adoption counts on its own: its transaction would
+		// count in g.updates, or take a gate meant for a heartbeat.
+		cfg.CountFlush = 1000 * time.Hour
+	}
 	svc, err := warp.NewService(g, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -324,6 +324,9 @@ func (s *Service) Hosts(ctx context.Context, window time.Duration) ([]HostStatus
 	if window <= 0 {
 		return nil, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
 	}
+	if err := s.FlushCounts(ctx); err != nil {
+		return nil, fmt.Errorf("write adoption counts: %w", err)
+	}
 	now := s.now()
 	byHost := map[string]*HostStatus{}
 	get := func(h string) *HostStatus {

@@ -62,6 +62,9 @@ type Config struct {
 	// once they are seen arriving together (batch.go); DefaultBatchLinger
 	// when 0, no wait when negative.
 	BatchLinger time.Duration
+	// CountFlush is how long the group commit keeps adoption counts in
+	// memory before it writes them (counts.go); DefaultCountFlush when 0.
+	CountFlush time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -115,7 +118,11 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		if linger == 0 {
 			linger = DefaultBatchLinger
 		}
-		s.batch = newBatcher(workers, linger)
+		flush := cfg.CountFlush
+		if flush <= 0 {
+			flush = DefaultCountFlush
+		}
+		s.batch = newBatcher(workers, linger, flush)
 	}
 	return s, nil
 }
@@ -793,6 +800,12 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 	if _, err := ParseMode(string(mode)); err != nil {
 		return "", err
 	}
+	if mode == ModeActivity && !force {
+		// The adoption check below must see the last second's v1 heartbeats.
+		if err := s.FlushCounts(ctx); err != nil {
+			return "", fmt.Errorf("write adoption counts: %w", err)
+		}
+	}
 	now := s.now()
 	err := s.store.Update(ctx, func(tx Tx) error {
 		old, err := s.currentMode(ctx, tx)
@@ -838,6 +851,9 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 func (s *Service) Adoption(ctx context.Context, window time.Duration) (Adoption, error) {
 	if window <= 0 {
 		return Adoption{}, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
+	}
+	if err := s.FlushCounts(ctx); err != nil {
+		return Adoption{}, fmt.Errorf("write adoption counts: %w", err)
 	}
 	var a Adoption
 	err := s.store.View(ctx, func(tx Tx) error {
