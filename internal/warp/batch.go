@@ -253,9 +253,8 @@ func (s *Service) applyBatch(batch []hbRequest) {
 	var hosts []string
 	var cs []HeartbeatCount
 	err := s.store.Update(context.Background(), func(tx Tx) error {
-		hosts, cs = hosts[:0], cs[:0] // a store may run fn again
-		counts := map[hostSchema]*HeartbeatCount{}
-		var order []hostSchema
+		hosts, cs = hosts[:0], cs[:0]  // a store may run fn again
+		counts := map[hostSchema]int{} // index in cs
 		verdictCounts := hostCounts{}
 		// With a HeartbeatBatchTx, every lease of the batch is read (and
 		// locked, in ticket order) with the mode in one round trip, and the
@@ -264,8 +263,12 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		// a mode change that rewrote these leases committed before it.
 		bulk, _ := tx.(HeartbeatBatchTx)
 		var cur map[string]TicketLease
-		pending := map[string]Lease{}
-		var pendingOrder []string
+		// ls holds the heartbeat columns to write, one entry per ticket
+		// (pending: its index); an entry a later full write of the ticket
+		// carries is dropped.
+		var ls []Lease
+		var dropped []bool
+		pending := map[string]int{}
 		var mode Mode
 		if bulk != nil {
 			var ids []string
@@ -292,7 +295,7 @@ func (s *Service) applyBatch(batch []hbRequest) {
 				return err
 			}
 		}
-		for _, i := range byTicket {
+		for n, i := range byTicket {
 			r := batch[i]
 			answers[i], single[i] = hbAnswer{}, false
 			if err := r.ctx.Err(); err != nil {
@@ -322,19 +325,25 @@ func (s *Service) applyBatch(batch []hbRequest) {
 			}
 			ch, res := s.cfg.Policy.Heartbeat(mode, t, l, r.h, s.cfg.ReleaseOnExit, now)
 			if bulk != nil && ch.LeaseDirty && !ch.InsertLease && !ch.TicketDirty && len(ch.Events) == 0 && SameHolding(l, ch.Lease) {
-				if _, ok := pending[t.ID]; !ok {
-					pendingOrder = append(pendingOrder, t.ID)
+				if j, ok := pending[t.ID]; ok {
+					ls[j] = ch.Lease
+				} else {
+					pending[t.ID] = len(ls)
+					ls = append(ls, ch.Lease)
+					dropped = append(dropped, false)
 				}
-				pending[t.ID] = ch.Lease
 				verdictCounts.add(ch.Lease.Host, ch.Counts)
 			} else {
-				delete(pending, t.ID) // this write carries the ticket's earlier changes too
+				if j, ok := pending[t.ID]; ok {
+					dropped[j] = true // this write carries the ticket's earlier changes too
+					delete(pending, t.ID)
+				}
 				if _, err := s.writeCounting(r.ctx, tx, ch, verdictCounts); err != nil {
 					return err
 				}
 			}
-			if tl, ok := cur[t.ID]; ok {
-				// A later heartbeat of the ticket in this batch sees this one.
+			if tl, ok := cur[t.ID]; ok && n+1 < len(byTicket) && batch[byTicket[n+1]].h.Ticket == r.h.Ticket {
+				// The next heartbeat of the batch, of the same ticket, sees this one.
 				after := ch.Lease
 				tl.Lease = &after
 				if ch.TicketDirty {
@@ -344,29 +353,25 @@ func (s *Service) applyBatch(batch []hbRequest) {
 			}
 			answers[i].res = res
 			k := hostSchema{host, caller.Token, r.h.SchemaVersion}
-			if c := counts[k]; c != nil {
-				c.N++
+			if j, ok := counts[k]; ok {
+				cs[j].N++
 			} else {
-				counts[k] = &HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: r.h.SchemaVersion, At: now, N: 1}
-				order = append(order, k)
+				counts[k] = len(cs)
+				cs = append(cs, HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: r.h.SchemaVersion, At: now, N: 1})
 				hosts = append(hosts, host)
 			}
 		}
-		// The heartbeat columns of the batch's leases, locked above; a
-		// ticket listed twice in pendingOrder is written once.
-		var ls []Lease
-		if len(pending) > 0 {
-			ls = make([]Lease, 0, len(pending))
-			for _, id := range pendingOrder {
-				if l, ok := pending[id]; ok {
-					ls = append(ls, l)
-					delete(pending, id)
+		// The heartbeat columns of the batch's leases, locked above, in
+		// ticket order; the adoption counts go to the buffer once this
+		// commits (counts.go).
+		if len(pending) < len(ls) {
+			kept := ls[:0]
+			for j, l := range ls {
+				if !dropped[j] {
+					kept = append(kept, l)
 				}
 			}
-		}
-		// The adoption counts go to the buffer once this commits (counts.go).
-		for _, k := range order {
-			cs = append(cs, *counts[k])
+			ls = kept
 		}
 		if bulk != nil {
 			if err := bulk.WriteBatch(context.Background(), ls, nil); err != nil {
