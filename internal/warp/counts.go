@@ -32,6 +32,12 @@ const DefaultCountFlush = time.Second
 // flushed without waiting for the interval.
 const maxPendingCounts = 4096
 
+// maxKeptCounts bounds what failed flushes keep for the next one: past
+// it, a failed flush's counts are dropped (and logged), so a database
+// that takes heartbeats but refuses the adoption rows cannot grow the
+// buffer without end. A variable for tests.
+var maxKeptCounts = 64 * maxPendingCounts
+
 type countKey struct {
 	host, token string
 	schema      int
@@ -150,6 +156,10 @@ func (s *Service) FlushCounts(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		if n := c.pending(); n+len(cs) > maxKeptCounts {
+			s.log.Error("write adoption counts: dropped, too many kept from failed flushes", "err", err, "rows", len(cs), "kept", n)
+			return err
+		}
 		c.add(cs)
 		return err
 	}

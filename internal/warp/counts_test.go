@@ -139,3 +139,32 @@ func TestSetModeSeesBufferedCounts(t *testing.T) {
 		t.Fatalf("switch to activity right after a v1 heartbeat: %v, want ErrAdoptionIncomplete", err)
 	}
 }
+
+// TestAdoptionCountsFlushFailsBounded: what failed flushes keep is
+// bounded; past the bound a failed flush's counts are dropped, and the
+// buffer goes on counting.
+func TestAdoptionCountsFlushFailsBounded(t *testing.T) {
+	warp.SetMaxKeptCounts(t, 2)
+	svc, g, clk := gatedService(t, warp.Config{})
+	for i := range 3 {
+		mustClaim(t, svc, fmt.Sprintf("T-%d", i))
+	}
+	broken := errors.New("disk full")
+	for i := range 3 {
+		// One row per heartbeat: another host each.
+		mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: fmt.Sprintf("h%d", i), ActivityAge: 1})
+	}
+	g.fail.Store(&broken)
+	if err := svc.FlushCounts(context.Background()); !errors.Is(err, broken) {
+		t.Fatalf("flush on a failing store: %v, want %v", err, broken)
+	}
+	clk.Advance(time.Second)
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-0", Epoch: 1, Host: "h0", ActivityAge: 1})
+	if err := svc.FlushCounts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := storedAdoption(t, g)
+	if len(got) != 1 || got["h0"].V2Count != 1 {
+		t.Fatalf("after a failed flush of 3 rows over a bound of 2, then one more heartbeat: %+v, want only h0's last heartbeat", got)
+	}
+}

@@ -8,3 +8,11 @@ func QueuedHeartbeats(s *Service) int {
 	}
 	return len(s.batch.in)
 }
+
+// SetMaxKeptCounts bounds the adoption counts failed flushes keep, until
+// the test ends.
+func SetMaxKeptCounts(t interface{ Cleanup(func()) }, n int) {
+	old := maxKeptCounts
+	maxKeptCounts = n
+	t.Cleanup(func() { maxKeptCounts = old })
+}
