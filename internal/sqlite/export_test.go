@@ -135,3 +135,11 @@ func UpdateLeasesBeatSQL(n int) string { return qUpdateLeasesBeat(n) }
 
 // UpdateChunk is how many leases one multi-row update writes.
 const UpdateChunk = updateChunk
+
+// Checkpoints reports how many checkpoints the store's checkpointer
+// completed and its last failure.
+func (db *DB) Checkpoints() (int64, string) {
+	db.ckpt.mu.Lock()
+	defer db.ckpt.mu.Unlock()
+	return db.ckpt.runs.Load(), db.ckpt.lastErr
+}

@@ -67,6 +67,7 @@ type DB struct {
 	wStmts stmtCache
 	rStmts stmtCache
 	leases *leaseCache // the writer's, see cache.go
+	ckpt   *checkpointer // see checkpoint.go
 }
 
 var _ warp.Store = (*DB)(nil)
@@ -104,6 +105,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	db.r = r
+	ck, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	ck.SetMaxIdleConns(1)
+	db.ckpt = newCheckpointer(ck, CheckpointCommits, CheckpointInterval)
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -133,6 +142,8 @@ func dsn(path string, readOnly bool) string {
 		q.Set("_query_only", "1")
 	} else {
 		q.Set("_txlock", "immediate")
+		// The store's checkpointer does it, off the writer's path.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 	}
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
 	return u.String()
@@ -186,6 +197,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *lea
 		}
 		return translate("commit", err)
 	}
+	if cache != nil && db.ckpt != nil {
+		db.ckpt.committed()
+	}
 	return nil
 }
 
@@ -202,6 +216,9 @@ func (db *DB) Ping(ctx context.Context) error {
 // connection to close.
 func (db *DB) Close() error {
 	var errs []error
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+	}
 	db.rStmts.close()
 	db.wStmts.close()
 	if db.r != nil {

@@ -1,0 +1,108 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// openCheckpointing opens a store whose checkpointer runs after every
+// commits write transactions, or after interval.
+func openCheckpointing(t *testing.T, commits int64, interval time.Duration) (*sqlite.DB, string) {
+	t.Helper()
+	oldC, oldI := sqlite.CheckpointCommits, sqlite.CheckpointInterval
+	sqlite.CheckpointCommits, sqlite.CheckpointInterval = commits, interval
+	t.Cleanup(func() { sqlite.CheckpointCommits, sqlite.CheckpointInterval = oldC, oldI })
+	path := filepath.Join(t.TempDir(), "warp.db")
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// writePages commits n write transactions of a few pages each.
+func writePages(t *testing.T, db *sqlite.DB, n int) {
+	t.Helper()
+	big := strings.Repeat("x", 6000)
+	for i := range n {
+		err := db.Update(context.Background(), func(tx warp.Tx) error {
+			return tx.SetMeta(context.Background(), fmt.Sprintf("k%d", i%50), big+fmt.Sprint(i))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// walFrames runs a PASSIVE checkpoint on a connection of the test's own
+// and returns the WAL's frames and how many of them are in the database
+// file.
+func walFrames(t *testing.T, path string) (log, done int64) {
+	t.Helper()
+	c, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var busy int64
+	if err := c.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done); err != nil {
+		t.Fatal(err)
+	}
+	return log, done
+}
+
+// TestWriterLeavesCheckpointsToTheCheckpointer: commits never checkpoint
+// the WAL themselves (SQLite's default would past 1,000 pages): with the
+// checkpointer idle, the WAL keeps every frame.
+func TestWriterLeavesCheckpointsToTheCheckpointer(t *testing.T) {
+	db, path := openCheckpointing(t, 1<<40, time.Hour)
+	writePages(t, db, 600)
+	if n, _ := db.Checkpoints(); n != 0 {
+		t.Fatalf("%d checkpoints with the checkpointer idle", n)
+	}
+	if log, _ := walFrames(t, path); log <= 1000 {
+		t.Fatalf("the WAL holds %d frames after 600 commits of ~3 pages, want more than 1,000: something checkpointed it", log)
+	}
+}
+
+// TestCheckpointerRuns: the checkpointer checkpoints after
+// CheckpointCommits commits, and CheckpointInterval after a commit when
+// fewer came.
+func TestCheckpointerRuns(t *testing.T) {
+	waitCheckpoints := func(t *testing.T, db *sqlite.DB, n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, lastErr := db.Checkpoints()
+			if lastErr != "" {
+				t.Fatalf("checkpointer: %s", lastErr)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checkpoints after 10s, want %d", got, n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	t.Run("commits", func(t *testing.T) {
+		db, _ := openCheckpointing(t, 20, time.Hour)
+		writePages(t, db, 20)
+		waitCheckpoints(t, db, 1)
+	})
+	t.Run("interval", func(t *testing.T) {
+		db, _ := openCheckpointing(t, 1<<40, 20*time.Millisecond)
+		writePages(t, db, 3)
+		waitCheckpoints(t, db, 1)
+	})
+}
