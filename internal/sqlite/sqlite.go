@@ -66,7 +66,7 @@ type DB struct {
 	r      *sql.DB // read-only pool
 	wStmts stmtCache
 	rStmts stmtCache
-	leases *leaseCache // the writer's, see cache.go
+	leases *leaseCache   // the writer's, see cache.go
 	ckpt   *checkpointer // see checkpoint.go
 }
 
