@@ -13,9 +13,9 @@ import (
 // is being committed queue up, and the next transaction applies all of
 // them (up to MaxHeartbeatBatch): one BEGIN, one mode read and one
 // commit for the whole batch, instead of per heartbeat; its adoption
-// counts wait in memory for the next flush (counts.go). Each heartbeat is answered only after
-// the transaction holding it committed, so an answered heartbeat is as
-// durable as before. A heartbeat that fails its own checks (stale epoch,
+// counts wait in memory for the next flush (counts.go). Each heartbeat is
+// answered only after the transaction holding it committed, so an
+// answered heartbeat is as durable as before. A heartbeat that fails its own checks (stale epoch,
 // ended lease, not the holder) is answered with its error and writes
 // nothing; the others in the batch still commit.
 //
