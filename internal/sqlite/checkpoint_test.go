@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,17 +61,32 @@ func walFrames(t *testing.T, path string) (log, done int64) {
 	return log, done
 }
 
-// TestWriterLeavesCheckpointsToTheCheckpointer: commits never checkpoint
-// the WAL themselves (SQLite's default would past 1,000 pages): with the
-// checkpointer idle, the WAL keeps every frame.
+// TestWriterLeavesCheckpointsToTheCheckpointer: commits do not checkpoint
+// the WAL themselves past 1,000 pages (SQLite's default) — with the
+// checkpointer idle the WAL keeps every frame — but do past
+// WriterCheckpointPages, the backstop.
 func TestWriterLeavesCheckpointsToTheCheckpointer(t *testing.T) {
 	db, path := openCheckpointing(t, 1<<40, time.Hour)
 	writePages(t, db, 600)
 	if n, _ := db.Checkpoints(); n != 0 {
 		t.Fatalf("%d checkpoints with the checkpointer idle", n)
 	}
-	if log, _ := walFrames(t, path); log <= 1000 {
-		t.Fatalf("the WAL holds %d frames after 600 commits of ~3 pages, want more than 1,000: something checkpointed it", log)
+	log, _ := walFrames(t, path)
+	if log <= 1000 {
+		t.Fatalf("the WAL holds %d frames after 600 commits of ~2 pages, want more than 1,000: something checkpointed it", log)
+	}
+	// Past the backstop the writer checkpoints and starts the WAL over:
+	// the file (which keeps its largest size) stays near that many
+	// frames, where 16,000 more commits of at least a page would make it
+	// half as large again.
+	writePages(t, db, 16_000)
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 24 + 4096
+	if max := int64(sqlite.WriterCheckpointPages+200) * frame; fi.Size() > max {
+		t.Fatalf("the WAL file is %d bytes (%d frames), want at most ~%d frames: the writer never checkpointed", fi.Size(), fi.Size()/frame, sqlite.WriterCheckpointPages)
 	}
 }
 

@@ -142,8 +142,9 @@ func dsn(path string, readOnly bool) string {
 		q.Set("_query_only", "1")
 	} else {
 		q.Set("_txlock", "immediate")
-		// The store's checkpointer does it, off the writer's path.
-		q.Add("_pragma", "wal_autocheckpoint(0)")
+		// The store's checkpointer does it, off the writer's path; the
+		// writer only past WriterCheckpointPages (checkpoint.go).
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(WriterCheckpointPages)+")")
 	}
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
 	return u.String()
