@@ -53,7 +53,7 @@ type checkpointer struct {
 	done    sync.WaitGroup
 	every   int64
 	after   time.Duration
-	// Checkpoints counts completed checkpoints; lastErr is the last
+	// runs counts completed checkpoints; lastErr is the last
 	// failure's text (empty after a success).
 	runs    atomic.Int64
 	mu      sync.Mutex
