@@ -68,12 +68,9 @@ func TestAdoptionCountsFlush(t *testing.T) {
 		if a.HostCount != 2 || a.Hosts[1].Host != "h2" || a.Hosts[1].V2Count != 1 {
 			t.Fatalf("adoption right after h2's heartbeat: %+v, want h1 (2) and h2 (1)", a.Hosts)
 		}
+		beat(3, "h3")
 		hosts, err := svc.Hosts(context.Background(), time.Hour)
 		if err != nil {
-			t.Fatal(err)
-		}
-		beat(3, "h3")
-		if hosts, err = svc.Hosts(context.Background(), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		var h3 *warp.HostAdoption
