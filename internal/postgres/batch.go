@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -92,42 +93,35 @@ func (t *tx) ReadBatch(ctx context.Context, ids []string, key string) (map[strin
 	return cur, v, found, nil
 }
 
-// WriteBatch sends the heartbeat columns of ls and the counts of cs
-// together: one round trip.
+// WriteBatch queues the heartbeat columns of ls and the counts of cs to go
+// out with the commit (or the transaction's next statement): the commit
+// then costs no round trip of its own. updateLeasesSQL fails the
+// transaction, in PostgreSQL, when a lease is not found.
 func (t *tx) WriteBatch(ctx context.Context, ls []warp.Lease, cs []warp.HeartbeatCount) error {
 	b := &pgx.Batch{}
 	queueUpdateLeases(b, ls)
 	queueRecordHeartbeats(b, cs)
-	return t.sendWrites(ctx, b, len(ls))
-}
-
-// sendWrites sends b, whose first statement updates n leases when n > 0,
-// and checks that it found them all.
-func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, n int) error {
-	if b.Len() == 0 {
+	n, stmts := len(ls), b.Len()
+	t.tx.deferWrites(b, func(br pgx.BatchResults) error {
+		for i := range stmts {
+			if _, err := br.Exec(); err != nil {
+				var pe *pgconn.PgError
+				if i == 0 && n > 0 && errors.As(err, &pe) && pe.Code == codeDivisionByZero {
+					return fmt.Errorf("update %d leases: not all found: %w: %w", n, warp.ErrNotFound, err)
+				}
+				return translate(err)
+			}
+		}
 		return nil
-	}
-	br := t.tx.SendBatch(ctx, b)
-	if n > 0 {
-		tag, err := br.Exec()
-		if err != nil {
-			br.Close()
-			return translate(err)
-		}
-		if got := tag.RowsAffected(); got != int64(n) {
-			br.Close()
-			return fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
-		}
-	}
-	if err := br.Close(); err != nil {
-		return translate(err)
-	}
+	})
 	return nil
 }
 
 // updateLeasesSQL writes the heartbeat columns of leases given as arrays,
-// one element a lease ($1 ticket, $2 epoch, then the columns).
-const updateLeasesSQL = `UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
+// one element a lease ($1 ticket, $2 epoch, then the columns), and fails
+// (division by zero: the statement then aborts the transaction, which
+// skips the COMMIT sent with it) unless it updated $16 leases.
+const updateLeasesSQL = `WITH u AS (UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
 		progress_at = v.prog, schema_version = v.schema, in_flight = v.in_flight, first_v2_at = v.first_v2,
 		refreshed_at = v.refreshed, expires_at = v.expires, fallback_extended = v.fallback, hook_seen = v.hook_seen,
 		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due
@@ -135,7 +129,9 @@ const updateLeasesSQL = `UPDATE leases l SET last_heartbeat_at = v.hb, last_acti
 			$8::bigint[], $9::bigint[], $10::bigint[], $11::boolean[], $12::text[], $13::bigint[], $14::text[], $15::bigint[])
 			AS v(ticket, epoch, hb, act, prog, schema, in_flight, first_v2, refreshed, expires, fallback, hook_seen,
 			hook_events, verdict, due)
-		WHERE l.ticket = v.ticket AND l.epoch = v.epoch`
+		WHERE l.ticket = v.ticket AND l.epoch = v.epoch
+		RETURNING 1)
+	SELECT 1 / (count(*) = $16)::integer FROM u`
 
 // queueUpdateLeases queues on b the update of the heartbeat columns of
 // ls, in one statement (arrays unnested into rows); nothing for no lease.
@@ -158,7 +154,7 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 		expires[i], fallback[i], hookSeen[i], hookEvents[i] = ts(l.ExpiresAt), l.FallbackExtended, string(l.HookSeen), l.HookEvents
 		verdict[i], due[i] = string(l.RecordedVerdict), ts(l.VerdictDueAt)
 	}
-	b.Queue(updateLeasesSQL, tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due)
+	b.Queue(updateLeasesSQL, tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due, n)
 }
 
 // queueRecordHeartbeats queues on b a batch's heartbeat counts: the

@@ -26,6 +26,7 @@ const (
 	codeCannotConnectNow     = "57P03"
 	codeTooManyConnections   = "53300"
 	codeReadOnlyTransaction  = "25006" // a write reached a standby (failover)
+	codeDivisionByZero       = "22012" // updateLeasesSQL's check
 )
 
 // translate maps a pgx error to the domain's sentinels at the boundary:

@@ -36,7 +36,7 @@ func ExplainBatch(ctx context.Context, db *DB, ids []string, settings bool) (rea
 		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		return strings.Join(lines, "\n"), err
 	}
-	t := &tx{tx: ptx, write: true}
+	t := &tx{write: true}
 	if read, err = explain(t.currentLeasesSQL(), ids); err != nil {
 		return "", "", err
 	}
@@ -45,6 +45,6 @@ func ExplainBatch(ctx context.Context, db *DB, ids []string, settings bool) (rea
 	for i := range ints {
 		ints[i] = 1
 	}
-	update, err = explain(updateLeasesSQL, ids, ints, ints, ints, ints, ints32, texts, ints, ints, ints, bools, texts, ints, texts, ints)
+	update, err = explain(updateLeasesSQL, ids, ints, ints, ints, ints, ints32, texts, ints, ints, ints, bools, texts, ints, texts, ints, n)
 	return read, update, err
 }

@@ -212,22 +212,32 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, write bool, fn func(w
 // runOnce runs one attempt and reports whether a failure may be retried:
 // only failures before commit, where PostgreSQL rolled everything back.
 func (db *DB) runOnce(ctx context.Context, opts pgx.TxOptions, write bool, fn func(warp.Tx) error) (retry bool, err error) {
-	ptx, err := db.pool.BeginTx(ctx, opts)
+	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		err = translate(err)
 		return errors.Is(err, warp.ErrUnavailable) || retryable(err), fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&tx{tx: ptx, write: write}); err != nil {
-		broken := ptx.Conn().IsClosed()
-		_ = ptx.Rollback(context.WithoutCancel(ctx))
+	defer conn.Release()
+	ptx := newPipeTx(conn, opts)
+	// failed rolls back after an error before commit, which may be re-run.
+	failed := func(err error) (bool, error) {
+		broken := conn.Conn().IsClosed()
+		ptx.rollback(context.WithoutCancel(ctx))
 		if broken && !errors.Is(err, warp.ErrUnavailable) {
 			err = unavailable(err)
 		}
 		return retryable(err) || errors.Is(err, warp.ErrUnavailable), err
 	}
-	if err := ptx.Commit(ctx); err != nil {
+	if err := fn(&tx{tx: ptx, write: write}); err != nil {
+		return failed(err)
+	}
+	before, err := ptx.commit(ctx)
+	if err != nil && before {
+		return failed(translate(err))
+	}
+	if err != nil {
 		// The outcome of a commit that got no answer is unknown: never re-run.
-		if isUnavailable(err) || ptx.Conn().IsClosed() {
+		if isUnavailable(err) || conn.Conn().IsClosed() {
 			return false, fmt.Errorf("commit: %w", unavailableAtCommit(err))
 		}
 		return false, fmt.Errorf("commit: %w", translate(err))

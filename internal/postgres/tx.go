@@ -18,7 +18,7 @@ import (
 
 // tx is one transaction. write is true inside Update: row reads then lock.
 type tx struct {
-	tx    pgx.Tx
+	tx    *pipeTx
 	write bool
 }
 

@@ -77,7 +77,17 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 			next.FallbackExtended, next.HookSeen, next.RecordedVerdict = true, warp.HookYes, warp.VerdictStalled
 			changed = append(changed, next)
 		}
-		return bt.WriteBatch(e.ctx, changed, withLeases)
+		if err := bt.WriteBatch(e.ctx, changed, withLeases); err != nil {
+			return err
+		}
+		// A read after it, in the same transaction, sees what it wrote
+		// (a store may hold writes back to send them with the commit).
+		for _, want := range changed {
+			if _, got, err := tx.CurrentLease(e.ctx, want.Ticket); err != nil || got != want {
+				t.Errorf("read after WriteBatch in its transaction: %+v %v\nwant %+v", got, err, want)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
