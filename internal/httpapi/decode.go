@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -16,20 +17,40 @@ import (
 
 // readBody reads at most MaxBodyBytes from r. A longer body is
 // ErrBodyTooLarge, whether r is an http.MaxBytesReader or not.
-func readBody(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, fmt.Errorf("%w: the limit is %d bytes", httpkit.ErrBodyTooLarge, MaxBodyBytes)
+func readBody(r io.Reader) ([]byte, error) { return readBodyInto(nil, r) }
+
+// readBodyInto is readBody reading into buf's capacity (growing it as
+// io.ReadAll does).
+func readBodyInto(buf []byte, r io.Reader) ([]byte, error) {
+	b := buf[:0]
+	lr := io.LimitedReader{R: r, N: MaxBodyBytes + 1}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
 		}
-		return nil, warp.Errorf(warp.ErrInvalid, "read body: %v", err)
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, fmt.Errorf("%w: the limit is %d bytes", httpkit.ErrBodyTooLarge, MaxBodyBytes)
+			}
+			return nil, warp.Errorf(warp.ErrInvalid, "read body: %v", err)
+		}
 	}
 	if len(b) > MaxBodyBytes {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", httpkit.ErrBodyTooLarge, MaxBodyBytes)
 	}
 	return b, nil
 }
+
+// heartbeatBodies holds the buffers heartbeat bodies are read into: one
+// arrives with every heartbeat, a hundred bytes or so, and the decoded
+// request copies what it keeps.
+var heartbeatBodies = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // errEmptyBody is returned by decodeObject for a body with nothing but
 // white space; callers that accept an empty body treat it as {}.
@@ -45,6 +66,11 @@ func decodeObject(b []byte, v any, strict bool) error {
 	}
 	if rest[0] != '{' {
 		return warp.Errorf(warp.ErrInvalid, "body must be a JSON object, got %s at offset %d", describeStart(rest), len(b)-len(rest))
+	}
+	// The common case, a valid object, costs one json.Unmarshal; any
+	// failure is decoded again below for an error that says where.
+	if !strict && json.Unmarshal(b, v) == nil {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if strict {
@@ -153,7 +179,11 @@ func decodeRequest(r *http.Request, v any, emptyOK bool) error {
 // 1 and 2, warp.ErrInvalid for anything else; an accepted heartbeat always
 // passes warp.ValidateHeartbeat.
 func DecodeHeartbeat(r io.Reader) (warp.Heartbeat, error) {
-	b, err := readBody(r)
+	buf := heartbeatBodies.Get().(*[]byte)
+	b, err := readBodyInto(*buf, r)
+	if b != nil && cap(b) <= 4096 {
+		defer func() { *buf = b[:0]; heartbeatBodies.Put(buf) }()
+	}
 	if err != nil {
 		return warp.Heartbeat{}, err
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"database/sql/driver"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -243,16 +245,34 @@ func isUnavailable(err error) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := answers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			answers.Put(buf)
+		}
+	}()
+	// Encode writes what Marshal would, and the newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		http.Error(w, `{"error":{"code":"internal","message":"encode answer"}}`, http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
+
+// answers holds the buffers answers are encoded into (a heartbeat's is
+// written with every heartbeat).
+var answers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// The header values of every JSON answer, shared: set as they are, never
+// changed.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
 
 // statusRecorder remembers the status a handler wrote. It unwraps to the
 // underlying writer so http.ResponseController (flushing for the event
