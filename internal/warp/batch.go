@@ -252,6 +252,7 @@ func (s *Service) applyBatch(batch []hbRequest) {
 	sort.SliceStable(byTicket, func(a, b int) bool { return batch[byTicket[a]].h.Ticket < batch[byTicket[b]].h.Ticket })
 	var hosts []string
 	var cs []HeartbeatCount
+	lsBuf := make([]Lease, 0, len(batch))
 	err := s.store.Update(context.Background(), func(tx Tx) error {
 		hosts, cs = hosts[:0], cs[:0]  // a store may run fn again
 		counts := map[hostSchema]int{} // index in cs
@@ -266,7 +267,7 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		// ls holds the heartbeat columns to write, one entry per ticket
 		// (pending: its index); an entry a later full write of the ticket
 		// carries is dropped.
-		var ls []Lease
+		ls := lsBuf[:0]
 		var dropped []bool
 		pending := map[string]int{}
 		var mode Mode
