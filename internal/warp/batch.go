@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -68,8 +69,13 @@ type batcher struct {
 	start      sync.Once
 	stop       sync.Once
 	in         chan hbRequest
-	quit       chan struct{}
-	done       chan struct{}
+	// answers holds the channels heartbeats wait for their answer on. A
+	// channel goes back only empty, its answer received (or never sent):
+	// no late answer can reach its next user. (The Service's own pool: a
+	// channel belongs to the synctest bubble that made it.)
+	answers sync.Pool
+	quit    chan struct{}
+	done    chan struct{}
 	// known holds the hosts this process recorded (only the batcher
 	// goroutine reads and writes it after start).
 	mu    sync.Mutex
@@ -77,8 +83,10 @@ type batcher struct {
 }
 
 func newBatcher(workers int, linger, countFlush time.Duration) *batcher {
-	return &batcher{workers: max(workers, 1), linger: max(linger, 0), in: make(chan hbRequest, MaxHeartbeatBatch), quit: make(chan struct{}),
+	b := &batcher{workers: max(workers, 1), linger: max(linger, 0), in: make(chan hbRequest, MaxHeartbeatBatch), quit: make(chan struct{}),
 		done: make(chan struct{}), known: map[string]bool{}, counts: newCountBuffer(), countFlush: countFlush}
+	b.answers.New = func() any { return make(chan hbAnswer, 1) }
+	return b
 }
 
 // ConcurrentWriter is implemented by stores whose write transactions run
@@ -146,16 +154,19 @@ func (s *Service) heartbeatBatched(ctx context.Context, h Heartbeat) (HeartbeatR
 			close(b.done)
 		}()
 	})
-	req := hbRequest{ctx: ctx, h: h, done: make(chan hbAnswer, 1)}
+	req := hbRequest{ctx: ctx, h: h, done: b.answers.Get().(chan hbAnswer)}
 	select {
 	case b.in <- req:
 	case <-ctx.Done():
+		b.answers.Put(req.done)
 		return HeartbeatResult{}, ctx.Err()
 	case <-b.done:
+		b.answers.Put(req.done)
 		return HeartbeatResult{}, Errorf(ErrUnavailable, "the server is shutting down")
 	}
 	select {
 	case a := <-req.done:
+		b.answers.Put(req.done)
 		return a.res, a.err
 	case <-b.done:
 		// Stopped: a request it took was answered before it stopped.
@@ -167,7 +178,7 @@ func (s *Service) heartbeatBatched(ctx context.Context, h Heartbeat) (HeartbeatR
 		}
 	case <-ctx.Done():
 		// Applied or not, the caller is gone; the batch answers into the
-		// buffered channel and moves on.
+		// buffered channel and moves on (the channel is not reused).
 		return HeartbeatResult{}, ctx.Err()
 	}
 }
@@ -175,6 +186,7 @@ func (s *Service) heartbeatBatched(ctx context.Context, h Heartbeat) (HeartbeatR
 func (s *Service) runBatches() {
 	b := s.batch
 	batch := make([]hbRequest, 0, MaxHeartbeatBatch)
+	sc := &batchScratch{}
 	var wait *time.Timer // the linger's, made at its first use
 	prev := 0            // the previous batch's size
 	for {
@@ -185,7 +197,7 @@ func (s *Service) runBatches() {
 				select {
 				case r := <-b.in:
 					batch = append(batch[:0], r)
-					s.applyBatch(batch)
+					s.applyBatch(batch, sc)
 				default:
 					return
 				}
@@ -202,7 +214,7 @@ func (s *Service) runBatches() {
 				wait.Stop()
 			}
 			prev = len(batch)
-			s.applyBatch(batch)
+			s.applyBatch(batch, sc)
 		}
 	}
 }
@@ -237,22 +249,20 @@ func (b *batcher) gather(batch []hbRequest, done <-chan time.Time) []hbRequest {
 // applyBatch applies a batch in one transaction. A heartbeat the per-token
 // host bound must check (an agent naming a host this process has not
 // recorded) is left out of it and applied on its own afterwards.
-func (s *Service) applyBatch(batch []hbRequest) {
+func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 	b := s.batch
 	now := s.now()
-	answers := make([]hbAnswer, len(batch))
-	single := make([]bool, len(batch))
+	sc.reset(len(batch))
+	answers, single, byTicket, lsBuf := sc.answers, sc.single, sc.byTicket, sc.ls
 	// Tickets are locked in id order, the order every multi-ticket
 	// transaction uses (the verdict pass too), so two replicas' batches
 	// cannot deadlock.
-	byTicket := make([]int, len(batch))
 	for i := range byTicket {
 		byTicket[i] = i
 	}
-	sort.SliceStable(byTicket, func(a, b int) bool { return batch[byTicket[a]].h.Ticket < batch[byTicket[b]].h.Ticket })
+	slices.SortStableFunc(byTicket, func(x, y int) int { return strings.Compare(batch[x].h.Ticket, batch[y].h.Ticket) })
 	var hosts []string
 	var cs []HeartbeatCount
-	lsBuf := make([]Lease, 0, len(batch))
 	err := s.store.Update(context.Background(), func(tx Tx) error {
 		hosts, cs = hosts[:0], cs[:0]  // a store may run fn again
 		counts := map[hostSchema]int{} // index in cs
@@ -408,6 +418,26 @@ func (s *Service) applyBatch(batch []hbRequest) {
 		}
 		r.done <- hbAnswer{res: res, err: err}
 	}
+}
+
+// batchScratch holds the slices a batch worker's batches reuse: they are
+// made once, at the size of the largest batch yet, instead of at every
+// batch (a Lease is some 400 bytes).
+type batchScratch struct {
+	answers  []hbAnswer
+	single   []bool
+	byTicket []int
+	ls       []Lease
+}
+
+// reset readies the scratch for a batch of n.
+func (sc *batchScratch) reset(n int) {
+	if cap(sc.answers) < n {
+		sc.answers, sc.single, sc.byTicket, sc.ls = make([]hbAnswer, n), make([]bool, n), make([]int, n), make([]Lease, 0, n)
+	}
+	sc.answers, sc.single, sc.byTicket, sc.ls = sc.answers[:n], sc.single[:n], sc.byTicket[:n], sc.ls[:0]
+	clear(sc.answers)
+	clear(sc.single)
 }
 
 type hostSchema struct {
