@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -19,6 +20,10 @@ const (
 	updateChunk = 32
 	smallChunk  = 8
 )
+
+// argLists holds the argument lists of UpdateLeases' statements (15 an
+// updated lease), reused from batch to batch.
+var argLists = sync.Pool{New: func() any { a := make([]any, 0, 15*updateChunk); return &a }}
 
 // chunk returns how many of n rows the next statement writes.
 func chunk(n int) int {
@@ -120,7 +125,8 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 		part := ls[:n]
 		ls = ls[n:]
 		q := qUpdateLeaseBeat
-		args := make([]any, 0, 15*n)
+		p := argLists.Get().(*[]any)
+		args := (*p)[:0]
 		if n > 1 {
 			q = qUpdateLeasesBeat(n)
 			for _, l := range part {
@@ -131,6 +137,9 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 			args = append(appendBeat(args, part[0]), part[0].Ticket, part[0].Epoch)
 		}
 		res, err := t.exec(ctx, q, args...)
+		clear(args)
+		*p = args[:0]
+		argLists.Put(p)
 		if err == nil {
 			if got, _ := res.RowsAffected(); got != int64(n) {
 				err = fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
