@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +154,19 @@ func TestSchemaOptionCreatesSchema(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("leases table in %s: got %d, want 1", fresh, n)
+	}
+}
+
+// The heartbeat group commit runs postgres.MaxBatchWorkers batches at once,
+// and always leaves one pooled connection to everything else.
+func TestConcurrentWritersLeaveAConnection(t *testing.T) {
+	for _, c := range []struct {
+		conns int32
+		want  int
+	}{{1, 1}, {2, 1}, {3, 2}, {0, min(postgres.MaxBatchWorkers, max(4, runtime.NumCPU())-1)}, {16, postgres.MaxBatchWorkers}} {
+		db := openDB(t, postgres.Options{MaxConns: c.conns})
+		if got := db.ConcurrentWriters(); got != c.want {
+			t.Errorf("pool of %d (0: pgx's default): %d batch workers, want %d", c.conns, got, c.want)
+		}
 	}
 }

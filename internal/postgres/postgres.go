@@ -288,9 +288,19 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// MaxBatchWorkers bounds ConcurrentWriters: two batches at once let one
+// read while the other commits; more split the same heartbeats into
+// smaller batches, each paying its own commit (paired runs on the bench
+// host: two workers 0.328 of the no-op handler, three 0.301, with
+// PostgreSQL spending a fifth less CPU a heartbeat; docs/BENCHMARKS.md).
+const MaxBatchWorkers = 2
+
 // ConcurrentWriters tells the Service's heartbeat group commit how many
-// batches to apply at once: one per pooled connection but one, which stays
-// free for claims, reads and the sweep.
-func (db *DB) ConcurrentWriters() int { return max(1, int(db.pool.Config().MaxConns)-1) }
+// batches to apply at once: MaxBatchWorkers, fewer when the pool is
+// smaller, so one pooled connection stays free for claims, reads and the
+// sweep.
+func (db *DB) ConcurrentWriters() int {
+	return max(1, min(MaxBatchWorkers, int(db.pool.Config().MaxConns)-1))
+}
 
 var _ warp.ConcurrentWriter = (*DB)(nil)
