@@ -55,8 +55,8 @@ func (t *pipeTx) began() bool { return t.begin == "" }
 // them and closes the results.
 func (t *pipeTx) pipeline(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	all := &pgx.Batch{}
-	began := !t.began()
-	if began {
+	withBegin := !t.began()
+	if withBegin {
 		all.Queue(t.begin)
 		t.begin = ""
 	}
@@ -69,7 +69,7 @@ func (t *pipeTx) pipeline(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, 
 		all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
 	}
 	br := t.conn.SendBatch(ctx, all)
-	if began {
+	if withBegin {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return nil, err
@@ -140,10 +140,6 @@ func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return br
 }
 
-// errCommitRollback says PostgreSQL answered the COMMIT with ROLLBACK: the
-// transaction had failed.
-var errCommitRollback = pgx.ErrTxCommitRollback
-
 // commit sends the deferred statements and COMMIT in one pipeline. before
 // reports that the failure came before the COMMIT ran (the transaction is
 // then still open and must be rolled back; nothing was committed). A
@@ -170,7 +166,8 @@ func (t *pipeTx) commit(ctx context.Context) (before bool, err error) {
 		return false, err
 	}
 	if tag.String() != "COMMIT" {
-		return false, errCommitRollback
+		// PostgreSQL answered ROLLBACK: the transaction had failed.
+		return false, pgx.ErrTxCommitRollback
 	}
 	return false, nil
 }
