@@ -54,8 +54,14 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("ingest anchors: %+v, ratio %v", res.Ingest, res.IngestRatio)
 	}
 	for _, in := range res.Ingest {
-		if in.Requests != 200 || in.Errors != 0 || in.PerSecond <= 0 || in.P50Ms > in.P90Ms || in.P90Ms > in.P99Ms {
-			t.Errorf("ingest %s: got %+v, want 200 requests, no error, ordered percentiles", in.Target, in)
+		if in.Requests != 200 || in.Errors != 0 || in.PerSecond <= 0 || in.P50Ms > in.P90Ms || in.P90Ms > in.P99Ms || in.CPUPerRequestUs <= 0 {
+			t.Errorf("ingest %s: got %+v, want 200 requests, no error, ordered percentiles, CPU time spent", in.Target, in)
+		}
+	}
+	// A warp target carries the CPU per request of its own anchor run.
+	for _, in := range res.Ingest[:2] {
+		if in.AnchorCPUPerRequestUs <= 0 || in.CPURatio() != in.AnchorCPUPerRequestUs/in.CPUPerRequestUs {
+			t.Errorf("ingest %s: anchor CPU %v µs, CPU %v µs, ratio %v", in.Target, in.AnchorCPUPerRequestUs, in.CPUPerRequestUs, in.CPURatio())
 		}
 	}
 	// Each warp target is the median of DefaultIngestPairs no-op/warp
@@ -98,7 +104,7 @@ func TestRunSmall(t *testing.T) {
 	if err := res.WriteMarkdown(&md, "go run ./cmd/warpbench"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "no-op run right before", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
+	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "no-op run right before", "CPU µs/request", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,23 @@ type IngestResult struct {
 	Pairs    int     `json:"pairs,omitempty"`
 	RatioMin float64 `json:"ratio_min,omitempty"`
 	RatioMax float64 `json:"ratio_max,omitempty"`
+	// CPUPerRequestUs is the CPU time (user and system) this whole process
+	// spent per answered request during the measured run: the load
+	// generator and the server under test (not a PostgreSQL server's own).
+	// AnchorCPUPerRequestUs is the no-op run's. On a machine whose speed
+	// drifts, their ratio moves less than the rates' do.
+	CPUPerRequestUs       float64 `json:"cpu_us_per_request,omitempty"`
+	AnchorCPUPerRequestUs float64 `json:"anchor_cpu_us_per_request,omitempty"`
+}
+
+// CPURatio is the no-op run's CPU per request against this one's, 0
+// without both: the rate ratio the process would reach on a machine of
+// constant speed, its CPUs as busy in both runs.
+func (r IngestResult) CPURatio() float64 {
+	if r.AnchorCPUPerRequestUs <= 0 || r.CPUPerRequestUs <= 0 {
+		return 0
+	}
+	return r.AnchorCPUPerRequestUs / r.CPUPerRequestUs
 }
 
 // Ratio is PerSecond against Anchor, 0 without an anchor.
@@ -167,9 +185,8 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 	}
 	defer ns.close()
 	// anchor measures the no-op handler right before a warp target.
-	anchor := func() (float64, error) {
-		n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
-		return n.PerSecond, err
+	anchor := func() (IngestResult, error) {
+		return load(ctx, cfg, "no-op Go handler", ns.url(), 1)
 	}
 	var out []IngestResult
 	for _, hosts := range cfg.IngestHosts {
@@ -205,7 +222,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 // paired measures target (at url, leases over hosts) cfg.IngestPairs
 // times, each right after the no-op handler (anchor), and returns the
 // pair with the median ratio, with the spread of the ratios.
-func paired(ctx context.Context, cfg Config, anchor func() (float64, error), target, url string, hosts int) (IngestResult, error) {
+func paired(ctx context.Context, cfg Config, anchor func() (IngestResult, error), target, url string, hosts int) (IngestResult, error) {
 	var rs []IngestResult
 	for range max(cfg.IngestPairs, 1) {
 		a, err := anchor()
@@ -216,7 +233,7 @@ func paired(ctx context.Context, cfg Config, anchor func() (float64, error), tar
 		if err != nil {
 			return IngestResult{}, err
 		}
-		w.Hosts, w.Anchor = hosts, a
+		w.Hosts, w.Anchor, w.AnchorCPUPerRequestUs = hosts, a.PerSecond, a.CPUPerRequestUs
 		rs = append(rs, w)
 	}
 	return medianPair(rs), nil
@@ -236,7 +253,7 @@ func medianPair(rs []IngestResult) IngestResult {
 // ingestPostgres measures one warp on PostgreSQL at 50 hosts (fewer when
 // there are fewer leases), in a schema of its own that it drops after,
 // paired with the no-op handler as paired does.
-func ingestPostgres(ctx context.Context, cfg Config, anchor func() (float64, error)) (IngestResult, error) {
+func ingestPostgres(ctx context.Context, cfg Config, anchor func() (IngestResult, error)) (IngestResult, error) {
 	schema := fmt.Sprintf("warpbench_%d_%d", os.Getpid(), time.Now().UnixNano())
 	db, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{Schema: schema})
 	if err != nil {
@@ -323,7 +340,9 @@ func load(ctx context.Context, cfg Config, target, base string, hosts int) (Inge
 	if _, _, _, err := run(min(500, cfg.Requests), time.Now().Add(cfg.MaxDuration)); err != nil {
 		return IngestResult{}, fmt.Errorf("bench: warm-up against %s: %w", target, err)
 	}
+	cpu0 := processCPU()
 	all, nerr, elapsed, firstErr := run(cfg.Requests, time.Now().Add(cfg.MaxDuration))
+	cpu := processCPU() - cpu0
 	if ctx.Err() != nil {
 		return IngestResult{}, ctx.Err()
 	}
@@ -335,7 +354,17 @@ func load(ctx context.Context, cfg Config, target, base string, hosts int) (Inge
 		Target: target, Requests: len(all), Errors: nerr, Seconds: elapsed.Seconds(),
 		PerSecond: float64(len(all)) / elapsed.Seconds(),
 		P50Ms:     ms(percentile(all, 0.50)), P90Ms: ms(percentile(all, 0.90)), P99Ms: ms(percentile(all, 0.99)),
+		CPUPerRequestUs: float64(cpu) / float64(time.Microsecond) / float64(len(all)),
 	}, nil
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentile returns the nearest-rank q-quantile of sorted values.

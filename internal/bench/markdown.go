@@ -15,19 +15,23 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 		m.At.Format("2006-01-02 15:04 MST"), m.Hostname, m.GOOS, m.GOARCH, m.CPUs, m.GoVersion, command)
 
 	b.WriteString("### Heartbeat ingest (HTTP, loopback, same Go load generator)\n\n")
-	b.WriteString("| target | requests | errors | req/s | p50 ms | p90 ms | p99 ms | no-op run right before, req/s | ratio (the median pair's; lowest–highest) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| target | requests | errors | req/s | p50 ms | p90 ms | p99 ms | no-op run right before, req/s | ratio (the median pair's; lowest–highest) | CPU µs/request, no-op / this (whole process) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Ingest {
-		anchor, ratio := "", ""
+		anchor, ratio, cpu := "", "", fmt.Sprintf("%.1f", x.CPUPerRequestUs)
+		if x.AnchorCPUPerRequestUs > 0 {
+			cpu = fmt.Sprintf("%.1f / %.1f (×%.3f)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs, x.CPURatio())
+		}
 		if x.Anchor > 0 {
 			anchor, ratio = fmt.Sprintf("%.0f", x.Anchor), fmt.Sprintf("%.3f", x.Ratio())
 			if x.Pairs > 1 {
 				ratio += fmt.Sprintf(" (%.3f–%.3f)", x.RatioMin, x.RatioMax)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.2f | %.2f | %.2f | %s | %s |\n", x.Target, x.Requests, x.Errors, x.PerSecond, x.P50Ms, x.P90Ms, x.P99Ms, anchor, ratio)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.2f | %.2f | %.2f | %s | %s | %s |\n", x.Target, x.Requests, x.Errors, x.PerSecond, x.P50Ms, x.P90Ms, x.P99Ms, anchor, ratio, cpu)
 	}
 	if r.IngestRatio > 0 {
 		fmt.Fprintf(&b, "\nwarp ingests heartbeats at %.0f %% of the no-op handler's rate measured right before it (ratio %.3f, 50 hosts; each warp row is the pair with the median ratio of its no-op/warp pairs).\n", r.IngestRatio*100, r.IngestRatio)
+		b.WriteString("The CPU column is this process's CPU time per answered request in the same runs, the load generator's included (a PostgreSQL server's is not): its ×figure is the ratio a machine of constant speed would give, both runs keeping the CPUs as busy.\n")
 		if r.PostgresRatio > 0 {
 			fmt.Fprintf(&b, "On PostgreSQL (one warp): %.0f %% (ratio %.3f).\n", r.PostgresRatio*100, r.PostgresRatio)
 		}

@@ -27,10 +27,9 @@ func TestIngestPostgres(t *testing.T) {
 	}
 	defer ns.close()
 	anchors := 0
-	anchor := func() (float64, error) {
+	anchor := func() (IngestResult, error) {
 		anchors++
-		n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
-		return n.PerSecond, err
+		return load(ctx, cfg, "no-op Go handler", ns.url(), 1)
 	}
 	r, err := ingestPostgres(ctx, cfg, anchor)
 	if err != nil {
