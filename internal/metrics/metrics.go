@@ -72,6 +72,9 @@ const (
 	NameMode                   = "warp_mode"
 	NameHostsInAlarm           = "warp_hosts_in_alarm"
 	NameHTTPDuration           = "warp_http_request_duration_seconds"
+	NameBatchSize              = "warp_heartbeat_batch_size"
+	NameBatchDuration          = "warp_heartbeat_batch_duration_seconds"
+	NameBatchFailures          = "warp_heartbeat_batch_failures_total"
 )
 
 // New returns the metrics of svc, registered on a fresh registry together
@@ -136,7 +139,7 @@ func New(svc *warp.Service, cfg Config) (*Metrics, error) {
 
 	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
 		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration,
-		newStoreCollector(m),
+		newStoreCollector(m), newBatchCollector(svc),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m, nil
 }
@@ -299,6 +302,44 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.modeDesc, prometheus.GaugeValue, v, string(md))
 	}
+}
+
+// batchCollector serves the heartbeat group commit's statistics, which
+// the Service keeps (this process's own, like the HTTP durations).
+type batchCollector struct {
+	svc                               *warp.Service
+	sizeDesc, durationDesc, failsDesc *prometheus.Desc
+}
+
+func newBatchCollector(svc *warp.Service) *batchCollector {
+	return &batchCollector{svc: svc,
+		sizeDesc: prometheus.NewDesc(NameBatchSize,
+			"Heartbeats per committed group-commit transaction of this process.", nil, nil),
+		durationDesc: prometheus.NewDesc(NameBatchDuration,
+			"Time from a group-commit transaction's start to its commit, retries included.", nil, nil),
+		failsDesc: prometheus.NewDesc(NameBatchFailures,
+			"Group-commit transactions that failed as a whole (their heartbeats were answered with the error).", nil, nil),
+	}
+}
+
+func (c *batchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.sizeDesc
+	ch <- c.durationDesc
+	ch <- c.failsDesc
+}
+
+func (c *batchCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.svc.GroupCommitStats()
+	buckets := func(bounds []float64, counts []uint64) map[float64]uint64 {
+		m := make(map[float64]uint64, len(bounds))
+		for i, b := range bounds {
+			m[b] = counts[i]
+		}
+		return m
+	}
+	ch <- prometheus.MustNewConstHistogram(c.sizeDesc, st.Batches, float64(st.Heartbeats), buckets(st.SizeBounds, st.SizeCounts))
+	ch <- prometheus.MustNewConstHistogram(c.durationDesc, st.Durations, st.Seconds, buckets(st.DurationBounds, st.DurationCounts))
+	ch <- prometheus.MustNewConstMetric(c.failsDesc, prometheus.CounterValue, float64(st.Failed))
 }
 
 // slogPrinter adapts a *slog.Logger to promhttp's Println logger.

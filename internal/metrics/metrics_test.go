@@ -219,6 +219,14 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 		`warp_http_request_duration_seconds_count{code="201",route="POST /v1/tickets"}`:            8,
 		`warp_http_request_duration_seconds_count{code="409",route="PUT /v1/mode"}`:                1,
 		`warp_http_request_duration_seconds_count{code="200",route="PUT /v1/mode"}`:                1,
+		// One at a time, every heartbeat that reached the service was a
+		// group-commit transaction of its own: the five accepted and the
+		// four refused there (not found, stale, ended twice), not the two
+		// refused at decoding.
+		`warp_heartbeat_batch_size_count`:             9,
+		`warp_heartbeat_batch_size_sum`:               9,
+		`warp_heartbeat_batch_duration_seconds_count`: 9,
+		`warp_heartbeat_batch_failures_total`:         0,
 	}
 	for k, w := range want {
 		v, ok := got[k]

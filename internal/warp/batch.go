@@ -80,11 +80,12 @@ type batcher struct {
 	// goroutine reads and writes it after start).
 	mu    sync.Mutex
 	known map[string]bool
+	st    *batchStats
 }
 
 func newBatcher(workers int, linger, countFlush time.Duration) *batcher {
 	b := &batcher{workers: max(workers, 1), linger: max(linger, 0), in: make(chan hbRequest, MaxHeartbeatBatch), quit: make(chan struct{}),
-		done: make(chan struct{}), known: map[string]bool{}, counts: newCountBuffer(), countFlush: countFlush}
+		done: make(chan struct{}), known: map[string]bool{}, counts: newCountBuffer(), countFlush: countFlush, st: newBatchStats()}
 	b.answers.New = func() any { return make(chan hbAnswer, 1) }
 	return b
 }
@@ -95,6 +96,14 @@ func newBatcher(workers int, linger, countFlush time.Duration) *batcher {
 // (SQLite: one writer) gets one.
 type ConcurrentWriter interface {
 	ConcurrentWriters() int
+}
+
+// stats returns the group commit's statistics, nil without a group commit.
+func (b *batcher) stats() *batchStats {
+	if b == nil {
+		return nil
+	}
+	return b.st
 }
 
 func (b *batcher) isKnown(host string) bool {
@@ -263,6 +272,7 @@ func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 	slices.SortStableFunc(byTicket, func(x, y int) int { return strings.Compare(batch[x].h.Ticket, batch[y].h.Ticket) })
 	var hosts []string
 	var cs []HeartbeatCount
+	began := time.Now()
 	err := s.store.Update(context.Background(), func(tx Tx) error {
 		hosts, cs = hosts[:0], cs[:0]  // a store may run fn again
 		counts := map[hostSchema]int{} // index in cs
@@ -392,10 +402,22 @@ func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 		return verdictCounts.flush(context.Background(), tx)
 	})
 	if err == nil {
+		took := time.Since(began)
 		b.counts.add(cs)
 		for _, h := range hosts {
 			b.learn(h)
 		}
+		n := len(batch)
+		for _, one := range single {
+			if one {
+				n--
+			}
+		}
+		if n > 0 {
+			b.st.committed(n, took)
+		}
+	} else {
+		b.st.failed.Add(1)
 	}
 	for i, r := range batch {
 		if single[i] {

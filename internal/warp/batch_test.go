@@ -185,6 +185,60 @@ func TestGroupCommit(t *testing.T) {
 	if len(a.Hosts) != 1 || a.Hosts[0].V2Count != int64(2+n-1) {
 		t.Errorf("adoption %+v, want host h with %d v2 heartbeats", a.Hosts, 2+n-1)
 	}
+	// Three transactions: of 1, 1 and n+1 heartbeats (the two refused
+	// ones were in it too).
+	st := svc.GroupCommitStats()
+	if st.Batches != 3 || st.Heartbeats != n+3 || st.Failed != 0 || st.Seconds <= 0 || st.Durations != 3 {
+		t.Errorf("stats %+v, want 3 batches of %d heartbeats in all, none failed, their time summed", st, n+3)
+	}
+	for i, b := range st.SizeBounds {
+		want := uint64(2)
+		if b >= n+1 {
+			want = 3
+		}
+		if st.SizeCounts[i] != want {
+			t.Errorf("batches of at most %v heartbeats: %d, want %d", b, st.SizeCounts[i], want)
+		}
+	}
+	checkCumulative(t, st.DurationCounts, st.Batches)
+}
+
+// checkCumulative fails unless counts never decrease and stay within total.
+func checkCumulative(t *testing.T, counts []uint64, total uint64) {
+	t.Helper()
+	for i := range counts {
+		if (i > 0 && counts[i] < counts[i-1]) || counts[i] > total {
+			t.Errorf("cumulative counts %v (total %d): not cumulative", counts, total)
+			return
+		}
+	}
+}
+
+// TestGroupCommitStatsCountFailures: a transaction that fails as a whole
+// counts as failed, not as a batch; without a group commit nothing is
+// counted.
+func TestGroupCommitStatsCountFailures(t *testing.T) {
+	svc, g, _ := gatedService(t, warp.Config{})
+	mustClaim(t, svc, "T-1")
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
+	broken := errors.New("disk full")
+	g.fail.Store(&broken)
+	if _, err := svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1}); !errors.Is(err, broken) {
+		t.Fatalf("heartbeat on a failing store: %v, want %v", err, broken)
+	}
+	st := svc.GroupCommitStats()
+	if st.Batches != 1 || st.Heartbeats != 1 || st.Failed != 1 || st.SizeCounts[0] != 1 || st.Durations != 1 {
+		t.Errorf("stats %+v, want the one committed batch of one heartbeat and one failure", st)
+	}
+	checkCumulative(t, st.DurationCounts, 1)
+
+	plain, _, _ := gatedService(t, warp.Config{NoGroupCommit: true})
+	mustClaim(t, plain, "T-1")
+	mustHeartbeat(t, plain, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
+	st = plain.GroupCommitStats()
+	if st.Batches != 0 || st.Heartbeats != 0 || len(st.SizeCounts) != len(st.SizeBounds) || len(st.DurationCounts) != len(st.DurationBounds) {
+		t.Errorf("without a group commit: %+v, want empty histograms over the bounds", st)
+	}
 }
 
 // TestGroupCommitKeepsTheHostBound: heartbeats of an agent token naming
