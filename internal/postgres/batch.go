@@ -26,16 +26,21 @@ func (t *tx) currentLeasesSQL() string {
 func scanTicketLeases(rows pgx.Rows, n int) (map[string]warp.TicketLease, error) {
 	defer rows.Close()
 	out := make(map[string]warp.TicketLease, n)
+	// One pair of rows and one list of destinations for every row, the
+	// leases in one array: a batch reads a few dozen rows a transaction.
+	var tr ticketRow
+	var lr leaseRow
+	dest := append(tr.dest(), lr.dest()...)
+	ls := make([]warp.Lease, 0, n)
 	for rows.Next() {
-		var tr ticketRow
-		var lr leaseRow
-		if err := rows.Scan(append(tr.dest(), lr.dest()...)...); err != nil {
+		tr, lr = ticketRow{}, leaseRow{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, translate(err)
 		}
 		tk := tr.ticket()
 		tk.Labels = nil
-		l := lr.lease()
-		out[tk.ID] = warp.TicketLease{Ticket: tk, Lease: &l}
+		ls = append(ls, lr.lease())
+		out[tk.ID] = warp.TicketLease{Ticket: tk, Lease: &ls[len(ls)-1]}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, translate(err)
