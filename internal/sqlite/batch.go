@@ -25,6 +25,29 @@ const (
 // updated lease), reused from batch to batch.
 var argLists = sync.Pool{New: func() any { a := make([]any, 0, 15*updateChunk); return &a }}
 
+// leaseChunk returns how many of n leases UpdateLeases' next statement
+// writes: updateChunk, else the largest power of two at most n, so a batch
+// takes one statement per binary digit of its remainder (13: 8, 4, 1) where
+// chunk's sizes took six (8 and five of one). Each size has its statement
+// prepared (updateLeasesSQL).
+func leaseChunk(n int) int {
+	c := updateChunk
+	for c > n {
+		c /= 2
+	}
+	return c
+}
+
+// updateLeasesSQL holds UpdateLeases' statement for each chunk size
+// (powers of two up to updateChunk), built once.
+var updateLeasesSQL = func() map[int]string {
+	m := map[int]string{1: qUpdateLeaseBeat}
+	for n := 2; n <= updateChunk; n *= 2 {
+		m[n] = qUpdateLeasesBeat(n)
+	}
+	return m
+}()
+
 // chunk returns how many of n rows the next statement writes.
 func chunk(n int) int {
 	switch {
@@ -121,14 +144,13 @@ func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.T
 // statement.
 func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 	for len(ls) > 0 {
-		n := chunk(len(ls))
+		n := leaseChunk(len(ls))
 		part := ls[:n]
 		ls = ls[n:]
-		q := qUpdateLeaseBeat
+		q := updateLeasesSQL[n]
 		p := argLists.Get().(*[]any)
 		args := (*p)[:0]
 		if n > 1 {
-			q = qUpdateLeasesBeat(n)
 			for _, l := range part {
 				args = append(args, l.Ticket, l.Epoch)
 				args = appendBeat(args, l)

@@ -87,11 +87,15 @@ func nextOpenSQL(n int) string {
 
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
-	return []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
-		qUpdateLease, qUpdateLeaseBeat, qUpdateLeasesBeat(updateChunk), qUpdateLeasesBeat(smallChunk),
+	qs := []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
+		qUpdateLease,
 		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
+	for _, q := range updateLeasesSQL {
+		qs = append(qs, q)
+	}
+	return qs
 }
 
 // stmtCache holds one pool's prepared statements. It is filled at Open,

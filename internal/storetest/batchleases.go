@@ -16,8 +16,9 @@ import (
 // the batch write writes what UpdateLease would for a heartbeat.
 func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	e := newEnv(t, open)
-	// More leases than one multi-row statement of a store may write.
-	const n = 40
+	// More leases than one multi-row statement of a store may write, and a
+	// remainder of every smaller size (SQLite: 32 + 16 + 8 + 4 + 2 + 1).
+	const n = 63
 	var held []string
 	for i := range n {
 		id := fmt.Sprintf("T-%d", i+1)
@@ -98,12 +99,13 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("after WriteBatch: %+v\nwant %+v", got, want)
 		}
 	}
-	// A lease that is not there fails the call, and the transaction with it.
+	// A lease that is not there fails the call, and the transaction with
+	// it: the last one, after statements that wrote the others.
 	again := slices.Clone(changed)
 	for i := range again {
 		again[i].HookEvents = 8
 	}
-	again[0].Epoch = 99
+	again[len(again)-1].Epoch = 99
 	before := e.lease("T-2")
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
 		return tx.(warp.HeartbeatBatchTx).WriteBatch(e.ctx, again, []warp.HeartbeatCount{{Host: "ghost", Token: "tok-g", SchemaVersion: 2, At: at, N: 1}})
