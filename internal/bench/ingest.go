@@ -58,10 +58,11 @@ type IngestResult struct {
 }
 
 // CPURatio is the no-op run's CPU per request against this one's, 0
-// without both: the rate ratio the process would reach on a machine of
-// constant speed, its CPUs as busy in both runs.
+// without both or on PostgreSQL (whose server's CPU is not in the figure):
+// the rate ratio the process would reach on a machine of constant speed,
+// its CPUs as busy in both runs.
 func (r IngestResult) CPURatio() float64 {
-	if r.AnchorCPUPerRequestUs <= 0 || r.CPUPerRequestUs <= 0 {
+	if r.AnchorCPUPerRequestUs <= 0 || r.CPUPerRequestUs <= 0 || r.Postgres {
 		return 0
 	}
 	return r.AnchorCPUPerRequestUs / r.CPUPerRequestUs

@@ -18,8 +18,11 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 	b.WriteString("| target | requests | errors | req/s | p50 ms | p90 ms | p99 ms | no-op run right before, req/s | ratio (the median pair's; lowest–highest) | CPU µs/request, no-op / this (whole process) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Ingest {
 		anchor, ratio, cpu := "", "", fmt.Sprintf("%.1f", x.CPUPerRequestUs)
-		if x.AnchorCPUPerRequestUs > 0 {
+		switch {
+		case x.CPURatio() > 0:
 			cpu = fmt.Sprintf("%.1f / %.1f (×%.3f)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs, x.CPURatio())
+		case x.AnchorCPUPerRequestUs > 0:
+			cpu = fmt.Sprintf("%.1f / %.1f (PostgreSQL's own not counted)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs)
 		}
 		if x.Anchor > 0 {
 			anchor, ratio = fmt.Sprintf("%.0f", x.Anchor), fmt.Sprintf("%.3f", x.Ratio())

@@ -42,6 +42,10 @@ func TestIngestPostgres(t *testing.T) {
 	if anchors != 2 || r.Pairs != 2 || r.Anchor <= 0 || r.RatioMin > r.Ratio() || r.Ratio() > r.RatioMax || r.RatioMin <= 0 {
 		t.Errorf("pairs: %d anchors run, got %+v (ratio %v), want 2 pairs with the reported ratio within their spread", anchors, r, r.Ratio())
 	}
+	// PostgreSQL's server spends CPU the process does not see: no CPU ratio.
+	if r.CPUPerRequestUs <= 0 || r.AnchorCPUPerRequestUs <= 0 || r.CPURatio() != 0 {
+		t.Errorf("CPU per request %v, anchor's %v, ratio %v: want both and no ratio", r.CPUPerRequestUs, r.AnchorCPUPerRequestUs, r.CPURatio())
+	}
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
