@@ -14,8 +14,10 @@ import (
 var _ warp.HeartbeatBatchTx = (*tx)(nil)
 
 // updateChunk is how many rows one multi-row statement of a heartbeat
-// batch writes at most; a remainder goes in statements of smallChunk rows,
-// then one row at a time (each size is a prepared statement).
+// batch writes at most. The remainder of a batch's leases goes in one
+// statement per binary digit (leaseChunk); that of its adoption counts and
+// hosts in statements of smallChunk rows, then one row at a time (chunk).
+// Each size is a prepared statement.
 const (
 	updateChunk = 32
 	smallChunk  = 8
@@ -140,8 +142,8 @@ func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.T
 	return out, nil
 }
 
-// UpdateLeases writes the heartbeat columns of ls, updateChunk leases per
-// statement.
+// UpdateLeases writes the heartbeat columns of ls, in statements of
+// leaseChunk's sizes.
 func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 	for len(ls) > 0 {
 		n := leaseChunk(len(ls))
