@@ -1,9 +1,10 @@
 // Package bench measures warp and gyrum on this machine in one run, behind
 // `go run ./cmd/warpbench`:
 //
-//   - heartbeat ingest: the real warp HTTP API on a SQLite file against the
-//     same Go load generator hitting a no-op handler, with latency
-//     percentiles and the ratio of the two;
+//   - heartbeat ingest: warp as `warp serve` composes it (warpcli.Main) on
+//     a SQLite file (and, when asked, PostgreSQL) against the same Go load
+//     generator hitting a no-op handler, with latency percentiles, CPU per
+//     request and the ratio of the two;
 //   - one expiry sweep over 10k (and, when asked, 1M) active leases;
 //   - `gyrum touch-activity` (the agent hook) against `touch`, each exec'd N
 //     times;

@@ -104,7 +104,7 @@ func TestRunSmall(t *testing.T) {
 	if err := res.WriteMarkdown(&md, "go run ./cmd/warpbench"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "no-op run right before", "CPU µs/request", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
+	for _, want := range []string{"### Heartbeat ingest", "no-op Go handler", "no-op run right before", "CPU µs/request", "as `warp serve` composes it", "### Expiry sweep", "| 2000 |", "gyrum touch-activity", "| touch |", "bash: while sleep"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

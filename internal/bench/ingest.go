@@ -22,6 +22,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warpcli"
 )
 
 // IngestResult is the load generator's view of one target.
@@ -107,16 +108,40 @@ func (s *server) close() {
 	<-s.done
 }
 
-// warpServer is the real API on a store (a SQLite file unless said
-// otherwise) with n tickets B-1..B-n, claimed (epoch 1) when claim is set.
+// warpServer is warp serving a store with n tickets B-1..B-n, claimed
+// (epoch 1) when claim is set, over hosts hosts (host-i%hosts).
 type warpServer struct {
-	*server
-	db  warp.Store
-	svc *warp.Service
+	base string
+	svc  *warp.Service
+	stop func()
 }
 
-// hosts is how many hosts the claims spread over (host-i%hosts); sc is
-// the service's configuration (its zero value: warp's defaults).
+func (w *warpServer) url() string { return w.base }
+func (w *warpServer) close()      { w.stop() }
+
+// benchToken is the admin token the ingest targets are served with and
+// the load generator sends to every target, the no-op handler too.
+const benchToken = "warpbench-admin-token"
+
+// startServe runs warp on store db as `warp serve` composes it
+// (warpcli.Main: the API behind its connection limits and timeouts, the
+// metrics' and the dashboard's hooks, the expiry job), with benchToken as
+// its admin token. Main owns db from here on.
+func startServe(ctx context.Context, db warp.Store, n, hosts int) (*warpServer, error) {
+	cfg := warpcli.DefaultServeConfig()
+	cfg.Addr, cfg.DB, cfg.Store, cfg.AdminToken = "127.0.0.1:0", "warpbench", db, benchToken
+	m := warpcli.NewMain(cfg)
+	if err := m.Run(ctx); err != nil {
+		return nil, fmt.Errorf("bench: start warp: %w", err)
+	}
+	if err := claimAll(ctx, m.Service, n, hosts, true); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &warpServer{base: m.URL(), svc: m.Service, stop: func() { m.Close() }}, nil
+}
+
+// startWarp is startWarpOn on a new SQLite file in dir.
 func startWarp(ctx context.Context, dir string, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
 	if err != nil {
@@ -125,47 +150,57 @@ func startWarp(ctx context.Context, dir string, sc warp.Config, n, hosts int, cl
 	return startWarpOn(ctx, db, sc, n, hosts, claim, wrap)
 }
 
-// startWarpOn is startWarp on store db, which it closes with the server.
+// startWarpOn serves the API alone on store db (a Service of configuration
+// sc, its zero value warp's defaults; no token, no metrics; wrap, when set,
+// wraps the handler), and closes db with the server.
 func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	svc, err := warp.NewService(db, sc)
 	if err == nil {
 		err = svc.Init(ctx)
 	}
+	if err == nil {
+		err = claimAll(ctx, svc, n, hosts, claim)
+	}
+	var api *httpapi.Server
+	if err == nil {
+		api, err = httpapi.NewServer(svc, httpapi.ServerConfig{})
+	}
+	var s *server
+	if err == nil {
+		var h http.Handler = api
+		if wrap != nil {
+			h = wrap(h)
+		}
+		s, err = serve(h)
+	}
 	if err != nil {
+		if svc != nil {
+			svc.Close()
+		}
 		db.Close()
 		return nil, err
 	}
+	return &warpServer{base: s.url(), svc: svc, stop: func() {
+		s.close()
+		svc.Close()
+		db.Close()
+	}}, nil
+}
+
+// claimAll creates tickets B-1..B-n and, when claim is set, claims each
+// for host-i%hosts.
+func claimAll(ctx context.Context, svc *warp.Service, n, hosts int, claim bool) error {
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("B-%d", i)
-		if _, err = svc.CreateTicket(ctx, warp.NewTicket{ID: id}); err == nil && claim {
+		_, err := svc.CreateTicket(ctx, warp.NewTicket{ID: id})
+		if err == nil && claim {
 			_, err = svc.Claim(ctx, id, warp.ClaimRequest{Agent: "bench", Host: fmt.Sprintf("host-%d", i%hosts)})
 		}
 		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("bench: claim %s: %w", id, err)
+			return fmt.Errorf("bench: claim %s: %w", id, err)
 		}
 	}
-	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	var h http.Handler = api
-	if wrap != nil {
-		h = wrap(h)
-	}
-	s, err := serve(h)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &warpServer{server: s, db: db, svc: svc}, nil
-}
-
-func (w *warpServer) close() {
-	w.server.close()
-	w.svc.Close()
-	w.db.Close()
+	return nil
 }
 
 // noop answers every request as cheaply as a Go handler can, after reading
@@ -187,7 +222,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 	defer ns.close()
 	// anchor measures the no-op handler right before a warp target.
 	anchor := func() (IngestResult, error) {
-		return load(ctx, cfg, "no-op Go handler", ns.url(), 1)
+		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
 	}
 	var out []IngestResult
 	for _, hosts := range cfg.IngestHosts {
@@ -195,7 +230,11 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		if err := mkdir(dir); err != nil {
 			return nil, err
 		}
-		ws, err := startWarp(ctx, dir, warp.Config{}, cfg.IngestLeases, hosts, true, nil)
+		db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
+		if err != nil {
+			return nil, err
+		}
+		ws, err := startServe(ctx, db, cfg.IngestLeases, hosts)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +252,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		}
 		out = append(out, p)
 	}
-	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), 1)
+	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +269,7 @@ func paired(ctx context.Context, cfg Config, anchor func() (IngestResult, error)
 		if err != nil {
 			return IngestResult{}, err
 		}
-		w, err := load(ctx, cfg, target, url, hosts)
+		w, err := load(ctx, cfg, target, url, benchToken, hosts)
 		if err != nil {
 			return IngestResult{}, err
 		}
@@ -266,7 +305,7 @@ func ingestPostgres(ctx context.Context, cfg Config, anchor func() (IngestResult
 		}
 	}()
 	hosts := min(50, cfg.IngestLeases)
-	ws, err := startWarpOn(ctx, db, warp.Config{}, cfg.IngestLeases, hosts, true, nil)
+	ws, err := startServe(ctx, db, cfg.IngestLeases, hosts)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -292,7 +331,7 @@ func dropSchema(url, schema string) error {
 // load runs the load generator against base: Concurrency clients send v2
 // heartbeats round-robin over IngestLeases tickets (host-i%hosts) until Requests were
 // sent or MaxDuration passed, after a warm-up that is not measured.
-func load(ctx context.Context, cfg Config, target, base string, hosts int) (IngestResult, error) {
+func load(ctx context.Context, cfg Config, target, base, token string, hosts int) (IngestResult, error) {
 	tr := &http.Transport{MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -302,7 +341,7 @@ func load(ctx context.Context, cfg Config, target, base string, hosts int) (Inge
 	}
 	post := func(i int64) (time.Duration, error) {
 		start := time.Now()
-		err := postOnce(ctx, hc, base+"/v1/heartbeat", bodies[i%int64(len(bodies))])
+		err := postOnce(ctx, hc, base+"/v1/heartbeat", token, bodies[i%int64(len(bodies))])
 		return time.Since(start), err
 	}
 	run := func(total int, deadline time.Time) ([]time.Duration, int, time.Duration, error) {

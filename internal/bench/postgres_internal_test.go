@@ -29,7 +29,7 @@ func TestIngestPostgres(t *testing.T) {
 	anchors := 0
 	anchor := func() (IngestResult, error) {
 		anchors++
-		return load(ctx, cfg, "no-op Go handler", ns.url(), 1)
+		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
 	}
 	r, err := ingestPostgres(ctx, cfg, anchor)
 	if err != nil {

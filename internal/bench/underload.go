@@ -155,7 +155,7 @@ func underLoad(ctx context.Context, cfg Config, svc *warp.Service, from, n int) 
 				}
 				k := from + int(i)%(n-from)
 				t0 := time.Now()
-				err := postOnce(lctx, hc, url, heartbeatBody(k))
+				err := postOnce(lctx, hc, url, "", heartbeatBody(k))
 				if lctx.Err() != nil {
 					return // cut at the end of the run: not an answer
 				}
@@ -221,7 +221,7 @@ func warmUp(ctx context.Context, hc *http.Client, url string, conc, from, n int)
 	for c := range conc {
 		wg.Go(func() {
 			for k := int(next.Add(1) - 1); k < n && errs[c] == nil; k = int(next.Add(1) - 1) {
-				errs[c] = postOnce(ctx, hc, url, heartbeatBody(k))
+				errs[c] = postOnce(ctx, hc, url, "", heartbeatBody(k))
 			}
 		})
 	}
@@ -237,13 +237,17 @@ func heartbeatBody(k int) []byte {
 	return fmt.Appendf(nil, `{"schema_version":2,"ticket":"S-%d","epoch":1,"host":"host-%d","agent":"bench","activity_age_s":3.5}`, k, k%1000)
 }
 
-// postOnce POSTs body to url and wants a 200.
-func postOnce(ctx context.Context, hc *http.Client, url string, body []byte) error {
+// postOnce POSTs body to url, with token as a bearer token unless empty,
+// and wants a 200.
+func postOnce(ctx context.Context, hc *http.Client, url, token string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err

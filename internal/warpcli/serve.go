@@ -80,6 +80,11 @@ type ServeConfig struct {
 	// Dashboard tunes the dashboard and its event stream (page size,
 	// coalescing, ping); zero values are the defaults. Its Logger is Logger.
 	Dashboard dashboard.Config
+	// Store, when set, is an open store to serve instead of opening DB
+	// (which is then only logged): for warpbench, which measures warp as
+	// this composes it on a PostgreSQL schema of its own. Main owns it
+	// from Run on, and closes it, also when Run fails.
+	Store warp.Store
 }
 
 // DefaultServeConfig returns the documented defaults (docs/DESIGN.md section 2).
@@ -133,6 +138,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.Store = cfg.Store
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -161,9 +167,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.ln = httpapi.LimitListener(m.ln, cfg.MaxConns, cfg.MaxConnsPerClient)
 
-	m.Store, err = openStore(ctx, cfg.DB, m.log)
-	if err != nil {
-		return err
+	if m.Store == nil {
+		if m.Store, err = openStore(ctx, cfg.DB, m.log); err != nil {
+			return err
+		}
 	}
 	m.Service, err = warp.NewService(m.Store, warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
