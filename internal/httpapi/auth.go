@@ -3,7 +3,8 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -110,14 +111,31 @@ func CallerRole(ctx context.Context) Role {
 	return r
 }
 
-// lookup returns the role of a presented secret. Every token is compared
-// in constant time so the answer's timing does not leak a prefix.
-func lookup(tokens []Token, secret string) (Role, bool) {
-	role, found := RoleOpen, false
+// tokenIndex finds a presented secret's token in one step, whatever the
+// number of tokens (a fleet may give every host its own): by the SHA-256
+// of the secret, which is also the token's identity (warp.TokenID).
+// Hashing first keeps the lookup's timing from leaking how much of a guess
+// matches a real token, as comparing every token in constant time did: the
+// map compares digests, and a digest's prefix says nothing of a secret's.
+type tokenIndex map[[sha256.Size]byte]tokenEntry
+
+type tokenEntry struct {
+	role Role
+	id   string // warp.TokenID of the secret
+}
+
+// newTokenIndex indexes tokens; of two with one secret the later wins.
+func newTokenIndex(tokens []Token) tokenIndex {
+	ix := make(tokenIndex, len(tokens))
 	for _, t := range tokens {
-		if subtle.ConstantTimeCompare([]byte(t.Secret), []byte(secret)) == 1 {
-			role, found = t.Role, true
-		}
+		sum := sha256.Sum256([]byte(t.Secret))
+		ix[sum] = tokenEntry{role: t.Role, id: hex.EncodeToString(sum[:])}
 	}
-	return role, found
+	return ix
+}
+
+// lookup returns the role of a presented secret and its token's identity.
+func (ix tokenIndex) lookup(secret string) (role Role, id string, found bool) {
+	e, found := ix[sha256.Sum256([]byte(secret))]
+	return e.role, e.id, found
 }

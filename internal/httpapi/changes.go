@@ -57,7 +57,7 @@ func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
 	if !q.Has("token") {
 		return false
 	}
-	role, ok := lookup(s.cfg.Tokens, token)
+	role, _, ok := s.tokens.lookup(token)
 	if !ok || token == "" {
 		s.WriteError(w, r, warp.Errorf(httpkit.ErrUnauthorized, "unknown token in ?token="))
 		return true

@@ -48,6 +48,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	openAll bool // no tokens configured
+	tokens  tokenIndex
 }
 
 // NewServer returns the API server for svc with every route of the HTTP
@@ -62,7 +63,8 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("httpapi: token %d: want a non-empty secret with role agent or admin", i)
 		}
 	}
-	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0}
+	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
+		tokens: newTokenIndex(cfg.Tokens)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -122,7 +124,7 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 				s.cfg.Observe(route, rec.status(), time.Since(start))
 			}
 		}()
-		caller, token, err := s.authorize(r, role)
+		caller, tokenID, err := s.authorize(r, role)
 		if err != nil {
 			s.WriteError(rec, r, err)
 			return
@@ -130,7 +132,7 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 		ctx := context.WithValue(r.Context(), roleKey{}, caller)
 		secret := r.Header.Get(HeaderLeaseSecret)
 		ctx = warp.WithCaller(ctx, warp.Caller{
-			Agent: caller == RoleAgent, Token: warp.TokenID(token),
+			Agent: caller == RoleAgent, Token: tokenID,
 			LeaseSecret: secret, WantsSecret: secret == LeaseSecretNew,
 		})
 		r = r.WithContext(ctx)
@@ -141,8 +143,8 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 
 // authorize returns the caller's role, or httpkit.ErrUnauthorized /
 // httpkit.ErrForbidden.
-// With a valid token it also returns the token, whose identity binds the
-// leases it claims.
+// With a valid token it also returns the token's identity (warp.TokenID),
+// which binds the leases it claims.
 func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
 	if s.openAll {
 		return RoleAdmin, "", nil
@@ -162,14 +164,14 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
 		return RoleOpen, "", fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", httpkit.ErrUnauthorized)
 	}
 	secret = strings.TrimSpace(secret)
-	role, found := lookup(s.cfg.Tokens, secret)
+	role, id, found := s.tokens.lookup(secret)
 	if !found {
 		return RoleOpen, "", fmt.Errorf("%w: unknown token", httpkit.ErrUnauthorized)
 	}
 	if role < need {
 		return role, "", fmt.Errorf("%w: this call needs the %s role, the token has %s", httpkit.ErrForbidden, need, role)
 	}
-	return role, secret, nil
+	return role, id, nil
 }
 
 // ServeHTTP routes r. Unknown paths and wrong methods answer in the JSON
