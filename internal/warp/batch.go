@@ -112,9 +112,19 @@ func (b *batcher) isKnown(host string) bool {
 	return b.known[host]
 }
 
+// maxKnownHosts bounds the hosts a batcher remembers as recorded: a fleet
+// of short-lived hosts (a container's name each) would otherwise grow the
+// set for as long as the process runs. Past it the set starts over, and a
+// forgotten host's next heartbeat of an agent token takes the single path
+// (its bound checked against the database) once more.
+var maxKnownHosts = 1 << 16
+
 func (b *batcher) learn(host string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.known[host] && len(b.known) >= maxKnownHosts {
+		b.known = map[string]bool{} // a new map: clear would keep the old one's memory
+	}
 	b.known[host] = true
 }
 

@@ -286,6 +286,36 @@ func TestGroupCommitKeepsTheHostBound(t *testing.T) {
 	}
 }
 
+// TestGroupCommitForgetsHostsWithinABound: the hosts the group commit
+// remembers as recorded stay within their bound however many hosts come
+// and go, and forgetting one never loosens the per-token host bound: the
+// database still counts it.
+func TestGroupCommitForgetsHostsWithinABound(t *testing.T) {
+	warp.SetMaxKnownHosts(t, 2)
+	svc, _, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3})
+	agent := warp.WithCaller(context.Background(), warp.Caller{Agent: true, Token: "tok"})
+	for i := range 4 {
+		mustClaimAs(t, svc, agent, fmt.Sprintf("T-%d", i))
+	}
+	beat := func(i int, host string) error {
+		_, err := svc.Heartbeat(agent, warp.Heartbeat{SchemaVersion: 2, Ticket: fmt.Sprintf("T-%d", i), Epoch: 1, Host: host, ActivityAge: 1})
+		return err
+	}
+	for i, h := range []string{"h1", "h2", "h3", "h1", "h2"} {
+		if err := beat(i%3, h); err != nil {
+			t.Fatalf("heartbeat %d from %s: %v", i, h, err)
+		}
+		if n := warp.KnownHosts(svc); n > 2 {
+			t.Fatalf("after %s: %d hosts remembered, want at most 2", h, n)
+		}
+	}
+	// h1..h3 are recorded; a fourth host is over the bound of 3 although
+	// the group commit has forgotten some of the three.
+	if err := beat(3, "h4"); !errors.Is(err, warp.ErrTooManyHosts) {
+		t.Errorf("a fourth host: %v, want too many hosts", err)
+	}
+}
+
 func mustClaimAs(t *testing.T, svc *warp.Service, ctx context.Context, id string) {
 	t.Helper()
 	if _, err := svc.CreateTicket(context.Background(), warp.NewTicket{ID: id}); err != nil {

@@ -16,3 +16,18 @@ func SetMaxKeptCounts(t interface{ Cleanup(func()) }, n int) {
 	maxKeptCounts = n
 	t.Cleanup(func() { maxKeptCounts = old })
 }
+
+// SetMaxKnownHosts bounds the hosts a group commit remembers as recorded,
+// until the test ends.
+func SetMaxKnownHosts(t interface{ Cleanup(func()) }, n int) {
+	old := maxKnownHosts
+	maxKnownHosts = n
+	t.Cleanup(func() { maxKnownHosts = old })
+}
+
+// KnownHosts reports how many hosts the group commit remembers (tests).
+func KnownHosts(s *Service) int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return len(s.batch.known)
+}
