@@ -271,14 +271,17 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.claimedDesc, prometheus.GaugeValue, float64(counts.Counts[v]), string(v))
 		}
 	}
-	a, err := svc.Adoption(ctx, m.cfg.AdoptionWindow)
+	// The hosts' rows alone: the adoption query would also sum every
+	// heartbeat count of the window, which grows with the fleet's
+	// heartbeat-seconds (docs/BENCHMARKS.md).
+	hosts, err := svc.HostsBySchema(ctx, m.cfg.AdoptionWindow)
 	if err != nil {
-		m.log.Warn("metrics: scrape adoption", "err", err)
+		m.log.Warn("metrics: scrape hosts by schema", "err", err)
 		ch <- prometheus.NewInvalidMetric(c.hostsDesc, err)
 	} else {
 		byVersion := map[string]int{"1": 0, "2": 0}
-		for _, h := range a.Hosts {
-			byVersion[SchemaLabel(h.LastSchemaVersion)]++
+		for v, n := range hosts {
+			byVersion[SchemaLabel(v)] += n
 		}
 		for v, n := range byVersion {
 			ch <- prometheus.MustNewConstMetric(c.hostsDesc, prometheus.GaugeValue, float64(n), v)

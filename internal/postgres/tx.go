@@ -528,6 +528,27 @@ func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (i
 	return n, translate(err)
 }
 
+// HostsBySchema implements warp.Tx.
+func (t *tx) HostsBySchema(ctx context.Context, since time.Time) (map[int]int, error) {
+	rows, err := t.tx.Query(ctx, `SELECT last_schema_version, count(*) FROM hosts WHERE last_seen >= $1 GROUP BY last_schema_version`, ts(since))
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[int]int{}
+	for rows.Next() {
+		var v, n int
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, translate(err)
+		}
+		out[v] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
 func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
 	rows, err := t.tx.Query(ctx, `SELECT h.host, h.last_schema_version, h.last_seen,
 			COALESCE(sum(c.count) FILTER (WHERE c.schema_version = 1), 0)::bigint,

@@ -67,10 +67,11 @@ const (
 		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
 		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
 		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`
-	qPruneCounts = `DELETE FROM heartbeat_counts WHERE bucket < ?`
-	qPruneHosts  = `DELETE FROM hosts WHERE last_seen < ?`
-	qMeta        = `SELECT value FROM meta WHERE key = ?`
-	qSetMeta     = `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+	qHostsBySchema = `SELECT last_schema_version, count(*) FROM hosts WHERE last_seen >= ? GROUP BY last_schema_version`
+	qPruneCounts   = `DELETE FROM heartbeat_counts WHERE bucket < ?`
+	qPruneHosts    = `DELETE FROM hosts WHERE last_seen < ?`
+	qMeta          = `SELECT value FROM meta WHERE key = ?`
+	qSetMeta       = `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 )
 
 // nextOpenSQL is claim-next's query for n labels: the open tickets in seq
@@ -90,7 +91,7 @@ func preparedQueries() []string {
 	qs := []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
 		qUpdateLease,
 		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
-		qAdoption, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
+		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {
 		qs = append(qs, q)

@@ -573,6 +573,27 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 	return out, nil
 }
 
+// HostsBySchema implements warp.Tx.
+func (t *tx) HostsBySchema(ctx context.Context, since time.Time) (map[int]int, error) {
+	rows, err := t.query(ctx, qHostsBySchema, nanos(since))
+	if err != nil {
+		return nil, translate("hosts by schema", err)
+	}
+	defer rows.Close()
+	out := map[int]int{}
+	for rows.Next() {
+		var v, n int
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, translate("hosts by schema", err)
+		}
+		out[v] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("hosts by schema", err)
+	}
+	return out, nil
+}
+
 // PruneHeartbeats drops the buckets that end at or before before, and the
 // hosts not seen since.
 func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {

@@ -1,11 +1,29 @@
 package storetest
 
 import (
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
+
+// hostsBySchemaAgree checks HostsBySchema against a, the Adoption of the
+// same window at the same time: its hosts, grouped by last schema version.
+func hostsBySchemaAgree(t *testing.T, e *env, window time.Duration, a warp.Adoption) {
+	t.Helper()
+	got, err := e.svc.HostsBySchema(e.ctx, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]int{}
+	for _, h := range a.Hosts {
+		want[h.LastSchemaVersion]++
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("hosts by schema over %s: %v, want %v (the adoption's hosts)", window, got, want)
+	}
+}
 
 func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("PerHost", func(t *testing.T) {
@@ -43,6 +61,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hostsBySchemaAgree(t, e, time.Hour, a)
 		want := []warp.HostAdoption{
 			{Host: "lease-host", LastSchemaVersion: 2, V2Count: 1},
 			{Host: "mixed", LastSchemaVersion: 2, V1Count: 1, V2Count: 1},
@@ -66,6 +85,8 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		_, err = e.svc.Adoption(e.ctx, 0)
 		wantErr(t, "adoption with a zero window", err, warp.ErrInvalid)
+		_, err = e.svc.HostsBySchema(e.ctx, 0)
+		wantErr(t, "hosts by schema with a zero window", err, warp.ErrInvalid)
 	})
 
 	t.Run("Window", func(t *testing.T) {
@@ -82,6 +103,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hostsBySchemaAgree(t, e, 24*time.Hour, a)
 		if a.HostCount != 2 || a.ReadyForActivityMode {
 			t.Errorf("at T0+24h: got %d hosts, ready %v, want 2, not ready (the v1 heartbeat at T0 is inside)", a.HostCount, a.ReadyForActivityMode)
 		}
@@ -90,6 +112,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hostsBySchemaAgree(t, e, 24*time.Hour, a)
 		if a.HostCount != 1 || a.V2Hosts != 1 || !a.ReadyForActivityMode || a.Hosts[0].Host != "new" {
 			t.Errorf("at T0+24h+2s: got %+v, want only host new, v2, ready", a)
 		}
@@ -97,6 +120,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hostsBySchemaAgree(t, e, 48*time.Hour, a)
 		if a.HostCount != 2 {
 			t.Errorf("with a 48h window: got %d hosts, want 2", a.HostCount)
 		}
@@ -105,6 +129,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hostsBySchemaAgree(t, e, time.Hour, a)
 		if a.HostCount != 0 || !a.ReadyForActivityMode || a.V2Hosts != 0 {
 			t.Errorf("a window with no heartbeat: got %+v, want no host, ready", a)
 		}

@@ -864,6 +864,25 @@ func (s *Service) Adoption(ctx context.Context, window time.Duration) (Adoption,
 	return a, err
 }
 
+// HostsBySchema counts the hosts seen within window by the schema version
+// of their last heartbeat: the hosts of Adoption, grouped, without summing
+// their heartbeat counts (the metrics' gauge, read at every scrape).
+func (s *Service) HostsBySchema(ctx context.Context, window time.Duration) (map[int]int, error) {
+	if window <= 0 {
+		return nil, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
+	}
+	if err := s.FlushCounts(ctx); err != nil {
+		return nil, fmt.Errorf("write adoption counts: %w", err)
+	}
+	var out map[int]int
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.HostsBySchema(ctx, s.now().Add(-window))
+		return err
+	})
+	return out, err
+}
+
 func (s *Service) adoptionTx(ctx context.Context, tx Tx, window time.Duration, now time.Time) (Adoption, error) {
 	hosts, err := tx.Adoption(ctx, now.Add(-window))
 	if err != nil {

@@ -109,6 +109,10 @@ type Tx interface {
 	// Adoption returns, per host seen at or after since, its last schema
 	// version, last-seen time and v1/v2 counts since since.
 	Adoption(ctx context.Context, since time.Time) ([]HostAdoption, error)
+	// HostsBySchema counts the hosts seen at or after since by the schema
+	// version of their last heartbeat, from the hosts' rows alone (no
+	// heartbeat counts: O(hosts), whatever the heartbeats of the window).
+	HostsBySchema(ctx context.Context, since time.Time) (map[int]int, error)
 	// PruneHeartbeats drops heartbeat counts older than before.
 	PruneHeartbeats(ctx context.Context, before time.Time) error
 
