@@ -6,7 +6,7 @@
 // sweeps, verdict changes); the gauges of claimed leases by verdict, of
 // hosts by schema version and of hosts in alarm (activity hook likely
 // broken) are computed from the database at scrape time (one indexed count
-// per verdict, the adoption query, the stored alarms), so they are exact
+// per verdict, the hosts' rows, the stored alarms), so they are exact
 // and agree across replicas.
 package metrics
 
