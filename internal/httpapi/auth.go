@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"unicode"
+
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // Role is what a caller may do. Routes declare the least role they need.
@@ -128,8 +129,7 @@ type tokenEntry struct {
 func newTokenIndex(tokens []Token) tokenIndex {
 	ix := make(tokenIndex, len(tokens))
 	for _, t := range tokens {
-		sum := sha256.Sum256([]byte(t.Secret))
-		ix[sum] = tokenEntry{role: t.Role, id: hex.EncodeToString(sum[:])}
+		ix[sha256.Sum256([]byte(t.Secret))] = tokenEntry{role: t.Role, id: warp.TokenID(t.Secret)}
 	}
 	return ix
 }
