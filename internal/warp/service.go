@@ -849,16 +849,10 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 
 // Adoption returns the per-host schema adoption over window.
 func (s *Service) Adoption(ctx context.Context, window time.Duration) (Adoption, error) {
-	if window <= 0 {
-		return Adoption{}, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
-	}
-	if err := s.FlushCounts(ctx); err != nil {
-		return Adoption{}, fmt.Errorf("write adoption counts: %w", err)
-	}
 	var a Adoption
-	err := s.store.View(ctx, func(tx Tx) error {
+	err := s.readAdoption(ctx, window, func(tx Tx, now time.Time) error {
 		var err error
-		a, err = s.adoptionTx(ctx, tx, window, s.now())
+		a, err = s.adoptionTx(ctx, tx, window, now)
 		return err
 	})
 	return a, err
@@ -868,19 +862,26 @@ func (s *Service) Adoption(ctx context.Context, window time.Duration) (Adoption,
 // of their last heartbeat: the hosts of Adoption, grouped, without summing
 // their heartbeat counts (the metrics' gauge, read at every scrape).
 func (s *Service) HostsBySchema(ctx context.Context, window time.Duration) (map[int]int, error) {
-	if window <= 0 {
-		return nil, Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
-	}
-	if err := s.FlushCounts(ctx); err != nil {
-		return nil, fmt.Errorf("write adoption counts: %w", err)
-	}
 	var out map[int]int
-	err := s.store.View(ctx, func(tx Tx) error {
+	err := s.readAdoption(ctx, window, func(tx Tx, now time.Time) error {
 		var err error
-		out, err = tx.HostsBySchema(ctx, s.now().Add(-window))
+		out, err = tx.HostsBySchema(ctx, now.Add(-window))
 		return err
 	})
 	return out, err
+}
+
+// readAdoption runs read in a read transaction at the service's now, once
+// window is known to be valid and this process's buffered adoption counts
+// are written.
+func (s *Service) readAdoption(ctx context.Context, window time.Duration, read func(tx Tx, now time.Time) error) error {
+	if window <= 0 {
+		return Errorf(ErrInvalid, "adoption window must be positive, got %s", window)
+	}
+	if err := s.FlushCounts(ctx); err != nil {
+		return fmt.Errorf("write adoption counts: %w", err)
+	}
+	return s.store.View(ctx, func(tx Tx) error { return read(tx, s.now()) })
 }
 
 func (s *Service) adoptionTx(ctx context.Context, tx Tx, window time.Duration, now time.Time) (Adoption, error) {
