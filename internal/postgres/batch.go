@@ -163,7 +163,7 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 }
 
 // queueRecordHeartbeats queues on b a batch's heartbeat counts: the
-// counts summed per (host, schema version, bucket) and the hosts' rows
+// counts summed per count row (warp.SumHeartbeats) and the hosts' rows
 // upserted, each in one statement, in host order. They write what
 // RecordHeartbeat would for each of cs in turn: a new host's row takes the
 // token of its first count, and its last count's schema version and time
@@ -175,19 +175,19 @@ func queueRecordHeartbeats(b *pgx.Batch, cs []warp.HeartbeatCount) {
 		return
 	}
 	sums, hosts := warp.SumHeartbeats(cs)
-	ch, cschema, cbucket, cn := make([]string, len(sums)), make([]int32, len(sums)), make([]int64, len(sums)), make([]int64, len(sums))
+	ch, cschema, cspan, cbucket, cn := make([]string, len(sums)), make([]int32, len(sums)), make([]int64, len(sums)), make([]int64, len(sums)), make([]int64, len(sums))
 	for i, c := range sums {
-		ch[i], cschema[i], cbucket[i], cn[i] = c.Host, int32(c.SchemaVersion), c.Bucket, c.N
+		ch[i], cschema[i], cspan[i], cbucket[i], cn[i] = c.Host, int32(c.SchemaVersion), c.Span, c.Bucket, c.N
 	}
 	hn, htoken, hschema, hat := make([]string, len(hosts)), make([]string, len(hosts)), make([]int32, len(hosts)), make([]int64, len(hosts))
 	for i, h := range hosts {
 		hn[i], htoken[i], hschema[i], hat[i] = h.Host, h.Token, int32(h.SchemaVersion), ts(h.At)
 	}
-	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count)
-		SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[]) AS v(host, schema_version, bucket, count)
-		ORDER BY v.host COLLATE "C", v.schema_version, v.bucket
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + EXCLUDED.count`,
-		ch, cschema, cbucket, cn)
+	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count)
+		SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::bigint[]) AS v(host, schema_version, span, bucket, count)
+		ORDER BY v.host COLLATE "C", v.schema_version, v.span, v.bucket
+		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = heartbeat_counts.count + EXCLUDED.count`,
+		ch, cschema, cspan, cbucket, cn)
 	b.Queue(`INSERT INTO hosts (host, token, last_schema_version, last_seen)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::bigint[]) AS v(host, token, last_schema_version, last_seen)
 		ORDER BY v.host COLLATE "C"

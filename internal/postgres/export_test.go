@@ -48,3 +48,6 @@ func ExplainBatch(ctx context.Context, db *DB, ids []string, settings bool) (rea
 	update, err = explain(updateLeasesSQL, ids, ints, ints, ints, ints, ints32, texts, ints, ints, ints, bools, texts, ints, texts, ints, n)
 	return read, update, err
 }
+
+// AdoptionSQL exposes the adoption query to the plan test.
+var AdoptionSQL = adoptionSQL

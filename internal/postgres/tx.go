@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -496,13 +497,15 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 const hostSeenMoved = `(hosts.last_seen <= EXCLUDED.last_seen - $5 OR
 	(hosts.last_schema_version <> EXCLUDED.last_schema_version AND hosts.last_seen <= EXCLUDED.last_seen))`
 
-// RecordHeartbeat counts the heartbeats in their one-second bucket and
-// moves the host's last-seen forward, in one round trip.
+// RecordHeartbeat counts the heartbeats in their minute and hour buckets
+// (warp.CountRows) and moves the host's last-seen forward, in one round
+// trip.
 func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = heartbeat_counts.count + EXCLUDED.count`,
-		c.Host, c.SchemaVersion, c.At.Unix(), c.N)
+	r := warp.CountRows(c)
+	b.Queue(`INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) VALUES ($1, $2, $3, $4, $5), ($1, $2, $6, $7, $5)
+		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = heartbeat_counts.count + EXCLUDED.count`,
+		c.Host, c.SchemaVersion, r[0].Span, r[0].Bucket, c.N, r[1].Span, r[1].Bucket)
 	// xmax = 0 on the returned row: it was inserted, not updated.
 	created := false
 	b.Queue(`INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES ($1, $2, $3, $4)
@@ -549,14 +552,26 @@ func (t *tx) HostsBySchema(ctx context.Context, since time.Time) (map[int]int, e
 	return out, nil
 }
 
+// adoptionSQL sums each host's counts over the rows warp.CountWindow names
+// ($2 minute rows from, $3 hour rows from; $1 the window's start in ns, $4
+// and $5 the spans): four range reads of the key a host.
+var adoptionSQL = `SELECT h.host, h.last_schema_version, h.last_seen, ` + adoptionSum(1) + `, ` + adoptionSum(2) + `
+	FROM hosts h WHERE h.last_seen >= $1 ORDER BY h.host`
+
+// adoptionSum is adoptionSQL's sum of one schema version's counts.
+func adoptionSum(schema int) string {
+	v := strconv.Itoa(schema)
+	return `(SELECT COALESCE(sum(count), 0) FROM heartbeat_counts c
+			WHERE c.host = h.host AND c.schema_version = ` + v + ` AND c.span = $4 AND c.bucket >= $2 AND c.bucket < $3)::bigint +
+		(SELECT COALESCE(sum(count), 0) FROM heartbeat_counts c
+			WHERE c.host = h.host AND c.schema_version = ` + v + ` AND c.span = $5 AND c.bucket >= $3)::bigint`
+}
+
 func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
-	rows, err := t.tx.Query(ctx, `SELECT h.host, h.last_schema_version, h.last_seen,
-			COALESCE(sum(c.count) FILTER (WHERE c.schema_version = 1), 0)::bigint,
-			COALESCE(sum(c.count) FILTER (WHERE c.schema_version = 2), 0)::bigint
-		FROM hosts h LEFT JOIN heartbeat_counts c ON c.host = h.host AND c.bucket >= $2
-		WHERE h.last_seen >= $1
-		GROUP BY h.host, h.last_schema_version, h.last_seen
-		ORDER BY h.host`, ts(since), since.Unix())
+	// The rows warp.CountWindow names: minute rows from $2 to $3, hour
+	// rows from $3.
+	minutes, hours := warp.CountWindow(since)
+	rows, err := t.tx.Query(ctx, adoptionSQL, ts(since), minutes, hours, warp.MinuteSpan, warp.HourSpan)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -579,7 +594,7 @@ func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption
 
 func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 	b := &pgx.Batch{}
-	b.Queue("DELETE FROM heartbeat_counts WHERE bucket < $1", before.Unix())
+	b.Queue("DELETE FROM heartbeat_counts WHERE bucket < $1 AND bucket + span <= $1", before.Unix())
 	b.Queue("DELETE FROM hosts WHERE last_seen < $1", ts(before))
 	return translate(t.tx.SendBatch(ctx, b).Close())
 }

@@ -79,10 +79,17 @@ func qUpdateLeasesBeat(n int) string {
 		WHERE leases.ticket = v.column1 AND leases.epoch = v.column2`
 }
 
-// qCountHeartbeats adds n heartbeat counts (host, schema, bucket, count).
+// qCountHeartbeats adds n heartbeat counts (host, schema, span, bucket,
+// count).
 func qCountHeartbeats(n int) string {
-	return `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES ` + values(n, 4) + `
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
+	return `INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) VALUES ` + values(n, 5) + `
+		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = count + excluded.count`
+}
+
+// appendSum appends the columns of one count row, in qCountHeartbeats'
+// order.
+func appendSum(args []any, k warp.HeartbeatSum) []any {
+	return append(args, k.Host, k.SchemaVersion, k.Span, k.Bucket, k.N)
 }
 
 // qRecordHosts updates the rows of n known hosts (host, schema, seen)
@@ -191,8 +198,8 @@ func appendBeat(args []any, l warp.Lease) []any {
 }
 
 // RecordHeartbeats records a batch's counts as RecordHeartbeat would one
-// by one, in few statements: the counts summed per (host, schema version,
-// bucket) and added updateChunk rows at a time; a host not known to have
+// by one, in few statements: the counts summed per count row
+// (warp.SumHeartbeats) and added updateChunk rows at a time; a host not known to have
 // its row gets it inserted (with the token of its first count), the
 // others updated with their last count's schema version and time (under
 // the warp.HostSeenStep rule, so a last-seen may differ from the one-by-one
@@ -201,9 +208,9 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 	keys, hosts := warp.SumHeartbeats(cs)
 	for len(keys) > 0 {
 		n := chunk(len(keys))
-		args := make([]any, 0, 4*n)
+		args := make([]any, 0, 5*n)
 		for _, k := range keys[:n] {
-			args = append(args, k.Host, k.SchemaVersion, k.Bucket, k.N)
+			args = appendSum(args, k)
 		}
 		keys = keys[n:]
 		q := qCountHeartbeat

@@ -93,14 +93,17 @@ func (db *DB) SetSynchronous(ctx context.Context, mode string) error {
 
 // Queries the plan test checks besides DueLeasesSQL and TicketsSQL.
 const (
-	HeldLeasesSQL = qHeldLeases
-	HostHeldSQL   = qHostHeldLeases
-	VerdictDueSQL = verdictDueSQL
-	EndedHostsSQL = qEndedHosts
-	EventsSQL     = qEvents
-	AdoptionSQL   = qAdoption
-	LeaseSQL      = qLease
+	HeldLeasesSQL  = qHeldLeases
+	HostHeldSQL    = qHostHeldLeases
+	VerdictDueSQL  = verdictDueSQL
+	EndedHostsSQL  = qEndedHosts
+	EventsSQL      = qEvents
+	PruneCountsSQL = qPruneCounts
+	LeaseSQL       = qLease
 )
+
+// AdoptionSQL is the adoption query (built from its sums).
+var AdoptionSQL = qAdoption
 
 // NextOpenSQL is claim-next's query with n labels.
 func NextOpenSQL(n int) string { return nextOpenSQL(n) }

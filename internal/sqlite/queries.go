@@ -58,21 +58,33 @@ const (
 	eventCols       = `id, ticket, epoch, kind, at, data`
 	qEvents         = `SELECT ` + eventCols + ` FROM events WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`
 	qRecentEvents   = `SELECT ` + eventCols + ` FROM events ORDER BY id DESC LIMIT ?`
-	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, bucket, count) VALUES (?, ?, ?, ?)
-		ON CONFLICT (host, schema_version, bucket) DO UPDATE SET count = count + excluded.count`
-	qNewHost      = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
-	qRecordHost   = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved
-	qHostsOfToken = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
-	qAdoption     = `SELECT h.host, h.last_schema_version, h.last_seen,
-		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 1 AND c.bucket >= ?), 0),
-		coalesce((SELECT sum(count) FROM heartbeat_counts c WHERE c.host = h.host AND c.schema_version = 2 AND c.bucket >= ?), 0)
-		FROM hosts h WHERE h.last_seen >= ? ORDER BY h.host`
+	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = count + excluded.count`
+	qNewHost       = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
+	qRecordHost    = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved
+	qHostsOfToken  = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
 	qHostsBySchema = `SELECT last_schema_version, count(*) FROM hosts WHERE last_seen >= ? GROUP BY last_schema_version`
-	qPruneCounts   = `DELETE FROM heartbeat_counts WHERE bucket < ?`
+	qPruneCounts   = `DELETE FROM heartbeat_counts WHERE bucket < ?1 AND bucket + span <= ?1`
 	qPruneHosts    = `DELETE FROM hosts WHERE last_seen < ?`
 	qMeta          = `SELECT value FROM meta WHERE key = ?`
 	qSetMeta       = `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 )
+
+// qAdoption sums each host's counts over the rows warp.CountWindow
+// names (?1 minute rows from, ?2 hour rows from; ?3 the window's start
+// in ns, ?4 and ?5 the spans): four range reads of the key a host.
+var qAdoption = `SELECT h.host, h.last_schema_version, h.last_seen,
+	` + adoptionSum("1") + `,
+	` + adoptionSum("2") + `
+	FROM hosts h WHERE h.last_seen >= ?3 ORDER BY h.host`
+
+// adoptionSum is qAdoption's sum of one schema version's counts.
+func adoptionSum(schema string) string {
+	return `coalesce((SELECT sum(count) FROM heartbeat_counts c
+			WHERE c.host = h.host AND c.schema_version = ` + schema + ` AND c.span = ?4 AND c.bucket >= ?1 AND c.bucket < ?2), 0) +
+		coalesce((SELECT sum(count) FROM heartbeat_counts c
+			WHERE c.host = h.host AND c.schema_version = ` + schema + ` AND c.span = ?5 AND c.bucket >= ?2), 0)`
+}
 
 // nextOpenSQL is claim-next's query for n labels: the open tickets in seq
 // order (tickets_state_seq), each label checked by primary key.
@@ -90,7 +102,7 @@ func nextOpenSQL(n int) string {
 func preparedQueries() []string {
 	qs := []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
 		qUpdateLease,
-		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {

@@ -299,13 +299,33 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	check("verdict-due leases", sqlite.VerdictDueSQL, []any{now, 1000}, "USING INDEX leases_held_verdict_due")
 	check("hosts of ended leases", sqlite.EndedHostsSQL, []any{now}, "USING INDEX leases_ended_at")
 	check("events of a ticket", sqlite.EventsSQL, []any{"T-1", 0, 100}, "USING INDEX events_ticket_id")
-	check("adoption", sqlite.AdoptionSQL, []any{0, 0, 0}, "USING PRIMARY KEY")
+	// Each host's counts: range reads of the key, per schema version and
+	// span (no scan of the window's rows by time).
+	check("adoption", sqlite.AdoptionSQL, []any{0, 0, 0, warp.MinuteSpan, warp.HourSpan}, "USING PRIMARY KEY (host=? AND schema_version=? AND span=? AND bucket>? AND bucket<?)")
+	check("adoption's hour rows", sqlite.AdoptionSQL, []any{0, 0, 0, warp.MinuteSpan, warp.HourSpan}, "USING PRIMARY KEY (host=? AND schema_version=? AND span=? AND bucket>?)")
+	check("prune counts", sqlite.PruneCountsSQL, []any{now / 1e9}, "USING INDEX heartbeat_counts_bucket (bucket<?)")
 	check("lease", sqlite.LeaseSQL, []any{"T-1", 1}, "USING INDEX sqlite_autoindex_leases_1")
 	check("claim-next with labels", sqlite.NextOpenSQL(2), []any{"a", "b"}, "USING INDEX tickets_state_seq")
 	// The batch's multi-row heartbeat update reads its VALUES list and
 	// finds each lease by its key.
 	allowed[fmt.Sprintf("SCAN %d-ROW VALUES CLAUSE", sqlite.UpdateChunk)] = true
 	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 15*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
+}
+
+// A database from before migration 0005 (one-second count buckets) gets
+// its counts folded into minute and hour rows: every window counts what it
+// counted before, from the window's minute on.
+func TestMigration0005FoldsCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warp.db")
+	mustOpenPath(t, path).Close()
+	rawExec(t, path, append([]string{
+		"DROP TABLE heartbeat_counts",
+		`CREATE TABLE heartbeat_counts (host TEXT NOT NULL, schema_version INTEGER NOT NULL, bucket INTEGER NOT NULL,
+			count INTEGER NOT NULL, PRIMARY KEY (host, schema_version, bucket)) WITHOUT ROWID`,
+		"CREATE INDEX heartbeat_counts_bucket ON heartbeat_counts (bucket)",
+		"DELETE FROM schema_migrations WHERE version = 5",
+	}, storetest.SecondCountsSQL("heartbeat_counts", "hosts")...)...)
+	storetest.SameFoldedCounts(t, mustOpenPath(t, path))
 }
 
 // A database from before migration 0004 (no verdict_due_at, no

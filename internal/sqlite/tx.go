@@ -515,11 +515,11 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 		WHERE kind IN (`+marks+`) ORDER BY id DESC LIMIT ?`, args...)
 }
 
-// bucket is the 1-second adoption bucket holding at (unix seconds, floored).
-func bucket(at time.Time) int64 { return at.Unix() }
+var qCountHeartbeatRows = qCountHeartbeats(2)
 
 func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
-	if _, err := t.exec(ctx, qCountHeartbeat, c.Host, c.SchemaVersion, bucket(c.At), c.N); err != nil {
+	rows := warp.CountRows(c)
+	if _, err := t.exec(ctx, qCountHeartbeatRows, appendSum(appendSum(make([]any, 0, 10), rows[0]), rows[1])...); err != nil {
 		return false, translate("count heartbeat", err)
 	}
 	at := nanos(c.At)
@@ -547,12 +547,12 @@ func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (i
 	return n, nil
 }
 
-// Adoption counts the buckets that overlap [since, ∞): a heartbeat up to one
-// second older than since may be counted, which only keeps the activity-mode
+// Adoption counts the rows warp.CountWindow names: a heartbeat up to 59 s
+// older than since may be counted, which only keeps the activity-mode
 // guard on the safe side.
 func (t *tx) Adoption(ctx context.Context, since time.Time) ([]warp.HostAdoption, error) {
-	from := bucket(since)
-	rows, err := t.query(ctx, qAdoption, from, from, nanos(since))
+	minutes, hours := warp.CountWindow(since)
+	rows, err := t.query(ctx, qAdoption, minutes, hours, nanos(since), warp.MinuteSpan, warp.HourSpan)
 	if err != nil {
 		return nil, translate("adoption", err)
 	}
@@ -597,7 +597,7 @@ func (t *tx) HostsBySchema(ctx context.Context, since time.Time) (map[int]int, e
 // PruneHeartbeats drops the buckets that end at or before before, and the
 // hosts not seen since.
 func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
-	if _, err := t.exec(ctx, qPruneCounts, bucket(before)); err != nil {
+	if _, err := t.exec(ctx, qPruneCounts, before.Unix()); err != nil {
 		return translate("prune heartbeat counts", err)
 	}
 	res, err := t.exec(ctx, qPruneHosts, nanos(before))

@@ -163,14 +163,26 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Fatalf("adoption: got %+v, want host h with 10 v2, 4 v1, last v1", hosts)
 		}
 		wantTime(t, "last seen", hosts[0].LastSeen, base.Add(time.Hour+3*time.Second))
+		// Half an hour on, the v2 counts' minute row has ended, their hour
+		// row not yet: pruned, the minute row goes and the hour row still
+		// counts them.
 		e.update(func(tx warp.Tx) error { return tx.PruneHeartbeats(e.ctx, base.Add(30*time.Minute)) })
 		e.read(func(tx warp.Tx) error {
 			var err error
 			hosts, err = tx.Adoption(e.ctx, base)
 			return err
 		})
+		if len(hosts) != 1 || hosts[0].V2Count != 10 || hosts[0].V1Count != 4 {
+			t.Errorf("adoption after pruning the first minute: got %+v, want 10 v2 (their hour row), 4 v1", hosts)
+		}
+		e.update(func(tx warp.Tx) error { return tx.PruneHeartbeats(e.ctx, base.Add(time.Hour)) })
+		e.read(func(tx warp.Tx) error {
+			var err error
+			hosts, err = tx.Adoption(e.ctx, base)
+			return err
+		})
 		if len(hosts) != 1 || hosts[0].V2Count != 0 || hosts[0].V1Count != 4 {
-			t.Errorf("adoption after prune: got %+v, want only the 4 v1 counts left", hosts)
+			t.Errorf("adoption after pruning the first hour: got %+v, want only the 4 v1 counts left", hosts)
 		}
 		e.update(func(tx warp.Tx) error { return tx.PruneHeartbeats(e.ctx, base.Add(2*time.Hour)) })
 		e.read(func(tx warp.Tx) error {
@@ -184,4 +196,86 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 			}
 		}
 	})
+
+	t.Run("Spans", func(t *testing.T) { testAdoptionSpans(t, open) })
+}
+
+// testAdoptionSpans checks the counts of many windows against a model:
+// heartbeats spread over three hours, written one by one (RecordHeartbeat)
+// for one host and in batches (HeartbeatBatchTx, when the store has it) for
+// another; a window starting at since counts every heartbeat from the
+// start of since's minute on (warp.CountWindow), whichever rows hold it.
+func testAdoptionSpans(t *testing.T, open func(t *testing.T) warp.Store) {
+	e := newEnv(t, open)
+	base := T0().Add(-10 * time.Minute) // 11:50: the heartbeats cross two hour boundaries
+	type beat struct {
+		at     time.Time
+		schema int
+		n      int64
+	}
+	var beats []beat
+	x := uint32(7)
+	for i := range 300 {
+		x = x*1664525 + 1013904223 // a fixed sequence of pseudo-random steps
+		at := base.Add(time.Duration(i)*37*time.Second + time.Duration(x%37000)*time.Millisecond)
+		beats = append(beats, beat{at, 1 + int(x>>16)%2, 1 + int64(x>>20)%3})
+	}
+	var batch []warp.HeartbeatCount
+	e.update(func(tx warp.Tx) error {
+		batch = batch[:0]
+		for _, b := range beats {
+			if _, err := tx.RecordHeartbeat(e.ctx, warp.HeartbeatCount{Host: "single", Token: "t", SchemaVersion: b.schema, At: b.at, N: b.n}); err != nil {
+				return err
+			}
+			batch = append(batch, warp.HeartbeatCount{Host: "batched", Token: "t", SchemaVersion: b.schema, At: b.at, N: b.n})
+		}
+		return nil
+	})
+	for len(batch) > 0 { // in batches of 40, as group commits would write them
+		n := min(40, len(batch))
+		part := batch[:n]
+		batch = batch[n:]
+		e.update(func(tx warp.Tx) error {
+			if bulk, ok := tx.(warp.HeartbeatBatchTx); ok {
+				return bulk.WriteBatch(e.ctx, nil, part)
+			}
+			for _, c := range part {
+				if _, err := tx.RecordHeartbeat(e.ctx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	last := beats[len(beats)-1].at
+	var sinces []time.Time
+	for d := time.Duration(0); d < last.Sub(base); d += 7*time.Minute + 13*time.Second {
+		sinces = append(sinces, base.Add(d))
+	}
+	sinces = append(sinces, T0(), T0().Add(time.Hour), T0().Add(time.Hour-time.Second), T0().Add(time.Hour+time.Minute),
+		T0().Add(-time.Second), base.Add(-time.Hour), last, last.Add(-time.Minute))
+	for _, since := range sinces {
+		from := time.Unix(since.Unix()-since.Unix()%60, 0)
+		var want [3]int64
+		for _, b := range beats {
+			if !b.at.Before(from) {
+				want[b.schema] += b.n
+			}
+		}
+		var hosts []warp.HostAdoption
+		e.read(func(tx warp.Tx) error {
+			var err error
+			hosts, err = tx.Adoption(e.ctx, since)
+			return err
+		})
+		if len(hosts) != 2 {
+			t.Fatalf("since %s: got hosts %+v, want batched and single", since.Format(time.TimeOnly), hosts)
+		}
+		for _, h := range hosts {
+			if h.V1Count != want[1] || h.V2Count != want[2] {
+				t.Errorf("since %s, host %s: v1 %d v2 %d, want %d and %d (heartbeats from %s on)",
+					since.Format(time.TimeOnly), h.Host, h.V1Count, h.V2Count, want[1], want[2], from.UTC().Format(time.TimeOnly))
+			}
+		}
+	}
 }

@@ -11,7 +11,7 @@ import (
 // its heartbeats' adoption counts (heartbeat_counts, hosts) in its own
 // transaction: measured on SQLite, a sixth of the batch's time and pages
 // of every commit. Now a committed batch adds its counts to a buffer in
-// memory, summed per (host, token, schema version, one-second bucket),
+// memory, summed per (host, token, schema version, minute),
 // and one transaction writes the buffer a flush interval after it turned
 // non-empty (Config.CountFlush, default 1 s), or at once when it holds
 // maxPendingCounts rows, and at Close.
@@ -75,7 +75,7 @@ func (c *countBuffer) add(cs []HeartbeatCount) {
 	defer c.mu.Unlock()
 	was := len(c.cs)
 	for _, x := range cs {
-		k := countKey{x.Host, x.Token, x.SchemaVersion, x.At.Unix()}
+		k := countKey{x.Host, x.Token, x.SchemaVersion, floorTo(x.At.Unix(), MinuteSpan)}
 		if i, ok := c.at[k]; ok {
 			c.cs[i].N = addSaturating(c.cs[i].N, x.N)
 			if x.At.After(c.cs[i].At) {

@@ -96,18 +96,19 @@ type Tx interface {
 	RecentEvents(ctx context.Context, kinds []EventKind, limit int) ([]Event, error)
 
 	// RecordHeartbeat counts c.N heartbeats of c.Host with c.SchemaVersion
-	// in the one-second bucket of c.At for the adoption query, moves the
-	// host's last-seen forward — when c.At is HostSeenStep past it or the
-	// schema version changed, so a host heartbeating many times a second
-	// rewrites its row about once a second — and reports whether the host
-	// was new; a new host records c.Token (Caller.Token) as the one that
-	// reported it.
+	// in the minute and hour buckets of c.At (CountRows) for the adoption
+	// query, moves the host's last-seen forward — when c.At is HostSeenStep
+	// past it or the schema version changed, so a host heartbeating many
+	// times a second rewrites its row about once a second — and reports
+	// whether the host was new; a new host records c.Token (Caller.Token)
+	// as the one that reported it.
 	RecordHeartbeat(ctx context.Context, c HeartbeatCount) (created bool, err error)
 	// HostsOfToken counts the hosts first reported by token and seen at or
 	// after since.
 	HostsOfToken(ctx context.Context, token string, since time.Time) (int, error)
 	// Adoption returns, per host seen at or after since, its last schema
-	// version, last-seen time and v1/v2 counts since since.
+	// version, last-seen time and v1/v2 counts of the buckets CountWindow
+	// names for since (from the start of since's minute).
 	Adoption(ctx context.Context, since time.Time) ([]HostAdoption, error)
 	// HostsBySchema counts the hosts seen at or after since by the schema
 	// version of their last heartbeat, from the hosts' rows alone (no
