@@ -260,3 +260,45 @@ func BenchmarkHeartbeatReplicas(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdoption measures the adoption read (GET /v1/adoption's store
+// query, a 24 h window) over 48 h of counts — what is kept — of hosts that
+// each heartbeated every second: per host a minute row a minute and an
+// hour row an hour. One op is one read of every host.
+func BenchmarkAdoption(b *testing.B) {
+	for _, hosts := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			ctx := context.Background()
+			db := openDB(b, postgres.Options{})
+			now := newClock().Now().Truncate(time.Hour)
+			start := now.Add(-48 * time.Hour).Unix()
+			for _, q := range []string{
+				fmt.Sprintf(`INSERT INTO hosts (host, token, last_schema_version, last_seen)
+					SELECT 'host-' || i, '', 2, %d FROM generate_series(1, %d) i`, now.UnixNano(), hosts),
+				fmt.Sprintf(`INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count)
+					SELECT 'host-' || i, 2, 60, t, 60 FROM generate_series(1, %d) i, generate_series(%d, %d, 60) t`, hosts, start, now.Unix()-60),
+				fmt.Sprintf(`INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count)
+					SELECT 'host-' || i, 2, 3600, t, 3600 FROM generate_series(1, %d) i, generate_series(%d, %d, 3600) t`, hosts, start, now.Unix()-3600),
+				`ANALYZE hosts`, `ANALYZE heartbeat_counts`,
+			} {
+				if _, err := db.Pool().Exec(ctx, q); err != nil {
+					b.Fatalf("%s: %v", q, err)
+				}
+			}
+			// The worst start: a minute into an hour, so the read takes 59
+			// minute rows and 23 hour rows a host.
+			since := now.Add(-24*time.Hour + time.Minute + 30*time.Second)
+			b.ResetTimer()
+			for b.Loop() {
+				var got []warp.HostAdoption
+				if err := db.View(ctx, func(tx warp.Tx) (err error) { got, err = tx.Adoption(ctx, since); return err }); err != nil {
+					b.Fatal(err)
+				}
+				if want := int64(59*60 + 23*3600); len(got) != hosts || got[0].V2Count != want {
+					b.Fatalf("got %d hosts, the first with %d v2, want %d and %d", len(got), got[0].V2Count, hosts, want)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(hosts), "µs/host")
+		})
+	}
+}

@@ -125,7 +125,7 @@ func rawDB(t *testing.T, path string) *sql.DB {
 }
 
 // rawExec runs statements on the file with the bare driver.
-func rawExec(t *testing.T, path string, stmts ...string) {
+func rawExec(t testing.TB, path string, stmts ...string) {
 	t.Helper()
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {

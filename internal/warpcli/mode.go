@@ -19,7 +19,8 @@ func (c *CLI) adoptionCommand() *cobra.Command {
 		Use:   "adoption",
 		Short: "Show which hosts send v2 (activity-gated) heartbeats",
 		Long: `Show, per host that heartbeated within the window, the schema of its last
-heartbeat, when it was last seen and how many v1 and v2 heartbeats it sent.
+heartbeat, when it was last seen and how many v1 and v2 heartbeats it sent
+(counted from the start of the window's first minute: up to 59 s more).
 The server refuses 'warp mode set activity' while any host sent v1 within the
 default window (24h) unless --force.`,
 		Example: `  warp adoption
