@@ -102,6 +102,7 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 			if m.version <= have {
 				continue
 			}
+			db.log.Info("postgres: applying migration", "name", m.name, "schema", current)
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}

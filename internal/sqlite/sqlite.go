@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"path"
 	"runtime"
@@ -68,6 +69,15 @@ type DB struct {
 	rStmts stmtCache
 	leases *leaseCache   // the writer's, see cache.go
 	ckpt   *checkpointer // see checkpoint.go
+	log    *slog.Logger
+}
+
+// Options tunes OpenWith.
+type Options struct {
+	// Logger receives a line before and after each migration applied to
+	// a file that had a warp schema already (an upgrade's migration over
+	// a large file may take minutes); none when nil.
+	Logger *slog.Logger
 }
 
 var _ warp.Store = (*DB)(nil)
@@ -77,6 +87,11 @@ var _ warp.Store = (*DB)(nil)
 // migration it does not know (ErrNewerSchema) and a file that is not a warp
 // database (ErrNotDatabase).
 func Open(ctx context.Context, path string) (*DB, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open sqlite database: %w: no path given", warp.ErrInvalid)
 	}
@@ -91,7 +106,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	db := &DB{path: path, w: w, leases: newLeaseCache(DefaultLeaseCache)}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db := &DB{path: path, w: w, leases: newLeaseCache(DefaultLeaseCache), log: log}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -355,16 +374,26 @@ func (db *DB) migrate(ctx context.Context) error {
 		sort.Ints(unknown)
 		return fmt.Errorf("open %s: %w: it records migration %d, this build knows migrations up to %d; run a newer warp on it", db.path, ErrNewerSchema, unknown[len(unknown)-1], latest)
 	}
+	// A new file's schema is created silently; an upgrade's migrations
+	// are logged.
+	fresh := tables == 0
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
 		}
+		if !fresh {
+			db.log.Info("sqlite: applying migration", "name", m.name, "path", db.path)
+		}
+		start := time.Now()
 		if _, err := stx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("open %s: apply migration %s: %w", db.path, m.name, err)
 		}
 		if _, err := stx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
 			m.version, m.name, time.Now().UnixNano()); err != nil {
 			return fmt.Errorf("open %s: record migration %s: %w", db.path, m.name, err)
+		}
+		if !fresh {
+			db.log.Info("sqlite: applied migration", "name", m.name, "seconds", time.Since(start).Seconds())
 		}
 	}
 	if err := stx.Commit(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,19 +313,54 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 15*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
 }
 
+// An upgrade's migrations are logged before each runs (one over a large
+// file may take minutes) and after, with its duration; a new file's schema
+// and a file already at the latest one log nothing.
+func TestOpenLogsMigrations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warp.db")
+	var out bytes.Buffer
+	open := func() {
+		t.Helper()
+		db, err := sqlite.OpenWith(context.Background(), path, sqlite.Options{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	open()
+	open()
+	if out.Len() != 0 {
+		t.Errorf("log of a new file's open and of a migrated file's: want nothing, got\n%s", out.String())
+	}
+	rawExec(t, path, before0005...)
+	open()
+	for _, want := range []string{`msg="sqlite: applying migration" name=0005_count_spans.sql`, `msg="sqlite: applied migration" name=0005_count_spans.sql seconds=`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("log of an upgrade: want %q in\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "applying migration"); n != 1 {
+		t.Errorf("log of an upgrade: %d migrations applied, want 1:\n%s", n, out.String())
+	}
+}
+
+// before0005 takes a database back to the schema before migration 0005:
+// one-second count buckets (the rows are dropped).
+var before0005 = []string{
+	"DROP TABLE heartbeat_counts",
+	`CREATE TABLE heartbeat_counts (host TEXT NOT NULL, schema_version INTEGER NOT NULL, bucket INTEGER NOT NULL,
+		count INTEGER NOT NULL, PRIMARY KEY (host, schema_version, bucket)) WITHOUT ROWID`,
+	"CREATE INDEX heartbeat_counts_bucket ON heartbeat_counts (bucket)",
+	"DELETE FROM schema_migrations WHERE version = 5",
+}
+
 // A database from before migration 0005 (one-second count buckets) gets
 // its counts folded into minute and hour rows: every window counts what it
 // counted before, from the window's minute on.
 func TestMigration0005FoldsCounts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "warp.db")
 	mustOpenPath(t, path).Close()
-	rawExec(t, path, append([]string{
-		"DROP TABLE heartbeat_counts",
-		`CREATE TABLE heartbeat_counts (host TEXT NOT NULL, schema_version INTEGER NOT NULL, bucket INTEGER NOT NULL,
-			count INTEGER NOT NULL, PRIMARY KEY (host, schema_version, bucket)) WITHOUT ROWID`,
-		"CREATE INDEX heartbeat_counts_bucket ON heartbeat_counts (bucket)",
-		"DELETE FROM schema_migrations WHERE version = 5",
-	}, storetest.SecondCountsSQL("heartbeat_counts", "hosts")...)...)
+	rawExec(t, path, append(before0005, storetest.SecondCountsSQL("heartbeat_counts", "hosts")...)...)
 	storetest.SameFoldedCounts(t, mustOpenPath(t, path))
 }
 

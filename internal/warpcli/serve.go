@@ -344,7 +344,7 @@ func openStore(ctx context.Context, dsn string, log *slog.Logger) (warp.Store, e
 		}
 		return db, nil
 	}
-	db, err := sqlite.Open(ctx, dsn)
+	db, err := sqlite.OpenWith(ctx, dsn, sqlite.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}
