@@ -179,22 +179,7 @@ func BenchmarkAdoption(b *testing.B) {
 					m(t) AS (SELECT %d UNION ALL SELECT t + 3600 FROM m WHERE t + 3600 < %d)
 					INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) SELECT 'host-' || i, 2, 3600, t, 3600 FROM h, m`, hosts, start, now.Unix()),
 			)
-			db := mustOpenPath(b, path)
-			ctx := context.Background()
-			// The worst start: a minute into an hour, so the read takes 59
-			// minute rows and 23 hour rows a host.
-			since := now.Add(-24*time.Hour + time.Minute + 30*time.Second)
-			b.ResetTimer()
-			for b.Loop() {
-				var got []warp.HostAdoption
-				if err := db.View(ctx, func(tx warp.Tx) (err error) { got, err = tx.Adoption(ctx, since); return err }); err != nil {
-					b.Fatal(err)
-				}
-				if want := int64(59*60 + 23*3600); len(got) != hosts || got[0].V2Count != want {
-					b.Fatalf("got %d hosts, the first with %d v2, want %d and %d", len(got), got[0].V2Count, hosts, want)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(hosts), "µs/host")
+			storetest.BenchAdoptionRead(b, mustOpenPath(b, path), hosts, now)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"maps"
 	"testing"
 	"time"
@@ -278,4 +279,30 @@ func testAdoptionSpans(t *testing.T, open func(t *testing.T) warp.Store) {
 			}
 		}
 	}
+}
+
+// AdoptionReadSince is where BenchAdoptionRead's window starts, for counts
+// that end at now: a minute into an hour 24 h back, so the read takes 59
+// minute rows and 23 hour rows a host (the most a 24 h window reads).
+func AdoptionReadSince(now time.Time) time.Time {
+	return now.Add(-24*time.Hour + time.Minute + 30*time.Second)
+}
+
+// BenchAdoptionRead times store's adoption read from AdoptionReadSince(now)
+// over hosts hosts whose counts (each store's benchmark writes them) say a
+// heartbeat every second, v2, for the 48 h before now (a whole hour).
+func BenchAdoptionRead(b *testing.B, store warp.Store, hosts int, now time.Time) {
+	ctx := context.Background()
+	since := AdoptionReadSince(now)
+	b.ResetTimer()
+	for b.Loop() {
+		var got []warp.HostAdoption
+		if err := store.View(ctx, func(tx warp.Tx) (err error) { got, err = tx.Adoption(ctx, since); return err }); err != nil {
+			b.Fatal(err)
+		}
+		if want := int64(59*60 + 23*3600); len(got) != hosts || got[0].V2Count != want {
+			b.Fatalf("got %d hosts, the first with %d v2, want %d and %d", len(got), got[0].V2Count, hosts, want)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(hosts), "µs/host")
 }
