@@ -199,8 +199,8 @@ func appendBeat(args []any, l warp.Lease) []any {
 
 // RecordHeartbeats records a batch's counts as RecordHeartbeat would one
 // by one, in few statements: the counts summed per count row
-// (warp.SumHeartbeats) and added updateChunk rows at a time; a host not known to have
-// its row gets it inserted (with the token of its first count), the
+// (warp.SumHeartbeats) and added updateChunk rows at a time; a host not
+// known to have its row gets it inserted (with the token of its first count), the
 // others updated with their last count's schema version and time (under
 // the warp.HostSeenStep rule, so a last-seen may differ from the one-by-one
 // result by less than the step), also many rows at a time.

@@ -515,6 +515,8 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 		WHERE kind IN (`+marks+`) ORDER BY id DESC LIMIT ?`, args...)
 }
 
+// qCountHeartbeatRows adds one heartbeat count to its two rows (a minute's
+// and an hour's: warp.CountRows).
 var qCountHeartbeatRows = qCountHeartbeats(2)
 
 func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, error) {
