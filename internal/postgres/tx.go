@@ -378,6 +378,17 @@ func (t *tx) AddVerdictCounts(ctx context.Context, host string, delta map[warp.V
 	return translate(t.tx.SendBatch(ctx, b).Close())
 }
 
+// PruneVerdictCounts implements warp.Tx. The rows at 0 are locked in key
+// order and those another transaction holds are skipped (it may be moving
+// them off 0), so the prune neither waits for a batch nor deadlocks with
+// one; a row that left 0 before its lock was taken is not deleted (the
+// lock re-checks it).
+func (t *tx) PruneVerdictCounts(ctx context.Context, limit int) error {
+	_, err := t.tx.Exec(ctx, `DELETE FROM verdict_counts WHERE (host, verdict) IN
+		(SELECT host, verdict FROM verdict_counts WHERE n = 0 ORDER BY host, verdict LIMIT $1 FOR UPDATE SKIP LOCKED)`, limitArg(limit))
+	return translate(err)
+}
+
 func (t *tx) VerdictCounts(ctx context.Context) ([]warp.HostVerdictCount, error) {
 	rows, err := t.tx.Query(ctx, "SELECT host, verdict, n FROM verdict_counts WHERE n <> 0")
 	if err != nil {

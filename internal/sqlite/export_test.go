@@ -146,3 +146,10 @@ func (db *DB) Checkpoints() (int64, string) {
 	defer db.ckpt.mu.Unlock()
 	return db.ckpt.runs.Load(), db.ckpt.lastErr
 }
+
+// VerdictCountRows counts verdict_counts' rows, those at 0 included.
+func (db *DB) VerdictCountRows(ctx context.Context) (int, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM verdict_counts").Scan(&n)
+	return n, err
+}

@@ -51,6 +51,7 @@ const (
 	qAddVerdictCount = `INSERT INTO verdict_counts (host, verdict, n) VALUES (?, ?, ?)
 		ON CONFLICT (host, verdict) DO UPDATE SET n = n + excluded.n`
 	qVerdictCounts  = `SELECT host, verdict, n FROM verdict_counts WHERE n <> 0`
+	qPruneVerdicts  = `DELETE FROM verdict_counts WHERE rowid IN (SELECT rowid FROM verdict_counts WHERE n = 0 LIMIT ?)`
 	qEndedHosts     = `SELECT host FROM leases WHERE state <> 'held' AND ended_at >= ?`
 	qHostHeldLeases = `SELECT ` + leaseCols + ` FROM leases l
 		WHERE l.state = 'held' AND l.host = ? AND l.ticket > ? ORDER BY l.ticket LIMIT ?`
@@ -102,7 +103,7 @@ func nextOpenSQL(n int) string {
 func preparedQueries() []string {
 	qs := []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
 		qUpdateLease,
-		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qPruneVerdicts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {

@@ -395,3 +395,13 @@ func TestMigration0004BackfillsCounts(t *testing.T) {
 	db = mustOpenPath(t, path)
 	storetest.SameHosts(t, newSvc(db), want)
 }
+
+func TestVerdictCountsPruned(t *testing.T) {
+	storetest.VerdictCountsPruned(t, func(t *testing.T) warp.Store { return MustOpen(t) }, func(s warp.Store) int {
+		n, err := s.(*sqlite.DB).VerdictCountRows(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}

@@ -408,6 +408,15 @@ func (t *tx) VerdictCounts(ctx context.Context) ([]warp.HostVerdictCount, error)
 	return out, nil
 }
 
+// PruneVerdictCounts implements warp.Tx (one writer: no row is held by
+// another transaction).
+func (t *tx) PruneVerdictCounts(ctx context.Context, limit int) error {
+	if _, err := t.exec(ctx, qPruneVerdicts, limitArg(limit)); err != nil {
+		return translate("prune verdict counts", err)
+	}
+	return nil
+}
+
 func (t *tx) EndedHosts(ctx context.Context, since time.Time) ([]string, error) {
 	rows, err := t.query(ctx, qEndedHosts, nanos(since))
 	if err != nil {

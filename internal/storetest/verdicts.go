@@ -400,3 +400,40 @@ func testHostCounts(t *testing.T, open func(t *testing.T) warp.Store) {
 	}
 	check("all lapsed")
 }
+
+// VerdictCountsPruned checks that a sweep drops the verdict and hook count
+// rows that reached 0 — a host whose leases all ended — and only those:
+// with hostnames that come and go (containers), the rows would otherwise
+// grow with every host ever seen, and every scrape reads them. rows counts
+// the store's count rows, those at 0 included (each store's test knows
+// how).
+func VerdictCountsPruned(t *testing.T, open func(t *testing.T) warp.Store, rows func(warp.Store) int) {
+	e := newEnv(t, open)
+	e.createClaim("T-1", "gone")
+	e.createClaim("T-2", "live")
+	if n := rows(e.store); n != 4 {
+		t.Fatalf("count rows after two claims: %d, want 4 (active and hook-seen:unknown of each host)", n)
+	}
+	if _, err := e.svc.Complete(e.ctx, "T-1", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(e.store); n != 4 {
+		t.Fatalf("count rows after the completion: %d, want 4 (gone's two at 0, not yet pruned)", n)
+	}
+	e.update(func(tx warp.Tx) error { return tx.PruneVerdictCounts(e.ctx, 1) })
+	if n := rows(e.store); n != 3 {
+		t.Errorf("count rows after a prune of at most 1: %d, want 3", n)
+	}
+	e.sweep()
+	if n := rows(e.store); n != 2 {
+		t.Errorf("count rows after a sweep: %d, want 2 (live's)", n)
+	}
+	e.checkHosts("after the prune", map[string]warp.Verdict{"T-2": warp.VerdictActive})
+	// A host that comes back is counted again from no row.
+	e.createClaim("T-3", "gone")
+	e.sweep()
+	if n := rows(e.store); n != 4 {
+		t.Errorf("count rows after gone claimed again and a sweep: %d, want 4", n)
+	}
+	e.checkHosts("gone back", map[string]warp.Verdict{"T-2": warp.VerdictActive, "T-3": warp.VerdictActive})
+}

@@ -972,11 +972,20 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 		if err := tx.SetMeta(ctx, MetaLastSweep, formatTime(now)); err != nil {
 			return err
 		}
-		return tx.PruneHeartbeats(ctx, now.Add(-2*DefaultAdoptionWindow))
+		if err := tx.PruneHeartbeats(ctx, now.Add(-2*DefaultAdoptionWindow)); err != nil {
+			return err
+		}
+		return tx.PruneVerdictCounts(ctx, pruneVerdictBatch)
 	})
 	res.Duration = time.Since(start)
 	return res, err
 }
+
+// pruneVerdictBatch bounds how many count rows at 0 one sweep drops (a
+// host's verdict and hook counts once its leases ended): the rows that
+// hosts gone by the thousand leave are dropped over a few sweeps instead
+// of holding the writer for seconds in one (1M rows: 1.4 s on SQLite).
+const pruneVerdictBatch = 10_000
 
 // writeGrace stores grace g (Service.Init): replicas sharing the database
 // and the sweeps of this start read it back with readGrace.

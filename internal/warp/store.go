@@ -80,6 +80,11 @@ type Tx interface {
 	// VerdictCounts returns the held-lease counts per host and recorded
 	// verdict (rows with a count of 0 may be left out).
 	VerdictCounts(ctx context.Context) ([]HostVerdictCount, error)
+	// PruneVerdictCounts drops up to limit count rows that reached 0 (a
+	// host whose leases of that verdict or hook health all ended), so the
+	// rows follow the hosts that hold leases, not every host ever seen. A
+	// row another transaction holds is left for the next prune.
+	PruneVerdictCounts(ctx context.Context, limit int) error
 	// EndedHosts returns the distinct hosts of the leases that ended at or
 	// after since. The cost is O(leases ended since).
 	EndedHosts(ctx context.Context, since time.Time) ([]string, error)
