@@ -40,10 +40,17 @@ type Where struct {
 
 // Add appends cond, whose ? placeholders take args in order.
 func (w *Where) Add(cond string, args ...any) {
+	w.Conds = append(w.Conds, w.Bind(cond, args...))
+}
+
+// Bind appends args, the arguments of text's ? placeholders, and returns
+// text with them numbered (PostgreSQL) — for SQL outside the WHERE clause
+// that comes before it.
+func (w *Where) Bind(text string, args ...any) string {
 	if w.Dollar {
 		var b strings.Builder
 		n := len(w.Args)
-		for _, r := range cond {
+		for _, r := range text {
 			if r == '?' {
 				n++
 				b.WriteString("$" + strconv.Itoa(n))
@@ -51,10 +58,10 @@ func (w *Where) Add(cond string, args ...any) {
 			}
 			b.WriteRune(r)
 		}
-		cond = b.String()
+		text = b.String()
 	}
 	w.Args = append(w.Args, args...)
-	w.Conds = append(w.Conds, cond)
+	return text
 }
 
 // Arg appends arg alone (a LIMIT, say) and returns its placeholder.
@@ -104,4 +111,43 @@ func (w *Where) Bounds(b warp.VerdictBounds) {
 	if !b.NotUnwiredAt.IsZero() {
 		w.Add("(l.hook_seen <> 'no' OR l.claimed_at >= ?)", Nanos(b.NotUnwiredAt))
 	}
+}
+
+// TicketsQuery is both stores' listing query of f: cols of tickets t and
+// leases l, in seq order, after f.AfterSeq, at most limit (each store's
+// form of it). Without f.RareVerdict it walks tickets in seq order (the
+// primary key, or tickets_state_seq with a state), each joined to its
+// current lease by key. With it, it starts from the held leases recorded
+// with that verdict (the partial index leases_held_rare_verdict, which
+// leaves active and never-recorded out) and those due by f.DueBy (leases_held_verdict_due),
+// a superset of the leases whose verdict is f.RareVerdict at f.DueBy; the
+// bounds of f.Verdict then keep the exact ones, sorted by seq. crossJoin
+// makes SQLite keep that join order. Tests check both plans.
+func TicketsQuery(f warp.TicketFilter, cols string, dollar, crossJoin bool, limit any) (string, []any) {
+	w := Where{Dollar: dollar}
+	from := " FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch"
+	if f.RareVerdict != warp.VerdictNone {
+		join := " JOIN "
+		if crossJoin {
+			join = " CROSS JOIN "
+		}
+		from = " FROM " + w.Bind(`(SELECT ticket FROM leases WHERE state = 'held' AND recorded_verdict = ? AND recorded_verdict NOT IN ('', 'active')
+			UNION SELECT ticket FROM leases WHERE state = 'held' AND verdict_due_at > 0 AND verdict_due_at <= ?) c`,
+			string(f.RareVerdict), Nanos(f.DueBy)) +
+			join + "tickets t ON t.id = c.ticket" + join + "leases l ON l.ticket = t.id AND l.epoch = t.epoch"
+	}
+	w.Add("t.seq > ?", f.AfterSeq)
+	if f.State != "" {
+		w.Add("t.state = ?", string(f.State))
+	}
+	if f.Host != "" || f.Verdict != nil || f.RareVerdict != warp.VerdictNone {
+		w.Add("l.state = 'held'")
+	}
+	if f.Host != "" {
+		w.Add("l.host = ?", f.Host)
+	}
+	if f.Verdict != nil {
+		w.Bounds(*f.Verdict)
+	}
+	return "SELECT " + cols + from + w.SQL() + " ORDER BY t.seq LIMIT " + w.Arg(limit), w.Args
 }

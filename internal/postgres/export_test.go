@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // DueLeasesSQL exposes the sweep's query to the plan test.
@@ -51,3 +53,6 @@ func ExplainBatch(ctx context.Context, db *DB, ids []string, settings bool) (rea
 
 // AdoptionSQL exposes the adoption query to the plan test.
 var AdoptionSQL = adoptionSQL
+
+// TicketsSQL exposes the listing query to the plan test.
+func TicketsSQL(f warp.TicketFilter) (string, []any) { return ticketsSQL(f) }

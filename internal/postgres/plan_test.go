@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // The sweep reads due leases through the partial index on expires_at, so
@@ -92,5 +93,26 @@ func TestHeartbeatBatchUsesKeys(t *testing.T) {
 	}
 	if !strings.Contains(read+update, "Seq Scan") {
 		t.Logf("without the settings PostgreSQL chose no sequential scan either:\n%s\n%s", read, update)
+	}
+}
+
+// A rare verdict's listing reads its candidates through the partial index
+// of recorded verdicts and the due leases' index, not by walking tickets.
+func TestRareVerdictListingUsesIndexes(t *testing.T) {
+	db := openDB(t, postgres.Options{})
+	at := newClock().Now()
+	loadLeases(t, db, 20_000, 50, at)
+	if _, err := db.Pool().Exec(context.Background(), `UPDATE leases SET recorded_verdict = 'stalled' WHERE ticket <= 'B-0000020'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(context.Background(), "ANALYZE leases"); err != nil {
+		t.Fatal(err)
+	}
+	b := warp.DefaultPolicy().Bounds(warp.VerdictStalled, at)
+	q, args := postgres.TicketsSQL(warp.TicketFilter{State: warp.TicketClaimed, Verdict: &b, Limit: 100, RareVerdict: warp.VerdictStalled, DueBy: at})
+	text := explain(t, db, q, args...)
+	if !strings.Contains(text, "leases_held_rare_verdict") || !strings.Contains(text, "leases_held_verdict_due") ||
+		strings.Contains(text, "Seq Scan on tickets") || strings.Contains(text, "Seq Scan on leases") {
+		t.Errorf("plan does not start from the rare verdict's candidates:\n%s", text)
 	}
 }

@@ -175,25 +175,14 @@ func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, 
 	return r.ticket(), nil
 }
 
+// ticketsSQL builds the listing query of f (leasesql.TicketsQuery).
+func ticketsSQL(f warp.TicketFilter) (string, []any) {
+	return leasesql.TicketsQuery(f, ticketCols+", "+leaseCols, true, false, limitArg(f.Limit))
+}
+
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {
-	w := leasesql.Where{Dollar: true}
-	w.Add("t.seq > ?", f.AfterSeq)
-	if f.State != "" {
-		w.Add("t.state = ?", string(f.State))
-	}
-	if f.Host != "" || f.Verdict != nil {
-		w.Add("l.state = 'held'")
-	}
-	if f.Host != "" {
-		w.Add("l.host = ?", f.Host)
-	}
-	if f.Verdict != nil {
-		w.Bounds(*f.Verdict)
-	}
-	q := "SELECT " + ticketCols + ", " + leaseCols +
-		" FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch" +
-		w.SQL() + " ORDER BY t.seq LIMIT " + w.Arg(limitArg(f.Limit))
-	rows, err := t.tx.Query(ctx, q, w.Args...)
+	q, args := ticketsSQL(f)
+	rows, err := t.tx.Query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
 	}

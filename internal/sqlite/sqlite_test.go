@@ -311,6 +311,26 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	// finds each lease by its key.
 	allowed[fmt.Sprintf("SCAN %d-ROW VALUES CLAUSE", sqlite.UpdateChunk)] = true
 	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 15*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
+	// A rare verdict's listing starts from its candidates (the recorded
+	// verdict's partial index and the due leases), then finds each ticket
+	// and lease by key, and sorts what it found: no walk of the tickets.
+	q, args = sqlite.TicketsSQL(warp.TicketFilter{State: warp.TicketClaimed, Verdict: &b, Limit: 100, RareVerdict: warp.VerdictStalled, DueBy: time.Now()})
+	plan, err := db.QueryPlan(ctx, q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(plan, " | ")
+	for _, want := range []string{"USING COVERING INDEX leases_held_rare_verdict (recorded_verdict=?)",
+		"USING INDEX leases_held_verdict_due", "SEARCH t USING INDEX sqlite_autoindex_tickets_1 (id=?", "SEARCH l USING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("rare verdict listing plan: got %q, want it to use %q", joined, want)
+		}
+	}
+	for _, step := range plan {
+		if strings.HasPrefix(step, "SCAN ") && step != "SCAN c" {
+			t.Errorf("rare verdict listing plan: got %q, want no full scan (%q)", joined, step)
+		}
+	}
 }
 
 // An upgrade's migrations are logged before each runs (one over a large

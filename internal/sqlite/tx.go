@@ -191,28 +191,9 @@ func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, 
 	return tk, nil
 }
 
-// ticketsSQL builds the listing query of f. Driven by tickets in seq
-// order (the primary key, or tickets_state_seq with a state), each row
-// joined to its current lease by primary key. Tests check its plan.
+// ticketsSQL builds the listing query of f (leasesql.TicketsQuery).
 func ticketsSQL(f warp.TicketFilter) (string, []any) {
-	var w leasesql.Where
-	w.Add("t.seq > ?", f.AfterSeq)
-	if f.State != "" {
-		w.Add("t.state = ?", string(f.State))
-	}
-	if f.Host != "" || f.Verdict != nil {
-		w.Add("l.state = 'held'")
-	}
-	if f.Host != "" {
-		w.Add("l.host = ?", f.Host)
-	}
-	if f.Verdict != nil {
-		w.Bounds(*f.Verdict)
-	}
-	q := `SELECT ` + ticketCols + `, ` + leaseCols + `
-		FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch` +
-		w.SQL() + ` ORDER BY t.seq LIMIT ` + w.Arg(limitArg(f.Limit))
-	return q, w.Args
+	return leasesql.TicketsQuery(f, ticketCols+`, `+leaseCols, false, true, limitArg(f.Limit))
 }
 
 func (t *tx) Tickets(ctx context.Context, f warp.TicketFilter) ([]warp.TicketLease, error) {

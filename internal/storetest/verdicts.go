@@ -11,6 +11,15 @@ import (
 
 func allVerdicts() []warp.Verdict { return warp.Verdicts() }
 
+// pageIDs returns the ticket ids of page, in its order.
+func pageIDs(page warp.TicketPage) []string {
+	var ids []string
+	for _, tv := range page.Tickets {
+		ids = append(ids, tv.Ticket.ID)
+	}
+	return ids
+}
+
 // checkVerdicts checks, at the clock's time, that every claimed ticket's
 // derived verdict (Service.Ticket) is want[id], that each ListTickets
 // verdict filter returns exactly the tickets with that verdict, and that
@@ -23,10 +32,27 @@ func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
 		}
 	}
 	counts := map[warp.Verdict]int64{}
+	// The same listings by walking every claimed ticket: the service lists
+	// a rare verdict from the index of recorded verdicts and the due
+	// leases, and both must give the same pages.
+	cfg := e.cfg
+	cfg.RareVerdictList = -1
+	walk, err := warp.NewService(e.store, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer walk.Close()
 	for _, v := range allVerdicts() {
 		page, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Verdict: v, Limit: warp.MaxListLimit})
 		if err != nil {
 			e.t.Fatalf("%s: list verdict %s: %v", what, v, err)
+		}
+		walked, err := walk.ListTickets(e.ctx, warp.ListOptions{Verdict: v, Limit: warp.MaxListLimit})
+		if err != nil {
+			e.t.Fatalf("%s: list verdict %s by walking: %v", what, v, err)
+		}
+		if a, b := pageIDs(page), pageIDs(walked); !slices.Equal(a, b) {
+			e.t.Errorf("%s: list verdict=%s: %v, by walking the tickets %v", what, v, a, b)
 		}
 		var got, exp []string
 		for _, tv := range page.Tickets {
@@ -297,6 +323,59 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 		changes, err = e.svc.RecordVerdicts(e.ctx)
 		if err != nil || len(changes) != 1 || changes[0].To != warp.VerdictActive {
 			t.Errorf("after fresh activity: got %+v, %v, want stalls back to active", changes, err)
+		}
+	})
+
+	t.Run("ListRecordedVerdicts", func(t *testing.T) {
+		// Verdicts the pass has recorded (no longer due) and verdicts that
+		// changed since it ran (due), listed from the index of recorded
+		// verdicts and the due leases, and paged through.
+		e := newEnv(t, open)
+		for _, id := range []string{"A-1", "S-1", "S-2", "S-3", "Q-1", "X-1"} {
+			e.createClaim(id, "h1")
+		}
+		e.clock.Advance(16 * time.Minute)
+		for _, id := range []string{"S-1", "S-2", "S-3"} {
+			e.v2(id, 1, secs(16*time.Minute)) // stalled
+		}
+		e.v2("A-1", 1, 0)
+		e.v2("Q-1", 1, 0)
+		if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "X-1", Epoch: 1, Exit: warp.ExitParentExited}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.RecordVerdicts(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l := e.lease("S-2"); l.RecordedVerdict != warp.VerdictStalled {
+			t.Fatalf("the fixture: S-2 recorded %q, want stalled", l.RecordedVerdict)
+		}
+		want := map[string]warp.Verdict{"A-1": warp.VerdictActive, "S-1": warp.VerdictStalled, "S-2": warp.VerdictStalled,
+			"S-3": warp.VerdictStalled, "Q-1": warp.VerdictActive, "X-1": warp.VerdictExited}
+		e.checkVerdicts("recorded by the pass", want)
+		// S-1 comes back to life and Q-1 falls silent, neither recorded yet.
+		e.v2("S-1", 1, 0)
+		e.clock.Advance(10 * time.Minute)
+		for _, id := range []string{"A-1", "S-1", "S-2", "S-3", "X-1"} {
+			e.v2(id, 1, secs(26*time.Minute))
+		}
+		e.v2("A-1", 1, 0)
+		e.v2("S-1", 1, 0)
+		want["Q-1"], want["S-1"] = warp.VerdictSilent, warp.VerdictActive
+		e.checkVerdicts("changed since the pass", want)
+		var pages [][]string
+		after := ""
+		for {
+			p, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Verdict: warp.VerdictStalled, Limit: 1, Cursor: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, pageIDs(p))
+			if after = p.NextCursor; after == "" {
+				break
+			}
+		}
+		if fmt.Sprint(pages) != "[[S-2] [S-3]]" {
+			t.Errorf("stalled, a page of one at a time: %v, want [[S-2] [S-3]]", pages)
 		}
 	})
 

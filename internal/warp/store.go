@@ -184,6 +184,12 @@ type TicketFilter struct {
 	Host     string // held lease's host; empty: any
 	AfterSeq int64
 	Limit    int
+	// RareVerdict, when set (never VerdictActive), has the store read the
+	// candidates from the held leases recorded with it and those whose
+	// recorded verdict is due by DueBy, instead of walking every ticket:
+	// the leases Verdict's bounds select must be among them.
+	RareVerdict Verdict
+	DueBy       time.Time
 }
 
 // Meta keys the Service keeps in the Store.
