@@ -97,8 +97,9 @@ func TestHeartbeatBatchUsesKeys(t *testing.T) {
 }
 
 // A rare verdict's listing reads its candidates through the partial index
-// of recorded verdicts and the due leases' index, not by walking tickets.
-func TestRareVerdictListingUsesIndexes(t *testing.T) {
+// of recorded verdicts and the due leases' index, a small host's through
+// its held leases' index: neither walks the tickets.
+func TestListingFromCandidatesUsesIndexes(t *testing.T) {
 	db := openDB(t, postgres.Options{})
 	at := newClock().Now()
 	loadLeases(t, db, 20_000, 50, at)
@@ -114,5 +115,17 @@ func TestRareVerdictListingUsesIndexes(t *testing.T) {
 	if !strings.Contains(text, "leases_held_rare_verdict") || !strings.Contains(text, "leases_held_verdict_due") ||
 		strings.Contains(text, "Seq Scan on tickets") || strings.Contains(text, "Seq Scan on leases") {
 		t.Errorf("plan does not start from the rare verdict's candidates:\n%s", text)
+	}
+	// A small host's listing starts from its held leases.
+	if _, err := db.Pool().Exec(context.Background(), `UPDATE leases SET host = 'small' WHERE ticket <= 'B-0000010'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(context.Background(), "ANALYZE leases"); err != nil {
+		t.Fatal(err)
+	}
+	q, args = postgres.TicketsSQL(warp.TicketFilter{Host: "small", Limit: 100, HostFirst: true})
+	text = explain(t, db, q, args...)
+	if !strings.Contains(text, "leases_held_host") || strings.Contains(text, "Seq Scan on tickets") || strings.Contains(text, "Seq Scan on leases") {
+		t.Errorf("plan does not start from the host's leases:\n%s", text)
 	}
 }

@@ -314,21 +314,33 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	// A rare verdict's listing starts from its candidates (the recorded
 	// verdict's partial index and the due leases), then finds each ticket
 	// and lease by key, and sorts what it found: no walk of the tickets.
-	q, args = sqlite.TicketsSQL(warp.TicketFilter{State: warp.TicketClaimed, Verdict: &b, Limit: 100, RareVerdict: warp.VerdictStalled, DueBy: time.Now()})
-	plan, err := db.QueryPlan(ctx, q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(plan, " | ")
-	for _, want := range []string{"USING COVERING INDEX leases_held_rare_verdict (recorded_verdict=?)",
-		"USING INDEX leases_held_verdict_due", "SEARCH t USING INDEX sqlite_autoindex_tickets_1 (id=?", "SEARCH l USING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("rare verdict listing plan: got %q, want it to use %q", joined, want)
+	// So does a small host's listing, from its held leases.
+	byKey := []string{"SEARCH t USING INDEX sqlite_autoindex_tickets_1 (id=?", "SEARCH l USING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)"}
+	for _, c := range []struct {
+		name string
+		f    warp.TicketFilter
+		want []string
+	}{
+		{"rare verdict listing", warp.TicketFilter{State: warp.TicketClaimed, Verdict: &b, Limit: 100, RareVerdict: warp.VerdictStalled, DueBy: time.Now()},
+			append([]string{"USING COVERING INDEX leases_held_rare_verdict (recorded_verdict=?)", "USING INDEX leases_held_verdict_due"}, byKey...)},
+		{"small host's listing", warp.TicketFilter{Host: "h", Limit: 100, HostFirst: true},
+			append([]string{"USING COVERING INDEX leases_held_host (host=?)"}, byKey...)},
+	} {
+		q, args := sqlite.TicketsSQL(c.f)
+		plan, err := db.QueryPlan(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, step := range plan {
-		if strings.HasPrefix(step, "SCAN ") && step != "SCAN c" {
-			t.Errorf("rare verdict listing plan: got %q, want no full scan (%q)", joined, step)
+		joined := strings.Join(plan, " | ")
+		for _, want := range c.want {
+			if !strings.Contains(joined, want) {
+				t.Errorf("%s plan: got %q, want it to use %q", c.name, joined, want)
+			}
+		}
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN ") && step != "SCAN c" {
+				t.Errorf("%s plan: got %q, want no full scan (%q)", c.name, joined, step)
+			}
 		}
 	}
 }

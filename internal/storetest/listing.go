@@ -12,9 +12,15 @@ import (
 // that Seq increases and that only the last page has no cursor.
 func (e *env) listAll(o warp.ListOptions) (ids []string, pages int) {
 	e.t.Helper()
+	return e.listAllWith(e.svc, o)
+}
+
+// listAllWith is listAll through svc.
+func (e *env) listAllWith(svc *warp.Service, o warp.ListOptions) (ids []string, pages int) {
+	e.t.Helper()
 	var lastSeq int64
 	for {
-		page, err := e.svc.ListTickets(e.ctx, o)
+		page, err := svc.ListTickets(e.ctx, o)
 		if err != nil {
 			e.t.Fatalf("list %+v: %v", o, err)
 		}
@@ -76,9 +82,20 @@ func testListing(t *testing.T, open func(t *testing.T) warp.Store) {
 		if len(ids) != len(all)-len(claimed) {
 			t.Errorf("open by 4: got %d, want %d", len(ids), len(all)-len(claimed))
 		}
-		ids, _ = e.listAll(warp.ListOptions{Host: "h1", Limit: 2})
-		if !slices.Equal(ids, onH1) {
-			t.Errorf("host h1: got %v, want %v", ids, onH1)
+		// A host's tickets, read from its leases and by walking every
+		// ticket: the same pages.
+		walk := e.walker()
+		for _, lim := range []int{1, 2, 100} {
+			ids, _ = e.listAll(warp.ListOptions{Host: "h1", Limit: lim})
+			if !slices.Equal(ids, onH1) {
+				t.Errorf("host h1 by %d: got %v, want %v", lim, ids, onH1)
+			}
+			if walked, _ := e.listAllWith(walk, warp.ListOptions{Host: "h1", Limit: lim}); !slices.Equal(walked, onH1) {
+				t.Errorf("host h1 by %d, walking: got %v, want %v", lim, walked, onH1)
+			}
+		}
+		if ids, _ = e.listAll(warp.ListOptions{Host: "nowhere", Limit: 5}); len(ids) != 0 {
+			t.Errorf("a host with no lease: got %v, want none", ids)
 		}
 		ids, _ = e.listAll(warp.ListOptions{State: warp.TicketCompleted, Limit: 2})
 		if len(ids) != 0 {

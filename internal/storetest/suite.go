@@ -90,6 +90,21 @@ func (e *env) start() {
 	e.svc = svc
 }
 
+// walker returns a Service on e's store that lists by walking every
+// claimed ticket (Config.RareVerdictList < 0), to compare with e.svc's
+// listings from candidates; closed when the test ends.
+func (e *env) walker() *warp.Service {
+	e.t.Helper()
+	cfg := e.cfg
+	cfg.RareVerdictList = -1
+	walk, err := warp.NewService(e.store, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { walk.Close() })
+	return walk
+}
+
 func withMode(m warp.Mode) func(*warp.Config) {
 	return func(c *warp.Config) { c.InitialMode = m }
 }

@@ -35,13 +35,7 @@ func (e *env) checkVerdicts(what string, want map[string]warp.Verdict) {
 	// The same listings by walking every claimed ticket: the service lists
 	// a rare verdict from the index of recorded verdicts and the due
 	// leases, and both must give the same pages.
-	cfg := e.cfg
-	cfg.RareVerdictList = -1
-	walk, err := warp.NewService(e.store, cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer walk.Close()
+	walk := e.walker()
 	for _, v := range allVerdicts() {
 		page, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Verdict: v, Limit: warp.MaxListLimit})
 		if err != nil {

@@ -65,10 +65,10 @@ type Config struct {
 	// CountFlush is how long the group commit keeps adoption counts in
 	// memory before it writes them (counts.go); DefaultCountFlush when 0.
 	CountFlush time.Duration
-	// RareVerdictList is how many leases a verdict other than active may
-	// hold (or a sixteenth of the held leases, when more) and still be
-	// listed from the index of recorded verdicts rather than by walking
-	// the claimed tickets (ListTickets): DefaultRareVerdictList when 0;
+	// RareVerdictList is how many leases a verdict other than active, or
+	// a host, may hold (or a sixteenth of the held leases, when more) and
+	// still be listed from its candidates rather than by walking the
+	// claimed tickets (ListTickets): DefaultRareVerdictList when 0;
 	// negative, always walk (tests compare the two).
 	RareVerdictList int
 	// Now is the clock; time.Now when nil.
@@ -418,35 +418,44 @@ func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, e
 // DefaultRareVerdictList is Config.RareVerdictList's default.
 const DefaultRareVerdictList = 1000
 
-// chooseListing sets f to read a verdict's tickets from its candidates
-// (TicketFilter.RareVerdict) when the verdict is rare: then the listing
-// costs O(that verdict's leases + due ones) instead of walking every
-// claimed ticket until a page is full (1.2 s a page at 1M held leases
-// for a verdict none has). A common verdict — active, or any that holds
-// more than the bound — fills a page within a few walked rows a match, so
-// it keeps the walk. The counts come from the per-host table corrected by
-// the due leases (heldCounts): O(hosts + due).
+// chooseListing sets f to read its tickets from candidates when they are
+// few: a rare verdict's (TicketFilter.RareVerdict) or a small host's
+// leases (TicketFilter.HostFirst). Then a page costs O(candidates) instead
+// of walking every claimed ticket until it is full (1.2 s a page at 1M
+// held leases for a verdict none has). A common verdict — active, or any
+// that more than the bound hold — and a host that holds much of the fleet
+// fill a page within a few walked rows a match, so they keep the walk.
+// The counts come from the per-host table corrected by the due leases
+// (heldCounts): O(hosts + due).
 func (s *Service) chooseListing(ctx context.Context, tx Tx, f *TicketFilter, v Verdict, now time.Time) error {
 	bound := s.cfg.RareVerdictList
 	if bound == 0 {
 		bound = DefaultRareVerdictList
 	}
-	if v == VerdictNone || v == VerdictActive || bound < 0 {
+	rare := v != VerdictNone && v != VerdictActive
+	if bound < 0 || (!rare && f.Host == "") {
 		return nil
 	}
 	byHost, err := s.heldCounts(ctx, tx, now)
 	if err != nil {
 		return err
 	}
-	var n, held int64
-	for _, c := range byHost {
+	var n, held, onHost int64
+	for h, c := range byHost {
 		n += c.verdicts[v]
 		for _, k := range c.verdicts {
 			held += k
+			if h == f.Host {
+				onHost += k
+			}
 		}
 	}
-	if n <= max(int64(bound), held/16) {
+	few := func(k int64) bool { return k <= max(int64(bound), held/16) }
+	switch {
+	case rare && few(n):
 		f.RareVerdict, f.DueBy = v, now
+	case f.Host != "" && few(onHost):
+		f.HostFirst = true
 	}
 	return nil
 }

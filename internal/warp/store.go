@@ -190,6 +190,9 @@ type TicketFilter struct {
 	// the leases Verdict's bounds select must be among them.
 	RareVerdict Verdict
 	DueBy       time.Time
+	// HostFirst, with Host and without RareVerdict, has the store read the
+	// candidates from Host's held leases instead of walking every ticket.
+	HostFirst bool
 }
 
 // Meta keys the Service keeps in the Store.
