@@ -115,15 +115,16 @@ func (w *Where) Bounds(b warp.VerdictBounds) {
 
 // TicketsQuery is both stores' listing query of f: cols of tickets t and
 // leases l, in seq order, after f.AfterSeq, at most limit (each store's
-// form of it). Without f.RareVerdict it walks tickets in seq order (the
-// primary key, or tickets_state_seq with a state), each joined to its
-// current lease by key. With it, it starts from the held leases recorded
-// with that verdict (the partial index leases_held_rare_verdict, which
-// leaves active and never-recorded out) and those due by f.DueBy (leases_held_verdict_due),
-// a superset of the leases whose verdict is f.RareVerdict at f.DueBy; the
-// bounds of f.Verdict then keep the exact ones, sorted by seq. With
-// f.HostFirst it starts from f.Host's held leases (leases_held_host).
-// crossJoin makes SQLite keep that join order. Tests check the plans.
+// form of it). By default it walks tickets in seq order (the primary key,
+// or tickets_state_seq with a state), each joined to its current lease by
+// key. With f.RareVerdict it starts from the held leases recorded with
+// that verdict (the partial index leases_held_rare_verdict, which leaves
+// active and never-recorded leases out) and those due by f.DueBy
+// (leases_held_verdict_due): a superset of the leases whose verdict is
+// f.RareVerdict at f.DueBy, which the bounds of f.Verdict narrow to the
+// exact ones, sorted by seq. With f.HostFirst it starts from f.Host's held
+// leases (leases_held_host). crossJoin (SQLite) keeps that join order.
+// Tests check the plans.
 func TicketsQuery(f warp.TicketFilter, cols string, dollar, crossJoin bool, limit any) (string, []any) {
 	w := Where{Dollar: dollar}
 	from := " FROM tickets t LEFT JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch"
