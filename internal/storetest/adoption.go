@@ -281,19 +281,14 @@ func testAdoptionSpans(t *testing.T, open func(t *testing.T) warp.Store) {
 	}
 }
 
-// AdoptionReadSince is where BenchAdoptionRead's window starts, for counts
-// that end at now: a minute into an hour 24 h back, so the read takes 59
-// minute rows and 23 hour rows a host (the most a 24 h window reads).
-func AdoptionReadSince(now time.Time) time.Time {
-	return now.Add(-24*time.Hour + time.Minute + 30*time.Second)
-}
-
-// BenchAdoptionRead times store's adoption read from AdoptionReadSince(now)
-// over hosts hosts whose counts (each store's benchmark writes them) say a
-// heartbeat every second, v2, for the 48 h before now (a whole hour).
+// BenchAdoptionRead times store's adoption read over hosts hosts whose
+// counts (each store's benchmark writes them) say a heartbeat every second,
+// v2, for the 48 h before now (a whole hour). The window starts a minute
+// into an hour 24 h back, so the read takes 59 minute rows and 23 hour rows
+// a host (the most a 24 h window reads).
 func BenchAdoptionRead(b *testing.B, store warp.Store, hosts int, now time.Time) {
 	ctx := context.Background()
-	since := AdoptionReadSince(now)
+	since := now.Add(-24*time.Hour + time.Minute + 30*time.Second)
 	b.ResetTimer()
 	for b.Loop() {
 		var got []warp.HostAdoption
