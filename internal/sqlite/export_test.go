@@ -153,3 +153,8 @@ func (db *DB) VerdictCountRows(ctx context.Context) (int, error) {
 	err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM verdict_counts").Scan(&n)
 	return n, err
 }
+
+// ConnsInUse is how many connections the writer and the readers lend out.
+func (db *DB) ConnsInUse() (writer, readers int) {
+	return db.w.Stats().InUse, db.r.Stats().InUse
+}

@@ -184,7 +184,19 @@ func (db *DB) View(ctx context.Context, fn func(warp.Tx) error) error {
 }
 
 func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *leaseCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
-	stx, err := pool.BeginTx(ctx, opts)
+	// The connection is taken under ctx, the transaction begun without
+	// its cancellation: database/sql rolls back a transaction whose
+	// context ends on a goroutine of its own and hands the connection
+	// back from there, after this function returned. A Close right
+	// after a cancelled call then missed that connection, which closed
+	// later, alone, and checkpointed a file that was closed. Statements
+	// still run under ctx, and a cancelled one is rolled back here.
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return translate("begin transaction", err)
+	}
+	defer conn.Close()
+	stx, err := conn.BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return translate("begin transaction", err)
 	}

@@ -437,3 +437,36 @@ func TestVerdictCountsPruned(t *testing.T) {
 		return n
 	})
 }
+
+// A call whose context ends inside its transaction has handed its
+// connection back by the time it returns. database/sql rolls such a
+// transaction back on a goroutine of its own; when that goroutine handed
+// the connection back after the call returned, a Close right after the
+// call missed it, and the connection closed later on its own and
+// checkpointed the file after warp had closed it (seen as a flaky
+// TestServeThatCannotBindChangesNothing).
+func TestCancelledCallReturnsItsConnection(t *testing.T) {
+	db := MustOpen(t)
+	for i := range 300 {
+		for _, update := range []bool{true, false} {
+			ctx, cancel := context.WithCancel(context.Background())
+			fn := func(tx warp.Tx) error {
+				cancel()
+				_, err := tx.Ticket(ctx, "T-1")
+				return err
+			}
+			var err error
+			if update {
+				err = db.Update(ctx, fn)
+			} else {
+				err = db.View(ctx, fn)
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("call %d (update %v): %v, want context.Canceled", i, update, err)
+			}
+			if w, r := db.ConnsInUse(); w+r != 0 {
+				t.Fatalf("call %d (update %v) returned with %d writer and %d reader connections still lent out", i, update, w, r)
+			}
+		}
+	}
+}
