@@ -18,20 +18,28 @@ import (
 // So a goroutine of the store runs PASSIVE checkpoints on a connection of
 // its own: after every CheckpointCommits write transactions, and
 // CheckpointInterval after a commit when fewer came. A PASSIVE checkpoint
-// neither waits for nor blocks the writer or the readers, but under
-// unbroken writes it never finds the WAL still, so the WAL cannot start
-// over; the writer therefore keeps its own checkpoint at ten times
-// SQLite's default (wal_autocheckpoint=WriterCheckpointPages), which then
-// has little left to copy and starts the WAL over. Measured, three pairs:
-// the default 0.482-0.538 of the no-op handler, p99 11.5-16 ms; the
+// neither waits for nor blocks the writer or the readers. Measured, three
+// pairs: the default 0.482-0.538 of the no-op handler, p99 11.5-16 ms; the
 // writer's checkpoint at 10,000 pages alone 0.530-0.545, 9.9-11.9 ms; with
-// the checkpointer 0.538-0.577, 9.4-10.7 ms. When writes pause, the next
-// write after a complete checkpoint starts the WAL over, as before.
-// Another process on the file keeps SQLite's default.
+// the checkpointer 0.538-0.577, 9.4-10.7 ms.
+//
+// Under unbroken writes, though, a pass never finds the WAL still, and the
+// WAL starts over only at a write transaction that begins with every frame
+// copied. Past RestartFrames the checkpointer therefore ends its passes
+// with the writer held (restart). The writer keeps a checkpoint of its own
+// at WriterCheckpointPages, ten times SQLite's default, as a backstop: it
+// copies and syncs inside a commit everything since the last pass, which
+// at 1M held leases, heartbeats in random order, stopped the writer for
+// 40-100 ms every few seconds. Another process on the file keeps SQLite's
+// default.
 
 // WriterCheckpointPages is the writer connection's wal_autocheckpoint:
 // the WAL pages past which a commit checkpoints itself.
 const WriterCheckpointPages = 10_000
+
+// RestartFrames is the WAL's size, in frames (pages), past which the
+// checkpointer starts it over: 16 MiB of 4 KiB pages.
+var RestartFrames int64 = 4_000
 
 // Defaults of the checkpointer.
 var (
@@ -53,16 +61,22 @@ type checkpointer struct {
 	done    sync.WaitGroup
 	every   int64
 	after   time.Duration
-	// runs counts completed checkpoints; lastErr is the last
-	// failure's text (empty after a success).
-	runs    atomic.Int64
-	mu      sync.Mutex
-	lastErr string
+	writer  *sql.DB         // the store's writer, held by a restart's last pass
+	ctx     context.Context // ends when the checkpointer stops
+	cancel  context.CancelFunc
+	// runs counts completed passes and restarts the passes that ended a
+	// restart with every frame copied; lastErr is the last failure's text
+	// (empty after a success).
+	runs     atomic.Int64
+	restarts atomic.Int64
+	mu       sync.Mutex
+	lastErr  string
 }
 
-func newCheckpointer(conn *sql.DB, every int64, after time.Duration) *checkpointer {
-	c := &checkpointer{conn: conn, kick: make(chan struct{}, 1), dirty: make(chan struct{}, 1), stop: make(chan struct{}),
+func newCheckpointer(conn, writer *sql.DB, every int64, after time.Duration) *checkpointer {
+	c := &checkpointer{conn: conn, writer: writer, kick: make(chan struct{}, 1), dirty: make(chan struct{}, 1), stop: make(chan struct{}),
 		every: every, after: after}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.done.Add(1)
 	go c.run()
 	return c
@@ -116,18 +130,63 @@ func (c *checkpointer) run() {
 	}
 }
 
-// checkpoint runs one PASSIVE checkpoint.
+// checkpoint runs one PASSIVE checkpoint, and starts the WAL over when
+// it holds RestartFrames or more.
 func (c *checkpointer) checkpoint() {
-	var busy, log, done int64
-	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
+	log, _, err := c.pass()
+	if err == nil && log >= RestartFrames {
+		c.restart(log)
+	}
+}
+
+// restart starts the WAL over. Each pass copies the frames committed
+// before it began while more commit, so passes run back to back while
+// each has fewer to copy than the one before (what one copies committed
+// during the previous one), at most restartPasses of them; the last runs
+// with the writer connection held. No write transaction begins until it is
+// done, and the next one finds every frame copied and starts the WAL over
+// (unless a reader still reads frames of it: the next restart then tries
+// again). The writer waits for that one short pass.
+func (c *checkpointer) restart(log int64) {
+	prev := log
+	for range restartPasses {
+		n, _, err := c.pass()
+		if err != nil || n < prev { // failed, or the WAL started over meanwhile
+			return
+		}
+		copied := n - prev
+		prev = n
+		if copied <= RestartFrames/8 {
+			break
+		}
+	}
+	w, err := c.writer.Conn(c.ctx)
+	if err != nil {
+		return // stopping
+	}
+	defer w.Close()
+	if log, done, err := c.pass(); err == nil && done == log {
+		c.restarts.Add(1)
+	}
+}
+
+// restartPasses bounds the passes of a restart before its last.
+const restartPasses = 4
+
+// pass runs one PASSIVE checkpoint and returns the WAL's frames and how
+// many of them are copied into the database file.
+func (c *checkpointer) pass() (log, done int64, err error) {
+	var busy int64
+	err = c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.lastErr = fmt.Sprintf("checkpoint: %v", err)
-		return
+		return 0, 0, err
 	}
 	c.lastErr = ""
 	c.runs.Add(1)
+	return log, done, nil
 }
 
 // close stops the goroutine and closes the connection; it may be called
@@ -136,6 +195,7 @@ func (c *checkpointer) close() error {
 	var err error
 	c.stopped.Do(func() {
 		close(c.stop)
+		c.cancel()
 		c.done.Wait()
 		err = c.conn.Close()
 	})

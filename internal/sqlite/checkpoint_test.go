@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/gyrum-labs/warp/internal/storetest"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,6 +90,74 @@ func TestWriterLeavesCheckpointsToTheCheckpointer(t *testing.T) {
 	const frame = 24 + 4096
 	if max := int64(sqlite.WriterCheckpointPages+200) * frame; fi.Size() > max {
 		t.Fatalf("the WAL file is %d bytes (%d frames), want at most ~%d frames: the writer never checkpointed", fi.Size(), fi.Size()/frame, sqlite.WriterCheckpointPages)
+	}
+}
+
+// TestCheckpointerStartsTheWALOver: under heartbeats that never pause
+// (32 clients, the group commit's batches back to back, leases in random
+// order) no pass ends between two batches, so SQLite never starts the WAL
+// over by itself; the checkpointer's restart does, long before the
+// writer's backstop at WriterCheckpointPages. Without the restart the WAL
+// file grows to the backstop (tried).
+func TestCheckpointerStartsTheWALOver(t *testing.T) {
+	old := sqlite.RestartFrames
+	sqlite.RestartFrames = 500
+	t.Cleanup(func() { sqlite.RestartFrames = old })
+	db, _ := openCheckpointing(t, 16, time.Hour)
+	path := db.Path()
+	clock := storetest.NewClock(storetest.T0())
+	svc, err := warp.NewService(db, warp.Config{Policy: storetest.Policy(), Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := svc.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	// 20,000 leases over ~1,700 pages; a heartbeat writes ~3 of them at
+	// random: 24,000 heartbeats write several backstops' worth of frames.
+	const leases, clients, each = 20_000, 32, 750
+	if err := db.BulkInsertLeases(ctx, leases, 0, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The file keeps its largest size: start it over empty, after the
+	// insert's ~4,000 frames.
+	if err := db.Exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(c), 7))
+			for range each {
+				id := fmt.Sprintf("B-%07d", r.IntN(leases)+1)
+				if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: "h", ActivityAge: 3}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n, lastErr := db.Checkpoints(); lastErr != "" || n == 0 {
+		t.Fatalf("%d checkpoints, last error %q", n, lastErr)
+	}
+	if db.WALRestarts() == 0 {
+		t.Fatal("the checkpointer never started the WAL over")
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 24 + 4096
+	if frames := fi.Size() / frame; frames > sqlite.WriterCheckpointPages*3/4 {
+		t.Fatalf("the WAL file grew to %d frames, want well under the writer's backstop at %d", frames, sqlite.WriterCheckpointPages)
 	}
 }
 

@@ -147,6 +147,10 @@ func (db *DB) Checkpoints() (int64, string) {
 	return db.ckpt.runs.Load(), db.ckpt.lastErr
 }
 
+// WALRestarts reports how many times the checkpointer ended a restart
+// with every frame copied.
+func (db *DB) WALRestarts() int64 { return db.ckpt.restarts.Load() }
+
 // VerdictCountRows counts verdict_counts' rows, those at 0 included.
 func (db *DB) VerdictCountRows(ctx context.Context) (int, error) {
 	var n int

@@ -131,7 +131,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	ck.SetMaxOpenConns(1)
 	ck.SetMaxIdleConns(1)
-	db.ckpt = newCheckpointer(ck, CheckpointCommits, CheckpointInterval)
+	db.ckpt = newCheckpointer(ck, w, CheckpointCommits, CheckpointInterval)
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, err
