@@ -142,13 +142,14 @@ func (c *checkpointer) checkpoint() {
 // restart starts the WAL over. Each pass copies the frames committed
 // before it began while more commit, so passes run back to back while
 // each has fewer to copy than the one before (what one copies committed
-// during the previous one), at most restartPasses of them; the last runs
-// with the writer connection held. No write transaction begins until it is
+// during the previous one), at most restartPasses of them, until one
+// copies at most RestartFrames/8; then the last runs with the writer
+// connection held. No write transaction begins until it is
 // done, and the next one finds every frame copied and starts the WAL over
 // (unless a reader still reads frames of it: the next restart then tries
 // again). The writer waits for that one short pass.
 func (c *checkpointer) restart(log int64) {
-	prev := log
+	prev, short := log, false
 	for range restartPasses {
 		n, _, err := c.pass()
 		if err != nil || n < prev { // failed, or the WAL started over meanwhile
@@ -156,9 +157,15 @@ func (c *checkpointer) restart(log int64) {
 		}
 		copied := n - prev
 		prev = n
-		if copied <= RestartFrames/8 {
+		if short = copied <= RestartFrames/8; short {
 			break
 		}
+	}
+	if !short {
+		// Commits outpace the passes (large transactions back to back):
+		// the last pass would hold the writer as long. The next
+		// checkpoint tries again; the writer's backstop bounds the WAL.
+		return
 	}
 	w, err := c.writer.Conn(c.ctx)
 	if err != nil {
