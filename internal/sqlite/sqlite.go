@@ -184,19 +184,12 @@ func (db *DB) View(ctx context.Context, fn func(warp.Tx) error) error {
 }
 
 func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *leaseCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
-	// The connection is taken under ctx, the transaction begun without
-	// its cancellation: database/sql rolls back a transaction whose
-	// context ends on a goroutine of its own and hands the connection
-	// back from there, after this function returned. A Close right
-	// after a cancelled call then missed that connection, which closed
-	// later, alone, and checkpointed a file that was closed. Statements
-	// still run under ctx, and a cancelled one is rolled back here.
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return translate("begin transaction", err)
 	}
 	defer conn.Close()
-	stx, err := conn.BeginTx(context.WithoutCancel(ctx), opts)
+	stx, err := begin(ctx, conn, opts)
 	if err != nil {
 		return translate("begin transaction", err)
 	}
@@ -233,6 +226,17 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *lea
 		db.ckpt.committed()
 	}
 	return nil
+}
+
+// begin begins a transaction on conn (taken under ctx) that only its
+// caller ends. database/sql rolls back a transaction whose context ends on
+// a goroutine of its own and hands the connection back from there, after
+// the call that ran it returned: a Close right after such a call missed
+// that connection, which closed later, alone, and checkpointed a file that
+// was closed. Without ctx's cancellation the caller's Rollback or Commit
+// ends it; its statements still run under ctx.
+func begin(ctx context.Context, conn *sql.Conn, opts *sql.TxOptions) (*sql.Tx, error) {
+	return conn.BeginTx(context.WithoutCancel(ctx), opts)
 }
 
 // Ping reports whether the database answers, as ErrUnavailable when not.
@@ -334,7 +338,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("open %s: cannot switch to WAL journal mode (got %q): put the database on a local file system", db.path, journal)
 	}
 
-	stx, err := conn.BeginTx(ctx, nil)
+	stx, err := begin(ctx, conn, nil)
 	if err != nil {
 		return db.openError(err)
 	}
