@@ -64,10 +64,11 @@ type checkpointer struct {
 	writer  *sql.DB         // the store's writer, held by a restart's last pass
 	ctx     context.Context // ends when the checkpointer stops
 	cancel  context.CancelFunc
-	// runs counts completed passes and restarts the passes that ended a
-	// restart with every frame copied; lastErr is the last failure's text
-	// (empty after a success).
+	// runs counts completed passes, holds the passes run with the writer
+	// held, restarts those that copied every frame; lastErr is the last
+	// failure's text (empty after a success).
 	runs     atomic.Int64
+	holds    atomic.Int64
 	restarts atomic.Int64
 	mu       sync.Mutex
 	lastErr  string
@@ -151,8 +152,14 @@ func (c *checkpointer) checkpoint() {
 func (c *checkpointer) restart(log int64) {
 	prev, short := log, false
 	for range restartPasses {
-		n, _, err := c.pass()
+		n, done, err := c.pass()
 		if err != nil || n < prev { // failed, or the WAL started over meanwhile
+			return
+		}
+		if done < n {
+			// A reader's snapshot (a backup, another process) keeps
+			// frames the pass cannot copy: no pass can start the WAL
+			// over until it ends, so the writer is not held for one.
 			return
 		}
 		copied := n - prev
@@ -172,6 +179,7 @@ func (c *checkpointer) restart(log int64) {
 		return // stopping
 	}
 	defer w.Close()
+	c.holds.Add(1)
 	if log, done, err := c.pass(); err == nil && done == log {
 		c.restarts.Add(1)
 	}

@@ -93,18 +93,18 @@ func TestWriterLeavesCheckpointsToTheCheckpointer(t *testing.T) {
 	}
 }
 
-// TestCheckpointerStartsTheWALOver: under heartbeats that never pause
-// (32 clients, the group commit's batches back to back, leases in random
-// order) no pass ends between two batches, so SQLite never starts the WAL
-// over by itself; the checkpointer's restart does, long before the
-// writer's backstop at WriterCheckpointPages. Without the restart the WAL
-// file grows to the backstop (tried).
-func TestCheckpointerStartsTheWALOver(t *testing.T) {
+// unbrokenHeartbeats opens a store over 20,000 held leases (~1,700
+// pages) whose checkpointer runs every 16 commits and restarts the WAL
+// past 2,000 frames, its WAL emptied after the leases' insert (the file
+// keeps its largest size); beat then sends heartbeats from 32 clients,
+// leases in random order, so the group commit's batches run back to back
+// and each heartbeat writes ~3 pages no other in its batch shares.
+func unbrokenHeartbeats(t *testing.T) (db *sqlite.DB, beat func(each int)) {
+	t.Helper()
 	old := sqlite.RestartFrames
 	sqlite.RestartFrames = 2_000
 	t.Cleanup(func() { sqlite.RestartFrames = old })
-	db, _ := openCheckpointing(t, 16, time.Hour)
-	path := db.Path()
+	db, _ = openCheckpointing(t, 16, time.Hour)
 	clock := storetest.NewClock(storetest.T0())
 	svc, err := warp.NewService(db, warp.Config{Policy: storetest.Policy(), Now: clock.Now})
 	if err != nil {
@@ -114,51 +114,103 @@ func TestCheckpointerStartsTheWALOver(t *testing.T) {
 	if err := svc.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Close()
-	// 20,000 leases over ~1,700 pages; a heartbeat writes ~3 of them at
-	// random: 24,000 heartbeats write several backstops' worth of frames.
-	const leases, clients, each = 20_000, 32, 750
+	t.Cleanup(func() { svc.Close() })
+	const leases, clients = 20_000, 32
 	if err := db.BulkInsertLeases(ctx, leases, 0, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	// The file keeps its largest size: start it over empty, after the
-	// insert's ~4,000 frames.
 	if err := db.Exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for c := range clients {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(c), 7))
-			for range each {
-				id := fmt.Sprintf("B-%07d", r.IntN(leases)+1)
-				if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: "h", ActivityAge: 3}); err != nil {
-					errs <- err
-					return
+	round := 0
+	return db, func(each int) {
+		t.Helper()
+		round++
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		for c := range clients {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(c), uint64(round)))
+				for range each {
+					id := fmt.Sprintf("B-%07d", r.IntN(leases)+1)
+					if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: "h", ActivityAge: 3}); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if n, lastErr := db.Checkpoints(); lastErr != "" || n == 0 {
+			t.Fatalf("%d checkpoints, last error %q", n, lastErr)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if n, lastErr := db.Checkpoints(); lastErr != "" || n == 0 {
-		t.Fatalf("%d checkpoints, last error %q", n, lastErr)
-	}
-	if db.WALRestarts() == 0 {
-		t.Fatal("the checkpointer never started the WAL over")
-	}
+}
+
+// walFileFrames is the size of path's WAL file, in frames.
+func walFileFrames(t *testing.T, path string) int64 {
+	t.Helper()
 	fi, err := os.Stat(path + "-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const frame = 24 + 4096
-	t.Logf("frames %d restarts %d", fi.Size()/frame, db.WALRestarts())
-	if frames := fi.Size() / frame; frames > sqlite.WriterCheckpointPages*3/4 {
+	return fi.Size() / frame
+}
+
+// TestCheckpointerStartsTheWALOver: under heartbeats that never pause no
+// pass ends between two batches, so SQLite never starts the WAL over by
+// itself; the checkpointer's restart does, long before the writer's
+// backstop at WriterCheckpointPages. Without the restart the WAL file
+// grows to the backstop (tried).
+func TestCheckpointerStartsTheWALOver(t *testing.T) {
+	db, beat := unbrokenHeartbeats(t)
+	beat(750) // 24,000 heartbeats: several backstops' worth of frames
+	held, restarted := db.WALRestarts()
+	if restarted == 0 {
+		t.Fatalf("the checkpointer never started the WAL over (%d passes with the writer held)", held)
+	}
+	frames := walFileFrames(t, db.Path())
+	t.Logf("frames %d, writer held %d times, %d restarts", frames, held, restarted)
+	if frames > sqlite.WriterCheckpointPages*3/4 {
 		t.Fatalf("the WAL file grew to %d frames, want well under the writer's backstop at %d", frames, sqlite.WriterCheckpointPages)
+	}
+}
+
+// TestCheckpointerLeavesTheWriterWhileAReaderPinsTheWAL: while another
+// connection's read transaction keeps its snapshot (a backup, say), no
+// pass can copy every frame, so the checkpointer does not hold the writer
+// for one (without the check it did, tried); once the reader ends, it
+// starts the WAL over again.
+func TestCheckpointerLeavesTheWriterWhileAReaderPinsTheWAL(t *testing.T) {
+	db, beat := unbrokenHeartbeats(t)
+	reader, err := sql.Open("sqlite", "file:"+db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	rtx, err := reader.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := rtx.QueryRow("SELECT count(*) FROM leases").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	beat(250)
+	if held, restarted := db.WALRestarts(); held != 0 || restarted != 0 {
+		t.Fatalf("with a reader pinning the WAL the writer was held %d times (%d restarts), want none", held, restarted)
+	}
+	if err := rtx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	beat(500)
+	if _, restarted := db.WALRestarts(); restarted == 0 {
+		t.Fatal("the checkpointer did not start the WAL over once the reader ended")
 	}
 }
 

@@ -147,9 +147,12 @@ func (db *DB) Checkpoints() (int64, string) {
 	return db.ckpt.runs.Load(), db.ckpt.lastErr
 }
 
-// WALRestarts reports how many times the checkpointer ended a restart
-// with every frame copied.
-func (db *DB) WALRestarts() int64 { return db.ckpt.restarts.Load() }
+// WALRestarts reports how many times the checkpointer held the writer
+// for a restart's last pass, and how many of those passes copied every
+// frame.
+func (db *DB) WALRestarts() (held, restarted int64) {
+	return db.ckpt.holds.Load(), db.ckpt.restarts.Load()
+}
 
 // VerdictCountRows counts verdict_counts' rows, those at 0 included.
 func (db *DB) VerdictCountRows(ctx context.Context) (int, error) {
