@@ -178,7 +178,7 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 		}
 		for _, l := range part {
 			if e, ok := t.cachedLease(l.Ticket); err == nil && ok && e.l.Epoch == l.Epoch {
-				t.cacheLease(l.Ticket, e.t, stored(l))
+				t.cacheLease(l.Ticket, e.t, l)
 			} else {
 				t.uncache(l.Ticket)
 			}

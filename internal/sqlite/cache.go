@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"strings"
-	"time"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -160,7 +159,9 @@ func (t *tx) cacheLease(id string, tk warp.Ticket, l warp.Lease) {
 
 // An entry is a ticket (without labels) and its lease packed into one
 // string: the numbers and times (as stored: UTC nanoseconds) as uvarints,
-// then the strings, each after its length. A Ticket and a Lease hold ~35
+// then the strings, each after its length, so a cached lease comes back as
+// a read of its row gives it (no monotonic reading, UTC, the nanosecond the
+// column holds). A Ticket and a Lease hold ~35
 // pointers (strings, and times' locations) that every garbage collection
 // marks; 100k entries were ~60 MB of the heap to scan, and the collection
 // that ran every second or so under 4,000 heartbeats a second slowed the
@@ -228,15 +229,4 @@ func (t *tx) uncache(id string) {
 	}
 	delete(t.cache.m, id)
 	t.touched(id)
-}
-
-// stored returns l as a read of its row returns it: every time as the
-// column holds it (UTC nanoseconds, no monotonic reading), so a lease
-// from the cache is the very value the database would give.
-func stored(l warp.Lease) warp.Lease {
-	for _, p := range []*time.Time{&l.ClaimedAt, &l.LastHeartbeatAt, &l.LastActivityAt, &l.FirstV2At,
-		&l.RefreshedAt, &l.ExpiresAt, &l.ExitedAt, &l.EndedAt, &l.VerdictDueAt} {
-		*p = fromNanos(nanos(*p))
-	}
-	return l
 }

@@ -57,6 +57,16 @@ func TestPackLeaseKeepsEveryField(t *testing.T) {
 	}
 }
 
+// stored returns l as a read of its row returns it: every time as the
+// column holds it (UTC nanoseconds, no monotonic reading).
+func stored(l warp.Lease) warp.Lease {
+	for _, p := range []*time.Time{&l.ClaimedAt, &l.LastHeartbeatAt, &l.LastActivityAt, &l.FirstV2At,
+		&l.RefreshedAt, &l.ExpiresAt, &l.ExitedAt, &l.EndedAt, &l.VerdictDueAt} {
+		*p = fromNanos(nanos(*p))
+	}
+	return l
+}
+
 // BenchmarkPackLease measures a cache write and read of one lease.
 func BenchmarkPackLease(b *testing.B) {
 	var n int64

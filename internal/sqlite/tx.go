@@ -315,7 +315,7 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		return err
 	}
 	if cached {
-		t.cacheLease(l.Ticket, prev.t, stored(l))
+		t.cacheLease(l.Ticket, prev.t, l)
 	} else {
 		t.uncache(l.Ticket)
 	}
