@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -143,7 +144,7 @@ func dialOne(ctx context.Context, network string, ap netip.AddrPort) (net.Conn, 
 		sa, salen = unsafe.Pointer(s6), unsafe.Sizeof(*s6)
 	}
 	fd, _ := c.acquire() // a Close from ctx's AfterFunc then shuts down, never frees fd
-	_, err = call(unix.SYS_CONNECT, uintptr(fd), uintptr(sa), salen)
+	_, err = ret(syscall.RawSyscall6(unix.SYS_CONNECT, uintptr(fd), uintptr(sa), salen, 0, 0, 0))
 	if err == unix.EINPROGRESS || err == unix.EINTR {
 		// Connecting: wait until the socket is writable, then ask how it
 		// went. A cancelled ctx shuts the socket down under the wait.
@@ -246,7 +247,7 @@ func (c *conn) Close() error {
 func soError(fd int) error {
 	var v int32
 	l := uint32(unsafe.Sizeof(v))
-	if _, err := call6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_ERROR, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0); err != nil {
+	if _, err := ret(syscall.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_ERROR, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0)); err != nil {
 		return err
 	}
 	if v != 0 {
@@ -280,7 +281,7 @@ func (c *conn) wait(fd int, events int16, deadline time.Time) error {
 			}
 			ts := unix.NsecToTimespec(int64(timeout))
 			var r uintptr
-			r, err = call6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			r, err = ret(syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0))
 			n = int(r)
 		} else {
 			var tsp *unix.Timespec
@@ -373,7 +374,7 @@ func (c *conn) LocalAddr() net.Addr {
 	defer c.release()
 	var sa unix.RawSockaddrAny
 	l := uint32(unsafe.Sizeof(sa))
-	if _, err := call(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l))); err != nil {
+	if _, err := ret(syscall.RawSyscall6(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l)), 0, 0, 0)); err != nil {
 		return nil
 	}
 	switch sa.Addr.Family {

@@ -22,25 +22,33 @@ func errnoErr(e syscall.Errno) error {
 	return e
 }
 
+// call makes a system call whose arguments are all integers. It must
+// never carry a pointer converted to uintptr: call is an ordinary Go
+// function, so its prologue can grow (copy) the goroutine's stack after
+// the conversion and before the system call, and the kernel would then
+// read or write the old stack — memory that may already be another
+// goroutine's. A call with a pointer argument is syscall.RawSyscall6
+// itself, the conversion written in its argument list: the compiler keeps
+// that object alive and in place until the call returns, and RawSyscall6
+// (nosplit) cannot move the stack (TestPointerArgumentsSurviveStackGrowth).
 func call(trap, a1, a2, a3 uintptr) (uintptr, error) {
 	r, _, e := syscall.RawSyscall(trap, a1, a2, a3)
 	return r, errnoErr(e)
 }
 
-func call6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
-	r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
-	return r, errnoErr(e)
-}
+// ret is a raw system call's result as call returns it.
+func ret(r, _ uintptr, e syscall.Errno) (uintptr, error) { return r, errnoErr(e) }
 
 // bytePtr is p as a NUL-terminated string for the kernel.
 func bytePtr(p string) (*byte, error) { return unix.BytePtrFromString(p) }
 
-// buf is the address of b's first byte (nil for an empty b).
-func buf(b []byte) uintptr {
+// buf is the address of b's first byte (nil for an empty b), to convert
+// to uintptr in a system call's argument list.
+func buf(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
-		return 0
+		return nil
 	}
-	return uintptr(unsafe.Pointer(&b[0]))
+	return unsafe.Pointer(&b[0])
 }
 
 // Open is openat(AT_FDCWD, path, flags, perm).
@@ -50,7 +58,7 @@ func Open(path string, flags int, perm uint32) (int, error) {
 		return -1, err
 	}
 	fd, err := retry(func() (int, error) {
-		r, err := call6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(p)), uintptr(flags), uintptr(perm), 0, 0)
+		r, err := ret(syscall.RawSyscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(p)), uintptr(flags), uintptr(perm), 0, 0))
 		return int(r), err
 	})
 	if err != nil {
@@ -79,7 +87,7 @@ func Close(fd int) error {
 
 // Fstat is fstat(2).
 func Fstat(fd int, st *unix.Stat_t) error {
-	_, err := call(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0)
+	_, err := ret(syscall.RawSyscall6(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0, 0, 0, 0))
 	return err
 }
 
@@ -90,7 +98,7 @@ func Fstatat(dirfd int, path string, st *unix.Stat_t, flags int) error {
 		return err
 	}
 	_, err = retry(func() (int, error) {
-		_, err := call6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(st)), uintptr(flags), 0, 0)
+		_, err := ret(syscall.RawSyscall6(unix.SYS_NEWFSTATAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(st)), uintptr(flags), 0, 0))
 		return 0, err
 	})
 	return err
@@ -127,7 +135,7 @@ func Renameat2(from, to string, flags uint) error {
 	if err != nil {
 		return err
 	}
-	_, err = call6(unix.SYS_RENAMEAT2, atFDCWD, uintptr(unsafe.Pointer(f)), atFDCWD, uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	_, err = ret(syscall.RawSyscall6(unix.SYS_RENAMEAT2, atFDCWD, uintptr(unsafe.Pointer(f)), atFDCWD, uintptr(unsafe.Pointer(t)), uintptr(flags), 0))
 	return err
 }
 
@@ -137,7 +145,7 @@ func PollNow(fd int, events int16) (int16, error) {
 	pfd := unix.PollFd{Fd: int32(fd), Events: events}
 	var ts unix.Timespec
 	_, err := retry(func() (int, error) {
-		r, err := call6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		r, err := ret(syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0))
 		return int(r), err
 	})
 	return pfd.Revents, err
@@ -151,7 +159,7 @@ func Getdents(fd int, b []byte) (int, error) { return bufCall(unix.SYS_GETDENTS6
 // again after EINTR. A failed call returns 0 bytes.
 func bufCall(trap uintptr, fd int, b []byte, off int64) (int, error) {
 	return retry(func() (int, error) {
-		r, err := call6(trap, uintptr(fd), buf(b), uintptr(len(b)), uintptr(off), 0, 0)
+		r, err := ret(syscall.RawSyscall6(trap, uintptr(fd), uintptr(buf(b)), uintptr(len(b)), uintptr(off), 0, 0))
 		if err != nil {
 			return 0, err
 		}
