@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -372,8 +373,14 @@ func (b *Broker) subscribe() (*client, error) {
 	return c, nil
 }
 
-func (b *Broker) unsubscribe(c *client) {
+// unsubscribe removes c; lagging reports that its stream ended because a
+// write to it timed out, which counts it as dropped for lagging — as a
+// full buffer does (broadcast) — unless broadcast dropped it first.
+func (b *Broker) unsubscribe(c *client, lagging bool) {
 	b.mu.Lock()
+	if _, ok := b.clients[c]; ok && lagging {
+		b.droppedClients.Add(1)
+	}
 	delete(b.clients, c)
 	b.mu.Unlock()
 	c.drop()
@@ -388,7 +395,8 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "event stream closed: the server is stopping", http.StatusServiceUnavailable)
 		return
 	}
-	defer b.unsubscribe(c)
+	lagging := false
+	defer func() { b.unsubscribe(c, lagging) }()
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -399,10 +407,12 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A connection's deadline is on the machine's clock, whatever
 		// clock the broker runs on.
 		_ = rc.SetWriteDeadline(time.Now().Add(b.cfg.WriteTimeout))
-		if _, err := w.Write(p); err != nil {
-			return false
+		_, err := w.Write(p)
+		if err == nil {
+			err = rc.Flush()
 		}
-		return rc.Flush() == nil
+		lagging = errors.Is(err, os.ErrDeadlineExceeded)
+		return err == nil
 	}
 	hello, _ := json.Marshal(Message{Kind: "hello", Now: b.cfg.Now().UnixMilli()})
 	if !write(fmt.Appendf(nil, "retry: 2000\nevent: hello\ndata: %s\n\n", hello)) {

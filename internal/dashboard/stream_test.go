@@ -275,6 +275,39 @@ func TestSlowClientIsDroppedWritersNeverWait(t *testing.T) {
 	}
 }
 
+// A stuck client whose buffer never fills — a large one, few messages —
+// is dropped by the write timeout instead, and counts as dropped all the
+// same: on a slow host that is the way the test above ends.
+func TestClientStuckPastTheWriteTimeoutCountsAsDropped(t *testing.T) {
+	s := startServer(t, withDashboard(dashboard.Config{ClientBuffer: 1 << 16, WriteTimeout: 200 * time.Millisecond}))
+	broker := s.Ops.Dashboard.Broker()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowSrv := &http.Server{Handler: s.Ops.Dashboard.Handler(), ConnState: func(c net.Conn, st http.ConnState) {
+		if tc, ok := c.(*net.TCPConn); ok && st == http.StateNew {
+			_ = tc.SetWriteBuffer(4096)
+		}
+	}}
+	go slowSrv.Serve(ln)
+	t.Cleanup(func() { slowSrv.Close() })
+	dialSlow(t, ln.Addr().String())
+	waitFor(t, "the stream client", func() bool { return broker.Clients() == 1 })
+	title := strings.Repeat("x", 1000)
+	for i := 0; broker.Clients() == 1; i++ {
+		if i == 400 {
+			t.Fatalf("the stuck client is still connected after %d messages: %+v", 2*i, broker.Stats())
+		}
+		id := fmt.Sprintf("W-%03d", i)
+		s.create(t, id, title)
+		s.claim(t, id, "O", "h")
+	}
+	if stats := broker.Stats(); stats.DroppedClients != 1 || stats.DroppedNotices != 0 {
+		t.Errorf("stats %+v: want the stuck client counted as dropped, no notice lost", stats)
+	}
+}
+
 // waitFor polls cond every 10 ms for up to 10 s.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
