@@ -32,7 +32,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -428,7 +431,7 @@ func Run(stdin io.Reader, o Options) (Result, error) {
 	if stdin != nil && readable(stdin) {
 		if f, ok := stdin.(*os.File); ok {
 			// A writer that never closes the pipe must not hang the agent.
-			_ = f.SetReadDeadline(time.Now().Add(2 * time.Second))
+			stdin = withDeadline(f, time.Now().Add(StdinWait))
 		}
 		p = Parse(stdin, MaxInput)
 	}
@@ -436,6 +439,58 @@ func Run(stdin io.Reader, o Options) (Result, error) {
 		p = Payload{} // garbage or nothing: a plain touch
 	}
 	return Apply(p, o)
+}
+
+// StdinWait bounds the hook's read of its payload, the whole of it: a
+// writer that never closes the pipe costs the agent this long, once.
+const StdinWait = 2 * time.Second
+
+// withDeadline returns f, reads of which end with os.ErrDeadlineExceeded
+// at deadline. A descriptor Go's poller holds takes the deadline itself;
+// one it does not — a blocking pipe, which is what agents hand their hooks
+// (Node clears O_NONBLOCK on a child's standard streams), where
+// SetReadDeadline fails with os.ErrNoDeadline — is polled before each read.
+func withDeadline(f *os.File, deadline time.Time) io.Reader {
+	if f.SetReadDeadline(deadline) == nil {
+		return f
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	return &pollReader{f: f, rc: rc, deadline: deadline}
+}
+
+// pollReader reads a blocking descriptor, waiting for data with poll(2)
+// until its deadline instead of blocking in read(2).
+type pollReader struct {
+	f        *os.File
+	rc       syscall.RawConn
+	deadline time.Time
+}
+
+func (r *pollReader) Read(b []byte) (int, error) {
+	for {
+		wait := time.Until(r.deadline)
+		if wait <= 0 {
+			return 0, os.ErrDeadlineExceeded
+		}
+		var n int
+		var perr error
+		err := r.rc.Control(func(fd uintptr) {
+			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(wait/time.Millisecond)+1)
+		})
+		if err == nil {
+			err = perr
+		}
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case err != nil:
+			return 0, err
+		case n > 0: // data, or the writer's end closed (a read then sees EOF)
+			return r.f.Read(b)
+		}
+	}
 }
 
 // readable reports whether r is worth reading: not a terminal (a person

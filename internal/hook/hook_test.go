@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,26 +245,52 @@ func TestRunClosedAndTerminalStdin(t *testing.T) {
 }
 
 func TestRunStdinNeverClosed(t *testing.T) {
-	d := worktree(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	w.Write([]byte(`{"cwd":"` + d.Worktree + `","hook_event_name":"PostToolUse"`)) // and never closes
-	done := make(chan error, 1)
-	go func() { _, err := hook.Run(r, hook.Options{Now: time.Now()}); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("hook hangs on a stdin that never closes")
-	}
-	if _, err := d.LastActivity(); err != nil {
-		t.Fatal("fields read before the stall were not applied")
+	for _, pipe := range []struct {
+		name string
+		make func(t *testing.T) (r, w *os.File)
+	}{
+		{"a pipe Go polls", func(t *testing.T) (*os.File, *os.File) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, w
+		}},
+		// What an agent hands its hook: a pipe whose read end is blocking
+		// (Node clears O_NONBLOCK on a child's standard streams), which
+		// os.NewFile leaves out of Go's poller, so SetReadDeadline fails.
+		{"a blocking pipe, as agents give it", func(t *testing.T) (*os.File, *os.File) {
+			var p [2]int
+			if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			r := os.NewFile(uintptr(p[0]), "stdin")
+			if err := r.SetReadDeadline(time.Now()); !errors.Is(err, os.ErrNoDeadline) {
+				t.Fatalf("SetReadDeadline on a blocking pipe: %v, want os.ErrNoDeadline (the case under test)", err)
+			}
+			return r, os.NewFile(uintptr(p[1]), "writer")
+		}},
+	} {
+		t.Run(pipe.name, func(t *testing.T) {
+			d := worktree(t)
+			r, w := pipe.make(t)
+			defer r.Close()
+			defer w.Close()
+			w.Write([]byte(`{"cwd":"` + d.Worktree + `","hook_event_name":"PostToolUse"`)) // and never closes
+			done := make(chan error, 1)
+			go func() { _, err := hook.Run(r, hook.Options{Now: time.Now()}); done <- err }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * hook.StdinWait):
+				t.Fatal("hook hangs on a stdin that never closes")
+			}
+			if _, err := d.LastActivity(); err != nil {
+				t.Fatal("fields read before the stall were not applied")
+			}
+		})
 	}
 }
 
