@@ -82,13 +82,20 @@ func (l *Log) rotate() error {
 	if err := os.Rename(l.path, l.path+".1"); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("rotate log: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, FilePerm)
+	afterRotateRename()
+	// Whatever appeared at the path since the rename (a checkout can put a
+	// symbolic link or a FIFO there) is refused, as at the first open.
+	f, err := openFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, FilePerm)
 	if err != nil {
 		return fmt.Errorf("rotate log: %w", err)
 	}
 	l.f, l.size = f, 0
 	return nil
 }
+
+// afterRotateRename runs between a rotation's rename and its open; tests
+// put something at the path there.
+var afterRotateRename = func() {}
 
 // Close closes the file.
 func (l *Log) Close() error {
