@@ -153,7 +153,11 @@ func dialOne(ctx context.Context, network string, ap netip.AddrPort) (net.Conn, 
 		if err = c.wait(fd, unix.POLLOUT, deadline); err == nil {
 			err = soError(fd)
 		}
-		stop()
+		if !stop() && err == nil {
+			// ctx ended as the connect succeeded: the AfterFunc has
+			// started and closes c, if it has not yet.
+			err = net.ErrClosed
+		}
 	}
 	c.release()
 	if err == nil && c.isClosed() {
