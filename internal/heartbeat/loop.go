@@ -196,7 +196,6 @@ func New(cfg Config) (*Loop, error) {
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
 		return nil, fmt.Errorf("heartbeat: watched process: %w", err)
 	}
-	l.watch = proc.NewWatch(l.parent)
 	if cfg.Self.IsZero() {
 		if l.cfg.Self, err = proc.Self(); err != nil {
 			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
@@ -213,6 +212,9 @@ func New(cfg Config) (*Loop, error) {
 		}
 		l.api = NewAPI(url, cfg.Token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
 	}
+	// Last: the watch holds a pidfd until Run's end closes it, and no
+	// error return above may leave it open.
+	l.watch = proc.NewWatch(l.parent)
 	return l, nil
 }
 
