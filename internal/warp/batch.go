@@ -333,13 +333,18 @@ func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 				answers[i].err = err
 				continue
 			}
+			// The request's values (its caller), without its cancellation:
+			// a client that hangs up from here on would otherwise break the
+			// transaction under every other heartbeat of the batch. Its
+			// heartbeat is applied; the answer finds no one.
+			rctx := context.WithoutCancel(r.ctx)
 			var t Ticket
 			var l Lease
 			var err error
 			if tl, ok := cur[r.h.Ticket]; ok && tl.Lease != nil {
-				t, l, err = checkHeartbeatLease(r.ctx, tl.Ticket, *tl.Lease, heartbeatEpoch(r.h))
+				t, l, err = checkHeartbeatLease(rctx, tl.Ticket, *tl.Lease, heartbeatEpoch(r.h))
 			} else {
-				t, l, err = s.heartbeatLease(r.ctx, tx, r.h.Ticket, heartbeatEpoch(r.h))
+				t, l, err = s.heartbeatLease(rctx, tx, r.h.Ticket, heartbeatEpoch(r.h))
 			}
 			if err != nil {
 				if !requestError(err) {
@@ -348,7 +353,7 @@ func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 				answers[i].err = err
 				continue
 			}
-			caller, _ := CallerFrom(r.ctx)
+			caller, _ := CallerFrom(rctx)
 			host := HeartbeatHost(r.h, l)
 			if caller.Agent && s.cfg.MaxHostsPerToken > 0 && !b.isKnown(host) {
 				single[i] = true
@@ -369,7 +374,7 @@ func (s *Service) applyBatch(batch []hbRequest, sc *batchScratch) {
 					dropped[j] = true // this write carries the ticket's earlier changes too
 					delete(pending, t.ID)
 				}
-				if _, err := s.writeCounting(r.ctx, tx, ch, verdictCounts); err != nil {
+				if _, err := s.writeCounting(rctx, tx, ch, verdictCounts); err != nil {
 					return err
 				}
 			}

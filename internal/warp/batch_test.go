@@ -26,6 +26,21 @@ type gatedStore struct {
 	mu      sync.Mutex
 	hold    chan struct{} // non-nil: the next Update blocks on it
 	held    chan struct{} // closed when that Update is waiting
+	// onRead, when set, runs at the start of every CurrentLease of an
+	// Update's Tx (whose batch read is then out of use: the Tx passed on
+	// has warp.Tx's methods only).
+	onRead atomic.Pointer[func(id string)]
+}
+
+// readHookTx is a Tx whose CurrentLease calls on first.
+type readHookTx struct {
+	warp.Tx
+	on func(id string)
+}
+
+func (t readHookTx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lease, error) {
+	t.on(id)
+	return t.Tx.CurrentLease(ctx, id)
 }
 
 func (g *gatedStore) Update(ctx context.Context, fn func(warp.Tx) error) error {
@@ -40,6 +55,9 @@ func (g *gatedStore) Update(ctx context.Context, fn func(warp.Tx) error) error {
 	if hold != nil {
 		close(held)
 		<-hold
+	}
+	if on := g.onRead.Load(); on != nil {
+		return g.Store.Update(ctx, func(tx warp.Tx) error { return fn(readHookTx{tx, *on}) })
 	}
 	return g.Store.Update(ctx, fn)
 }
@@ -355,6 +373,62 @@ func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
 	<-closed
 	if _, err := svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"}); !errors.Is(err, warp.ErrUnavailable) {
 		t.Errorf("heartbeat after Close: %v, want unavailable", err)
+	}
+}
+
+// TestGroupCommitOutlivesAWaitersCancellation: a client that hangs up
+// while the batch's transaction reads its lease (a loop's timeout, or an
+// agent doing it on purpose) must not fail the other heartbeats of the
+// batch. Its context ends inside the transaction, after the batch's
+// check of it; the store's calls for it then ran under that context, and
+// the cancellation broke the whole transaction: every heartbeat of the
+// batch was answered with it and none was written.
+func TestGroupCommitOutlivesAWaitersCancellation(t *testing.T) {
+	svc, g, clk := gatedService(t, warp.Config{})
+	for _, id := range []string{"T-1", "T-2", "T-3"} {
+		mustClaim(t, svc, id)
+		mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: "h"})
+	}
+	clk.Advance(time.Minute)
+	victim, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	on := func(id string) {
+		if id == "T-2" {
+			hangUp()
+		}
+	}
+	g.onRead.Store(&on)
+	first, release := holdWriter(t, svc, g, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-3", Epoch: 1, Host: "h"})
+	errs := make(chan error, 2)
+	go func() {
+		_, err := svc.Heartbeat(victim, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h"})
+		errs <- err
+	}()
+	waitQueued(t, svc, 1)
+	go func() {
+		_, err := svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"})
+		errs <- err
+	}()
+	waitQueued(t, svc, 2)
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the heartbeat holding the transaction: %v", err)
+	}
+	var failed []error
+	for range 2 {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 1 || (len(failed) == 1 && !errors.Is(failed[0], context.Canceled)) {
+		t.Errorf("answers with errors %v: want at most the hung-up client's own cancellation", failed)
+	}
+	v, err := svc.Ticket(context.Background(), "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Lease == nil || !v.Lease.LastHeartbeatAt.Equal(clk.Now()) {
+		t.Errorf("T-1's heartbeat was not written: lease %+v, want last heartbeat at %v", v.Lease, clk.Now())
 	}
 }
 
