@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,6 +42,16 @@ func (e fileEdit) apply(now time.Time) (backup string, err error) {
 			return "", err
 		}
 		return "", nil
+	}
+	// The plan was made from e.Old; a program that saved the file since
+	// (the agent itself, while setup probed the schedulers) would lose its
+	// change to the rename, and the backup would not hold it either.
+	cur, existed, err := readFile(e.Path)
+	if err != nil {
+		return "", fmt.Errorf("read %s again: %w", e.Path, err)
+	}
+	if existed != e.Existed || !bytes.Equal(cur, e.Old) {
+		return "", fmt.Errorf("%s changed while gyrum setup ran (another program saved it): it was left as it is; run gyrum setup again", e.Path)
 	}
 	if e.Backup && e.Existed && len(e.Old) > 0 {
 		backup, err = writeBackup(e.Path, e.Old, now)

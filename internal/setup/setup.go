@@ -186,6 +186,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		return rep, nil
 	}
+	beforeApply()
 	for _, s := range steps {
 		detail, err := s.apply(ctx)
 		if err != nil {
@@ -205,6 +206,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	return rep, nil
 }
+
+// beforeApply runs between the plan and its first step; tests change a
+// file there.
+var beforeApply = func() {}
 
 // printPlan prints the dry run of steps: what each would do, and its diff.
 func printPlan(out io.Writer, steps []step) {
