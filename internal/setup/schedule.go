@@ -61,15 +61,25 @@ func envAssignments(env map[string]string) []string {
 	return out
 }
 
-// systemdQuote quotes one word of an ExecStart= or Environment= line:
-// double quotes when it has spaces or quotes, and % doubled (systemd
-// expands %-specifiers everywhere in a unit).
+// systemdQuote quotes one word of an ExecStart= line: double quotes when
+// it has spaces, quotes or a $, % doubled (systemd expands %-specifiers
+// everywhere in a unit) and $ doubled (ExecStart= expands variables).
 func systemdQuote(s string) string {
+	return quoteUnitWord(s, strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", "$$"))
+}
+
+// systemdEnvQuote quotes one VAR=value word of an Environment= line as
+// systemdQuote does, but leaves $ alone: systemd expands no variables
+// there, so a doubled $ would stay doubled in the value.
+func systemdEnvQuote(s string) string {
+	return quoteUnitWord(s, strings.NewReplacer(`\`, `\\`, `"`, `\"`))
+}
+
+func quoteUnitWord(s string, r *strings.Replacer) string {
 	s = strings.ReplaceAll(s, "%", "%%")
 	if s != "" && !strings.ContainsAny(s, " \t\"'\\;$") {
 		return s
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", "$$")
 	return `"` + r.Replace(s) + `"`
 }
 
@@ -83,7 +93,7 @@ func ServiceUnit(bin string, env map[string]string) string {
 	b.WriteString("Documentation=https://github.com/gyrum-labs/warp\n\n")
 	b.WriteString("[Service]\nType=oneshot\n")
 	for _, kv := range envAssignments(env) {
-		b.WriteString("Environment=" + systemdQuote(kv) + "\n")
+		b.WriteString("Environment=" + systemdEnvQuote(kv) + "\n")
 	}
 	b.WriteString("ExecStart=" + systemdQuote(bin) + " watchdog sweep\n")
 	return b.String()

@@ -43,7 +43,7 @@ func TestUnitFilesPassSystemdAnalyzeVerify(t *testing.T) {
 	}
 	for _, bin := range []string{executable(t), "/bin/true"} {
 		dir := t.TempDir()
-		env := map[string]string{"GYRUM_HOME": "/var/tmp/gyrum home"}
+		env := map[string]string{"GYRUM_HOME": "/var/tmp/gyrum home/$HOME 100%"}
 		svc := filepath.Join(dir, setup.ServiceName)
 		tmr := filepath.Join(dir, setup.TimerName)
 		os.WriteFile(svc, []byte(setup.ServiceUnit(bin, env)), 0o644)
@@ -79,6 +79,14 @@ func TestUnitContent(t *testing.T) {
 	}
 	if got := setup.ServiceUnit("/a b/100%/gyrum", nil); !strings.Contains(got, `ExecStart="/a b/100%%/gyrum" watchdog sweep`) {
 		t.Errorf("awkward path not quoted for systemd:\n%s", got)
+	}
+	// ExecStart= expands $VARS (a literal $ is $$); Environment= expands
+	// none, so a $ there is written once (systemd.exec(5)).
+	got := setup.ServiceUnit("/opt/$x/gyrum", map[string]string{"GYRUM_HOME": "/h/$x 100%"})
+	for _, want := range []string{`ExecStart="/opt/$$x/gyrum" watchdog sweep` + "\n", `Environment="GYRUM_HOME=/h/$x 100%%"` + "\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("service lacks %q:\n%s", want, got)
+		}
 	}
 	tmr := setup.TimerUnit()
 	for _, want := range []string{"OnCalendar=*:0/5\n", "Persistent=true\n", "WantedBy=timers.target\n", "Unit=gyrum-watchdog.service\n"} {
