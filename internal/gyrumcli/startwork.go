@@ -153,10 +153,41 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	// In wrapper mode a signal must never kill gyrum between the claim and
 	// CMD: it is held here and acted on once the loop is up.
 	var sigs chan os.Signal
+	// steps is ctx for the steps after the claim. Without CMD a signal
+	// (Ctrl-C while git checks out a large worktree) ends them and
+	// start-work undoes what it did — the claim, the worktree, the files —
+	// instead of dying with a claim nobody holds and a lease.json that
+	// makes every later start-work here refuse. The claim's own request is
+	// never cut short: its answer is what the undo needs.
+	steps := ctx
 	if child != nil {
 		sigs = make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
+	} else {
+		caught := make(chan os.Signal, 1)
+		signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(caught)
+		var cancel context.CancelCauseFunc
+		steps, cancel = context.WithCancelCause(ctx)
+		done := make(chan struct{})
+		defer func() { close(done); cancel(nil) }()
+		go func() {
+			select {
+			case s := <-caught:
+				cancel(interrupted{s.(syscall.Signal)})
+			case <-done:
+			}
+		}()
+	}
+	// stopIfInterrupted is the error of a signal caught by now.
+	stopIfInterrupted := func() error {
+		var in interrupted
+		if errors.As(context.Cause(steps), &in) {
+			fmt.Fprintf(a.Stderr, "gyrum: %v: undoing start-work\n", in)
+			return clikit.Exit(128 + int(in.sig))
+		}
+		return nil
 	}
 	if _, err := a.registry(); err != nil {
 		return err
@@ -224,17 +255,20 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 			fmt.Fprintf(a.Stderr, "gyrum: could not release %s after the failure: %s\n", t.ID, apiclient.Message(rerr))
 		}
 	})
+	if err := stopIfInterrupted(); err != nil {
+		return err
+	}
 
 	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
 		WatchedPID: watched.PID, Watched: watched.Name, WatchedHow: watched.How}
 	wt := base
 	if o.worktree {
-		plan, err := a.planWorktree(ctx, base, t.ID)
+		plan, err := a.planWorktree(steps, base, t.ID)
 		if err != nil {
-			return err
+			return firstErr(stopIfInterrupted(), err)
 		}
-		if err := addWorktree(ctx, plan); err != nil {
-			return err
+		if err := addWorktree(steps, plan); err != nil {
+			return firstErr(stopIfInterrupted(), err)
 		}
 		u.add(func() { _ = removeWorktree(context.Background(), plan) })
 		wt, res.Branch = plan.Path, plan.Branch
@@ -273,12 +307,18 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if child == nil {
 		a.indexAgent(watched.Identity, d)
 	}
+	if err := stopIfInterrupted(); err != nil {
+		return err
+	}
 	loop, err := a.spawnLoop(ctx, d, o.schema)
 	if err != nil {
 		return err
 	}
 	res.LoopPID = loop.PID
 	u.add(func() { _, _ = a.stopLoop(context.Background(), d) })
+	if err := stopIfInterrupted(); err != nil {
+		return err
+	}
 
 	out := a.Stdout
 	if child != nil {
@@ -302,6 +342,21 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	kept = true
 	a.endAfterChild(d, lease)
 	return clikit.Exit(code)
+}
+
+// interrupted is the cause of start-work's steps ending on a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+
+// firstErr returns the first of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func firstOf(vals ...string) string {

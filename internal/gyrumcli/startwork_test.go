@@ -432,6 +432,53 @@ func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
 	assertEnded(t, e, "T-8", wt, "start-work-failed")
 }
 
+// Ctrl-C while start-work sets up (here: git checking out the worktree,
+// held by the repository's post-checkout hook) undoes what it did — the
+// claim released, the worktree removed, no lease.json, no loop — and
+// exits 128+SIGINT; before, gyrum died with the ticket claimed by nobody.
+func TestStartWorkInterruptedUndoesAll(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-9")
+	repo := initRepo(t)
+	root := t.TempDir()
+	e.vars["GYRUM_WORKTREE_ROOT"] = root
+	marks := t.TempDir()
+	started, stop := filepath.Join(marks, "checkout-started"), filepath.Join(marks, "stop")
+	hook := "#!/bin/sh\ntouch '" + started + "'\nwhile [ ! -e '" + stop + "' ]; do sleep 0.05; done\n"
+	if err := os.WriteFile(filepath.Join(repo, ".git", "hooks", "post-checkout"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(stop, nil, 0o644) }) // ends the hook git leaves behind when killed
+	_, watched := agent(t, "sleep", "1000")
+	cmd := exec.Command(gyrumBin, "start-work", "T-9", "--worktree", "--watch-pid", strconv.Itoa(watched.PID))
+	cmd.Dir, cmd.Env = repo, e.environ()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, "git's checkout of the worktree", func() bool { _, err := os.Stat(started); return err == nil })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("start-work did not exit after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want %d and a word on the interruption", code, errb.String(), 128+int(syscall.SIGINT))
+	}
+	wt := filepath.Join(root, "repo-T-9")
+	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Errorf("git still lists the worktree:\n%s", list)
+	}
+	assertEnded(t, e, "T-9", wt, "start-work-failed")
+}
+
 func TestStartWorkNext(t *testing.T) {
 	e := newEnv(t)
 	e.ws.Create("T-a", "frontend")

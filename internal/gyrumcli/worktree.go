@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -56,24 +57,38 @@ func addWorktree(ctx context.Context, p worktreePlan) error {
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(p.Path), err)
 	}
+	args := []string{"worktree", "add", "-b", p.Branch, p.Path}
 	if _, err := git(ctx, p.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+p.Branch); err == nil {
-		_, err := git(ctx, p.Repo, "worktree", "add", p.Path, p.Branch)
+		args = []string{"worktree", "add", p.Path, p.Branch}
+	}
+	if _, err := git(ctx, p.Repo, args...); err != nil {
+		// git may have made and registered the worktree before it failed
+		// (killed when start-work was interrupted): the path was free
+		// above, so what is there now is this attempt's.
+		_ = removeWorktree(context.Background(), p)
+		_ = os.RemoveAll(p.Path)
 		return err
 	}
-	_, err := git(ctx, p.Repo, "worktree", "add", "-b", p.Branch, p.Path)
-	return err
+	return nil
 }
 
 // removeWorktree undoes addWorktree after a failed start-work. The branch
-// stays: it may hold commits of an earlier claim.
+// stays: it may hold commits of an earlier claim. --force twice: a
+// `git worktree add` that was killed (start-work interrupted) leaves the
+// new worktree locked ("initializing"), which one --force does not remove;
+// addWorktree made the directory, so nothing else is in it.
 func removeWorktree(ctx context.Context, p worktreePlan) error {
-	_, err := git(ctx, p.Repo, "worktree", "remove", "--force", p.Path)
+	_, err := git(ctx, p.Repo, "worktree", "remove", "--force", "--force", p.Path)
 	return err
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	// A process git leaves behind (a repository's hook still running once
+	// git is killed or done) keeps its output pipes open: Wait stops
+	// waiting for them after this long instead of with that process.
+	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
