@@ -199,7 +199,13 @@ func (a *App) stopLoop(ctx context.Context, d gyrumdir.Dir) (stopped, error) {
 			id.PID, d.File(gyrumdir.LoopPIDFile))
 	}
 	res, err := proc.Stop(ctx, id, a.stopGrace())
-	cleanup()
+	if err == nil || !id.Alive() {
+		// A loop still running (ctx ended first, or it survived SIGKILL in
+		// an uninterruptible wait) keeps its pid file and registry entry:
+		// without them release would find no loop and the watchdog could
+		// not see it.
+		cleanup()
+	}
 	if err != nil {
 		return stopped{PID: id.PID, Result: res.String()}, fmt.Errorf("stop loop pid %d: %w", id.PID, err)
 	}
