@@ -229,15 +229,11 @@ func dialSlow(tb testing.TB, addr string) net.Conn {
 	return conn
 }
 
-func TestSlowClientIsDroppedWritersNeverWait(t *testing.T) {
-	s := startServer(t, withDashboard(dashboard.Config{ClientBuffer: 256, WriteTimeout: 500 * time.Millisecond}))
-	broker := s.Ops.Dashboard.Broker()
-	fast := openStream(t, s.url)
-	fast.next(t) // hello
-
-	// The slow client reaches the same broker through a listener whose
-	// connections have a 4 KiB send buffer (a slow link), with a 1 KiB
-	// receive buffer of its own, and never reads.
+// connectStuckClient opens a stream client that never reads, reaching s's
+// broker through a listener of its own whose connections have a 4 KiB
+// send buffer (a slow link), with a 1 KiB receive buffer of its own.
+func connectStuckClient(t *testing.T, s *server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +246,15 @@ func TestSlowClientIsDroppedWritersNeverWait(t *testing.T) {
 	go slowSrv.Serve(ln)
 	t.Cleanup(func() { slowSrv.Close() })
 	dialSlow(t, ln.Addr().String())
+}
+
+func TestSlowClientIsDroppedWritersNeverWait(t *testing.T) {
+	s := startServer(t, withDashboard(dashboard.Config{ClientBuffer: 256, WriteTimeout: 500 * time.Millisecond}))
+	broker := s.Ops.Dashboard.Broker()
+	fast := openStream(t, s.url)
+	fast.next(t) // hello
+
+	connectStuckClient(t, s)
 	waitFor(t, "two stream clients", func() bool { return broker.Clients() == 2 })
 
 	// 300 tickets with 1 KiB titles, created and claimed: 600 messages,
@@ -281,18 +286,7 @@ func TestSlowClientIsDroppedWritersNeverWait(t *testing.T) {
 func TestClientStuckPastTheWriteTimeoutCountsAsDropped(t *testing.T) {
 	s := startServer(t, withDashboard(dashboard.Config{ClientBuffer: 1 << 16, WriteTimeout: 200 * time.Millisecond}))
 	broker := s.Ops.Dashboard.Broker()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slowSrv := &http.Server{Handler: s.Ops.Dashboard.Handler(), ConnState: func(c net.Conn, st http.ConnState) {
-		if tc, ok := c.(*net.TCPConn); ok && st == http.StateNew {
-			_ = tc.SetWriteBuffer(4096)
-		}
-	}}
-	go slowSrv.Serve(ln)
-	t.Cleanup(func() { slowSrv.Close() })
-	dialSlow(t, ln.Addr().String())
+	connectStuckClient(t, s)
 	waitFor(t, "the stream client", func() bool { return broker.Clients() == 1 })
 	title := strings.Repeat("x", 1000)
 	for i := 0; broker.Clients() == 1; i++ {
