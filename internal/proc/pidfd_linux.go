@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"syscall"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/gyrum-labs/warp/internal/quiet"
@@ -30,3 +32,6 @@ func pidfdExited(fd int) (bool, error) {
 }
 
 func closeFD(fd int) { quiet.Close(fd) }
+
+// pidfdSignal sends sig to the process of pidfd fd.
+func pidfdSignal(fd int, sig syscall.Signal) error { return unix.PidfdSendSignal(fd, sig, nil, 0) }

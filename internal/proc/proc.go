@@ -84,8 +84,26 @@ func Self() (Identity, error) { return Lookup(os.Getpid()) }
 
 // Signal sends sig to the process id names, after checking that it is still
 // that process. ErrNoProcess when it is not (dead, zombie or recycled): a
-// pid that now belongs to someone else is never signalled.
+// pid that now belongs to someone else is never signalled. On Linux the
+// signal goes through a pidfd opened before the check, so the pid cannot
+// change hands between the check and the signal either.
 func Signal(id Identity, sig syscall.Signal) error {
+	if fd := openPidfd(id.PID); fd >= 0 {
+		defer closeFD(fd)
+		if !id.Alive() {
+			return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
+		}
+		err := pidfdSignal(fd, sig)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, syscall.ESRCH):
+			return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
+		case !errors.Is(err, syscall.ENOSYS):
+			return fmt.Errorf("signal %s: %w", id, err)
+		}
+		// No pidfd_send_signal (a seccomp filter): kill(2) below.
+	}
 	if !id.Alive() {
 		return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
 	}
