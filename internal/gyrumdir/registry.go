@@ -116,15 +116,6 @@ func (r Registry) Remove(id proc.Identity) (bool, error) {
 	return true, nil
 }
 
-// RemovePID removes the entry file of pid whatever it holds (the watchdog
-// removing a stale or corrupt entry). A missing file is not an error.
-func (r Registry) RemovePID(pid int) error {
-	if err := os.Remove(r.path(pid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("registry remove: %w", err)
-	}
-	return nil
-}
-
 // List returns every usable entry, ordered by pid, and every file of the
 // registry directory that is not one (bad name, unreadable, corrupt). A
 // missing directory is an empty registry.

@@ -284,9 +284,20 @@ func removeEntry(o Options, l Loop, reason string) Loop {
 		l.Action = ActionWouldRemove
 		return l
 	}
-	if err := o.Registry.RemovePID(l.PID); err != nil {
+	// Only the entry that was judged: a new loop that took the pid and
+	// wrote its own entry since the sweep read it keeps that entry (a
+	// corrupt one, judged with start time 0, goes whatever it holds unless
+	// it became a readable entry).
+	removed, err := o.Registry.Remove(proc.Identity{PID: l.PID, StartTime: l.StartTime})
+	if err != nil {
 		l.Action, l.Error = ActionFailed, err.Error()
 		return l
+	}
+	if !removed {
+		if _, err := o.Registry.Read(l.PID); err == nil {
+			l.Action, l.Reason = ActionSkipped, "the entry was rewritten since the sweep read it (a new loop has the pid): left alone"
+			return l
+		}
 	}
 	l.Action = ActionRemoved
 	return l
