@@ -207,7 +207,23 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if st, err := os.Stat(base); err != nil || !st.IsDir() {
 		return clikit.Usagef("--dir %s is not a directory", base)
 	}
+	unlock := func() {}
+	defer func() { unlock() }()
 	if !o.worktree {
+		// Held until the loop is up: a second start-work here meanwhile
+		// would pass checkFree too.
+		home, err := gyrumdir.Home(a.getenv)
+		if err != nil {
+			return clikit.Usagef("%v", err)
+		}
+		release, err := gyrumdir.LockStart(home, base)
+		if errors.Is(err, gyrumdir.ErrStartLocked) {
+			return fmt.Errorf("%s: another gyrum start-work is setting it up; when it is done, 'gyrum status' shows its loop", base)
+		}
+		if err != nil {
+			return err
+		}
+		unlock = release
 		if err := checkFree(base); err != nil {
 			return err
 		}
@@ -316,6 +332,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	res.LoopPID = loop.PID
 	u.add(func() { _, _ = a.stopLoop(context.Background(), d) })
+	unlock() // lease.json and the loop are there: checkFree now refuses
 	if err := stopIfInterrupted(); err != nil {
 		return err
 	}

@@ -338,9 +338,9 @@ func TestWrapperCommandNotFound(t *testing.T) {
 func TestLoopThatCannotRegister(t *testing.T) {
 	e := newEnv(t)
 	e.ws.Create("T-r")
-	blocker := filepath.Join(t.TempDir(), "home-is-a-file")
-	os.WriteFile(blocker, []byte("x"), 0o600)
-	e.vars["GYRUM_HOME"] = blocker
+	// The registry directory is a file: the loop cannot register (the
+	// rest of GYRUM_HOME works, start-work's lock included).
+	os.WriteFile(filepath.Join(e.home, "run"), []byte("x"), 0o600)
 	wt := mkdir(t)
 	_, watched := agent(t, "sleep", "1000")
 	r := e.gyrum(wt, "", "start-work", "T-r", "--watch-pid", strconv.Itoa(watched.PID))
@@ -477,6 +477,43 @@ func TestStartWorkInterruptedUndoesAll(t *testing.T) {
 		t.Errorf("git still lists the worktree:\n%s", list)
 	}
 	assertEnded(t, e, "T-9", wt, "start-work-failed")
+}
+
+// Two start-works in one directory: the one that finds another setting
+// the directory up refuses before it claims anything (they would both pass
+// the check for an existing lease, and the loser's undo would clear the
+// winner's files). The other start-work is stood in for by this test
+// holding the lock; once it lets go, start-work runs.
+func TestStartWorkRefusesADirectoryBeingSetUp(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-10")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	unlock, err := gyrumdir.LockStart(e.home, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.gyrum(wt, "", "start-work", "T-10", "--watch-pid", strconv.Itoa(watched.PID))
+	if r.code != 1 || !strings.Contains(r.stderr, "another gyrum start-work is setting it up") {
+		t.Fatalf("start-work while another holds the directory: %+v", r)
+	}
+	if v := e.ws.Ticket("T-10"); v.Ticket.State != warp.TicketOpen || v.Lease != nil {
+		t.Fatalf("T-10 after the refusal: state %s, lease %+v; want open, never claimed", v.Ticket.State, v.Lease)
+	}
+	if d, err := gyrumdir.At(wt); err == nil && d.HasLease() {
+		t.Fatal("lease.json written by the refused start-work")
+	}
+	unlock()
+	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-10", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	if sr.Ticket != "T-10" {
+		t.Fatalf("start-work after the lock was let go: %+v", sr)
+	}
+	// start-work let go of the lock once its loop was up.
+	again, err := gyrumdir.LockStart(e.home, wt)
+	if err != nil {
+		t.Fatalf("the lock after start-work: %v", err)
+	}
+	again()
 }
 
 func TestStartWorkNext(t *testing.T) {
