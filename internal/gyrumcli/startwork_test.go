@@ -422,14 +422,21 @@ func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
 	if r.code != 127 {
 		t.Fatalf("got %+v, want 127", r)
 	}
-	wt := filepath.Join(root, "repo-T-8")
+	assertWorktreeUndone(t, e, repo, filepath.Join(root, "repo-T-8"), "T-8")
+}
+
+// assertWorktreeUndone checks a start-work --worktree that failed or was
+// interrupted: the worktree gone from disk and from git, the claim
+// released, no loop.
+func assertWorktreeUndone(t *testing.T, e *env, repo, wt, ticket string) {
+	t.Helper()
 	if _, err := os.Stat(wt); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("worktree %s left behind: %v", wt, err)
+		t.Errorf("worktree %s left behind: %v", wt, err)
 	}
 	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
-		t.Fatalf("git still lists the worktree:\n%s", list)
+		t.Errorf("git still lists the worktree:\n%s", list)
 	}
-	assertEnded(t, e, "T-8", wt, "start-work-failed")
+	assertEnded(t, e, ticket, wt, "start-work-failed")
 }
 
 // Ctrl-C while start-work sets up (here: git checking out the worktree,
@@ -472,11 +479,7 @@ func TestStartWorkInterruptedUndoesAll(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) || !strings.Contains(errb.String(), "interrupted") {
 		t.Fatalf("exit %d, stderr %q; want %d and a word on the interruption", code, errb.String(), 128+int(syscall.SIGINT))
 	}
-	wt := filepath.Join(root, "repo-T-9")
-	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
-		t.Errorf("git still lists the worktree:\n%s", list)
-	}
-	assertEnded(t, e, "T-9", wt, "start-work-failed")
+	assertWorktreeUndone(t, e, repo, filepath.Join(root, "repo-T-9"), "T-9")
 }
 
 // Two start-works in one directory: the one that finds another setting
