@@ -451,7 +451,10 @@ func TestStartWorkInterruptedUndoesAll(t *testing.T) {
 	e.vars["GYRUM_WORKTREE_ROOT"] = root
 	marks := t.TempDir()
 	started, stop := filepath.Join(marks, "checkout-started"), filepath.Join(marks, "stop")
-	hook := "#!/bin/sh\ntouch '" + started + "'\nwhile [ ! -e '" + stop + "' ]; do sleep 0.05; done\n"
+	// The hook waits for stop, or for marks to be gone (the test's temporary
+	// directories are removed right after its cleanups): git is killed
+	// under it, and it must not outlive the test.
+	hook := "#!/bin/sh\ntouch '" + started + "'\nwhile [ -d '" + marks + "' ] && [ ! -e '" + stop + "' ]; do sleep 0.05; done\n"
 	if err := os.WriteFile(filepath.Join(repo, ".git", "hooks", "post-checkout"), []byte(hook), 0o755); err != nil {
 		t.Fatal(err)
 	}
