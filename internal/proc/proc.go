@@ -88,32 +88,28 @@ func Self() (Identity, error) { return Lookup(os.Getpid()) }
 // signal goes through a pidfd opened before the check, so the pid cannot
 // change hands between the check and the signal either.
 func Signal(id Identity, sig syscall.Signal) error {
-	if fd := openPidfd(id.PID); fd >= 0 {
+	fd := openPidfd(id.PID)
+	if fd >= 0 {
 		defer closeFD(fd)
-		if !id.Alive() {
-			return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
-		}
-		err := pidfdSignal(fd, sig)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, syscall.ESRCH):
-			return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
-		case !errors.Is(err, syscall.ENOSYS):
-			return fmt.Errorf("signal %s: %w", id, err)
-		}
-		// No pidfd_send_signal (a seccomp filter): kill(2) below.
 	}
 	if !id.Alive() {
 		return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
 	}
-	if err := syscall.Kill(id.PID, sig); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
-		}
-		return fmt.Errorf("signal %s: %w", id, err)
+	err := error(syscall.ENOSYS)
+	if fd >= 0 {
+		err = pidfdSignal(fd, sig)
 	}
-	return nil
+	if errors.Is(err, syscall.ENOSYS) {
+		// No pidfd here, or no pidfd_send_signal (a seccomp filter).
+		err = syscall.Kill(id.PID, sig)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("signal %s: %w", id, ErrNoProcess)
+	}
+	return fmt.Errorf("signal %s: %w", id, err)
 }
 
 // StopResult says how Stop ended a process.
