@@ -257,11 +257,14 @@ func TestSimulateV2Transition(t *testing.T) {
 // The pre-ADR world: unmigrated loops POST unconditionally, legacy expiry
 // reads only the heartbeat — no failure's lease lapses, the spam goes on,
 // every failure needs a person, and an agent whose lease was released is
-// never told while its loop POSTs on.
+// never told while its loop POSTs on. Its claims about each class need
+// the old loops to have kept their schedule (a loaded host that starves
+// them lapses healthy leases too), so the run is judged: a too-loaded run
+// is tried once more at a slower scale, then skipped.
 func TestSimulateLegacyV1ShowsTheOldFailure(t *testing.T) {
-	rep := run(t, sim.Config{Client: sim.ClientV1, Mode: warp.ModeLegacy})
-	if rep.OK || rep.Verdict == sim.VerdictPass {
-		t.Fatalf("the legacy run: verdict %s, want fail (or too-loaded)", rep.Verdict)
+	rep := judged(t, sim.Config{Client: sim.ClientV1, Mode: warp.ModeLegacy})
+	if rep.OK || rep.Verdict != sim.VerdictFail {
+		t.Fatalf("the legacy run: verdict %s, want fail", rep.Verdict)
 	}
 	for _, c := range []sim.Class{sim.ClassOrphan, sim.ClassOrphanGone, sim.ClassWedged, sim.ClassWedgedDenied} {
 		r := class(t, rep, c, sim.ClientV1)
