@@ -417,6 +417,18 @@ func TestHookCommandRecognition(t *testing.T) {
 		{"gyrum-hook", true, "gyrum-hook"},
 		{"/x/gyrum-hooks", false, ""},
 		{"/x/gyrum-hook touch-activity", false, ""},
+		{`'/a/it'\''s/gyrum' touch-activity`, true, "/a/it's/gyrum"},
+		{`"/opt/my gyrum/gyrum" touch-activity`, true, "/opt/my gyrum/gyrum"},
+		// A user's own command that ends in the hook is theirs.
+		{"cd /w && /x/gyrum touch-activity", false, ""},
+		{"cd /w; gyrum-hook", false, ""},
+		{"cd /w && /x/gyrum-hook", false, ""},
+		{"'cd /w' && '/x/gyrum' touch-activity", false, ""},
+		{"'x' '/x/gyrum-hook'", false, ""},
+		{"$HOME/bin/gyrum touch-activity", false, ""},
+		{`"$HOME/bin/gyrum" touch-activity`, false, ""},
+		{"env A=1 /x/gyrum touch-activity", false, ""},
+		{"/x/gyrum-hook 2>/dev/null", false, ""},
 	}
 	for _, tc := range cases {
 		if got := setup.IsHookCommand(tc.cmd); got != tc.ours {

@@ -50,49 +50,62 @@ func HookArgv(bin string) []string {
 // gyrum-hook alone, or touch-activity as the last word after a program named
 // gyrum, whatever the directory. That is how an entry written by an older
 // install (another path, or the other form) is found and replaced instead of
-// duplicated.
+// duplicated. The program must be one shell word (bare, or quoted as
+// HookCommand quotes it): a user's own command that merely ends in the hook,
+// such as `cd x && gyrum touch-activity`, is theirs, and setup leaves it.
 func IsHookCommand(cmd string) bool {
-	s := strings.TrimSpace(cmd)
-	if p := unquote(s); p == HookBinaryName || filepath.Base(p) == HookBinaryName {
-		return true
-	}
-	rest, ok := strings.CutSuffix(s, "touch-activity")
-	if !ok || rest == "" {
-		return false
-	}
-	trimmed := strings.TrimRight(rest, " \t")
-	if len(trimmed) == len(rest) { // no space before touch-activity
-		return false
-	}
-	prog := unquote(trimmed)
-	return prog == "gyrum" || filepath.Base(prog) == "gyrum"
+	_, ok := HookBinary(cmd)
+	return ok
 }
 
 // HookBinary returns the program of a hook command written by HookCommand
 // (the path with its shell quoting removed), ok false when cmd is not one.
 func HookBinary(cmd string) (string, bool) {
-	if !IsHookCommand(cmd) {
-		return "", false
-	}
 	s := strings.TrimSpace(cmd)
-	if p := unquote(s); p == HookBinaryName || filepath.Base(p) == HookBinaryName {
+	if p, ok := shellWord(s); ok && filepath.Base(p) == HookBinaryName {
 		return p, true
 	}
-	rest := strings.TrimRight(strings.TrimSuffix(s, "touch-activity"), " \t")
-	return unquote(rest), true
+	rest, ok := strings.CutSuffix(s, "touch-activity")
+	if !ok || rest == "" {
+		return "", false
+	}
+	trimmed := strings.TrimRight(rest, " \t")
+	if len(trimmed) == len(rest) { // no space before touch-activity
+		return "", false
+	}
+	if p, ok := shellWord(trimmed); ok && filepath.Base(p) == "gyrum" {
+		return p, true
+	}
+	return "", false
 }
 
-func unquote(s string) string {
-	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
-		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, `'`)
+// shellWord returns what the shell makes of s when s is exactly one word
+// with no expansion in it: a bare word of plain characters, a single-quoted
+// word (with shellQuote's '\” for a quote inside), or a double-quoted one
+// with nothing the shell would expand; ok false for anything else
+// (several words, operators, substitutions).
+func shellWord(s string) (string, bool) {
+	switch {
+	case s == "":
+		return "", false
+	case len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'':
+		inner := s[1 : len(s)-1]
+		if strings.Contains(strings.ReplaceAll(inner, `'\''`, ""), "'") {
+			return "", false
+		}
+		return strings.ReplaceAll(inner, `'\''`, `'`), true
+	case len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"':
+		inner := s[1 : len(s)-1]
+		if strings.ContainsAny(inner, "\"$`\\!") {
+			return "", false
+		}
+		return inner, true
+	case strings.ContainsAny(s, " \t\n;&|<>()$`\\'\"*?[]{}#~!"):
+		return "", false
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
+	return s, true
 }
 
-// shellQuote quotes s for sh when it holds anything but plainly safe bytes.
 func shellQuote(s string) string {
 	if s == "" {
 		return "''"
