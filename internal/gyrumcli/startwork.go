@@ -20,6 +20,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
 type startWorkOptions struct {
@@ -254,6 +255,12 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
+	// The id becomes a directory and a branch name: a server that answers
+	// with something else (another service at WARP_URL, or a hostile one)
+	// must not choose a path. Such an id is not sent back to be released.
+	if !ticketid.Valid(t.ID) {
+		return fmt.Errorf("claim: the server answered with ticket id %q, which is not a valid ticket id: nothing was set up (is WARP_URL a warp server?)", t.ID)
+	}
 	if t.Lease == nil {
 		return fmt.Errorf("claim %s: the server answered without a lease", t.ID)
 	}
@@ -273,6 +280,9 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	})
 	if err := stopIfInterrupted(); err != nil {
 		return err
+	}
+	if ticket != "" && t.ID != ticket {
+		return fmt.Errorf("claim %s: the server answered with ticket %s: nothing was set up", ticket, t.ID)
 	}
 
 	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
