@@ -198,30 +198,38 @@ func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err e
 	}
 	defer quiet.Close(fd)
 	at := modTime(&st)
-	buf := make([]byte, RecordSize)
 	// A hook rewrites the record in place with one write, but a read that
-	// races it may see half of each: a record-sized read that does not
-	// parse is read again.
-	for attempt := 0; ; attempt++ {
-		n, err := preadFull(fd, p, buf)
-		if err != nil {
-			return ActivityRecord{}, false, at, fmt.Errorf("read activity: %w", err)
+	// races it may see part of each record, and such a mix can parse: the
+	// src of one with the time of the other. A record is taken only once
+	// two reads in a row return the same bytes.
+	buf := make([]byte, 2*RecordSize)
+	prev, cur := buf[:RecordSize], buf[RecordSize:]
+	n, err := preadFull(fd, p, prev)
+	for attempt := 0; err == nil; attempt++ {
+		var m int
+		if m, err = preadFull(fd, p, cur); err != nil {
+			break
 		}
-		line := buf[:n]
+		if m != n || string(prev[:n]) != string(cur[:m]) {
+			if attempt == maxTornReads {
+				return ActivityRecord{}, false, at, nil
+			}
+			prev, cur, n = cur, prev, m
+			continue
+		}
+		line := cur[:m]
 		for i, c := range line {
 			if c == '\n' {
 				line = line[:i]
 				break
 			}
 		}
-		rec = ActivityRecord{}
 		if json.Unmarshal(line, &rec) == nil && rec.Source != "" && !rec.At.IsZero() {
 			return rec, true, at, nil
 		}
-		if n < RecordSize || attempt == maxTornReads {
-			return ActivityRecord{}, false, at, nil
-		}
+		return ActivityRecord{}, false, at, nil
 	}
+	return ActivityRecord{}, false, at, fmt.Errorf("read activity: %w", err)
 }
 
 // maxTornReads bounds the re-reads of a record a write raced.

@@ -129,6 +129,56 @@ func TestConcurrentRecordsStayWhole(t *testing.T) {
 	}
 }
 
+// A read that races a rewrite can see the start of one record and the
+// end of the other, and such a mix can parse (the src of one, the time of
+// the other). Two records of the same length are rewritten in turn while
+// the test reads: every record read must be one of the two.
+func TestRecordReadDuringRewritesIsNeverAMix(t *testing.T) {
+	d := mustCreate(t)
+	recs := []gyrumdir.ActivityRecord{
+		{Source: gyrumdir.SourceHook, Event: "PostToolUse", Tool: "Bash", At: time.Date(2026, 12, 4, 12, 0, 59, 999999999, time.UTC)},
+		{Source: gyrumdir.SourceWait, Event: "PostToolUse", Tool: "Read", At: time.Date(2026, 12, 4, 12, 1, 11, 111111111, time.UTC)},
+	}
+	if err := d.WriteActivity(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := d.WriteActivity(recs[i%2]); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	mixes := 0
+	for range 40000 {
+		rec, ok, _, err := d.ReadActivity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && rec != recs[0] && rec != recs[1] {
+			if mixes++; mixes <= 3 {
+				t.Errorf("read a record that was never written: %+v", rec)
+			}
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if mixes > 0 {
+		t.Errorf("%d mixed records in 40000 reads", mixes)
+	}
+}
+
 func TestHookFiredSince(t *testing.T) {
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
 	before, after := start.Add(-time.Minute), start.Add(time.Minute)
