@@ -126,7 +126,7 @@ loops.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flagURL, "url", "", "warp server URL for commands that talk to warp (env WARP_URL, default "+client.DefaultURL+
 		"); also wins over the warp_url of lease.json for release and complete-pr")
-	pf.StringVar(&a.flagToken, "token", "", "bearer token for commands that talk to warp (env WARP_TOKEN); passed on to the loop start-work spawns")
+	pf.StringVar(&a.flagToken, "token", "", "bearer token for commands that talk to warp; passed on to the loop start-work spawns. Prefer env WARP_TOKEN: other users can read this flag in ps for as long as gyrum runs (a whole session with start-work -- CMD)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return a.applyClientFlags(pf) }
 	clikit.SetupRoot(root, a.Stdout, a.Stderr)
 	root.SetIn(a.stdin())

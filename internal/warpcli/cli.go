@@ -147,7 +147,7 @@ type clientOptions struct {
 
 func (c *CLI) addClientFlags(cmd *cobra.Command, o *clientOptions) {
 	cmd.Flags().StringVar(&o.url, "url", "", "warp server URL (env WARP_URL, default "+client.DefaultURL+")")
-	cmd.Flags().StringVar(&o.token, "token", "", "bearer token (env WARP_TOKEN)")
+	cmd.Flags().StringVar(&o.token, "token", "", "bearer token (env WARP_TOKEN, which other users cannot read in ps as they can this flag)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the wire JSON instead of a table (also -o json)")
 }
 
