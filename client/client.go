@@ -36,15 +36,30 @@ func NewClient(baseURL, token string) *Client {
 	return &Client{
 		baseURL: strings.TrimRight(baseURL, "/"),
 		token:   token,
-		http:    &http.Client{Timeout: 30 * time.Second},
+		http:    &http.Client{Timeout: 30 * time.Second, CheckRedirect: refuseRedirect},
 	}
 }
 
-// WithHTTPClient returns a copy of c that sends requests with hc.
+// WithHTTPClient returns a copy of c that sends requests with hc. When hc
+// has no CheckRedirect of its own, the copy refuses redirects as
+// NewClient's does.
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
 	cc := *c
+	if hc.CheckRedirect == nil {
+		h := *hc
+		h.CheckRedirect = refuseRedirect
+		hc = &h
+	}
 	cc.http = hc
 	return &cc
+}
+
+// refuseRedirect stops the client at a redirect. warp's API never
+// redirects, and following one would resend the request's lease secret
+// (net/http keeps custom headers across hosts) and, for 307 and 308, its
+// body to wherever the answer points.
+func refuseRedirect(req *http.Request, via []*http.Request) error {
+	return fmt.Errorf("the server redirected to %s; not followed: warp's API never redirects (point the client at the warp server itself)", req.URL.Redacted())
 }
 
 // WithLeaseSecret returns a copy of c that proves, with every request,

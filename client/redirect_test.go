@@ -1,0 +1,43 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gyrum-labs/warp/client"
+)
+
+// A server that answers with a redirect (a misconfigured or hostile proxy
+// at WARP_URL) gets no request followed to where it points: net/http would
+// resend the lease secret header, and for 307 and 308 the body, to another
+// host.
+func TestClientRefusesRedirects(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		t.Errorf("followed to %s with lease secret %q", r.URL, r.Header.Get(client.HeaderLeaseSecret))
+	}))
+	defer elsewhere.Close()
+	target := strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	ctx := context.Background()
+	for name, c := range map[string]*client.Client{
+		"NewClient":      client.NewClient(redirector.URL, "agent-token"),
+		"WithHTTPClient": client.NewClient(redirector.URL, "agent-token").WithHTTPClient(&http.Client{}),
+	} {
+		_, err := c.WithLeaseSecret("s3cret").Release(ctx, "T-1", client.ReleaseRequest{Epoch: 1, Reason: "x"})
+		if err == nil || !strings.Contains(err.Error(), "not followed") {
+			t.Errorf("%s: release through a redirect: %v, want an error saying it was not followed", name, err)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
