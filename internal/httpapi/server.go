@@ -58,10 +58,17 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 	if svc == nil {
 		return nil, errors.New("httpapi: nil service")
 	}
+	roles := make(map[string]Role, len(cfg.Tokens))
 	for i, t := range cfg.Tokens {
 		if t.Secret == "" || (t.Role != RoleAgent && t.Role != RoleAdmin) {
 			return nil, fmt.Errorf("httpapi: token %d: want a non-empty secret with role agent or admin", i)
 		}
+		// One secret with two roles would get the later one: an agent's
+		// token made admin by a second entry.
+		if r, dup := roles[t.Secret]; dup && r != t.Role {
+			return nil, fmt.Errorf("httpapi: token %d: its secret is also configured as %s: one secret, one role", i, r)
+		}
+		roles[t.Secret] = t.Role
 	}
 	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
 		tokens: newTokenIndex(cfg.Tokens)}

@@ -358,6 +358,22 @@ func TestAdminReadsTicketsEventsModeAdoption(t *testing.T) {
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// One secret configured with two roles is refused: the index would give
+// it the later one, an agent's token made admin.
+func TestServerRefusesASecretWithTwoRoles(t *testing.T) {
+	svc := newEnv(t, envOptions{}).svc
+	_, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: []httpapi.Token{
+		{Role: httpapi.RoleAgent, Secret: "shared"}, {Role: httpapi.RoleAdmin, Secret: "root"}, {Role: httpapi.RoleAdmin, Secret: "shared"}}})
+	if err == nil || !strings.Contains(err.Error(), "token 2") || !strings.Contains(err.Error(), "also configured as agent") {
+		t.Fatalf("NewServer: %v, want token 2 refused as also an agent's", err)
+	}
+	// The same secret twice with one role is the same token.
+	if _, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: []httpapi.Token{
+		{Role: httpapi.RoleAdmin, Secret: "root"}, {Role: httpapi.RoleAdmin, Secret: "root"}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestNoTokensConfiguredAllowsEverything(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.mustStatus(e.json("POST", "/v1/tickets", "", httpapi.CreateTicketRequest{ID: "T-1"}, nil), http.StatusCreated)

@@ -301,6 +301,19 @@ func (cfg ServeConfig) tokens() ([]httpapi.Token, error) {
 		tokens = t
 	}
 	if cfg.AdminToken != "" {
+		for _, t := range tokens {
+			if t.Secret != cfg.AdminToken {
+				continue
+			}
+			if t.Role == httpapi.RoleAdmin {
+				return tokens, nil
+			}
+			// gyrum reads WARP_TOKEN too, as its agent token: a shell or unit
+			// that exports an agent's token would make every agent using it
+			// an admin.
+			return nil, fmt.Errorf("WARP_TOKEN (warp serve's admin token) is also an %s token in %s: it would make that %s an admin. "+
+				"Unset WARP_TOKEN for warp serve, or give the admin a secret of its own", t.Role, cfg.TokenFile, t.Role)
+		}
 		tokens = append(tokens, httpapi.Token{Role: httpapi.RoleAdmin, Secret: cfg.AdminToken})
 	}
 	return tokens, nil

@@ -166,10 +166,31 @@ func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
 	}
 }
 
+// WARP_TOKEN that the token file also lists as admin is the same token
+// twice: served.
+func TestServeAdminTokenAlsoInTheFile(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("admin:root\nagent:a1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, _, _ := serveInProcess(t, map[string]string{"WARP_TOKEN": "root"},
+		"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"), "--token-file", tokens)
+	if _, err := client.NewClient(url, "root").Mode(context.Background()); err != nil {
+		t.Fatalf("the admin token: %v", err)
+	}
+	if _, err := client.NewClient(url, "a1").Mode(context.Background()); err == nil {
+		t.Fatal("the agent token read the mode, an admin route")
+	}
+}
+
 func TestServeConfigurationErrors(t *testing.T) {
 	dir := t.TempDir()
 	badTokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(badTokens, []byte("admin:ok\n\nsuperuser:x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentTokens := filepath.Join(dir, "agent-tokens")
+	if err := os.WriteFile(agentTokens, []byte("admin:root\nagent:shared\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "w.db")
@@ -193,6 +214,10 @@ func TestServeConfigurationErrors(t *testing.T) {
 		{"hook alarm min 0 from env", map[string]string{"WARP_HOOK_ALARM_MIN": "0"}, nil, warpcli.ExitUsage, []string{"at least 1 lease"}},
 		{"hook alarm min not a number from env", map[string]string{"WARP_HOOK_ALARM_MIN": "three"}, nil, warpcli.ExitUsage, []string{`WARP_HOOK_ALARM_MIN="three"`}},
 		{"bad token file", nil, []string{"--token-file", badTokens}, warpcli.ExitError, []string{badTokens + " line 3", "superuser"}},
+		// gyrum reads WARP_TOKEN as its agent token: exported where warp
+		// serve starts, it must not make that agent an admin.
+		{"WARP_TOKEN is an agent token of the file", map[string]string{"WARP_TOKEN": "shared"}, []string{"--token-file", agentTokens},
+			warpcli.ExitError, []string{"WARP_TOKEN", "agent token in " + agentTokens, "secret of its own"}},
 		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
 		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
 		{"non-loopback", nil, []string{"--addr", "0.0.0.0:7077"}, warpcli.ExitError, []string{"refusing to listen", "--insecure"}},
