@@ -39,6 +39,13 @@ type ServerConfig struct {
 	// than a heartbeat (the dashboard's event stream). Keep it short: it
 	// runs on the request's goroutine.
 	OnChange func(apihook.Change)
+	// AnyHost, with no tokens, answers requests whatever their Host header
+	// names. Without it a tokenless server answers only requests addressed
+	// to localhost or a loopback IP: a web page whose domain the attacker
+	// re-resolves to 127.0.0.1 (DNS rebinding) names its own host. warp
+	// serve sets it with --insecure, whose clients name the server's
+	// public address.
+	AnyHost bool
 }
 
 // Server is the warp HTTP API. It implements http.Handler.
@@ -49,6 +56,10 @@ type Server struct {
 	mux     *http.ServeMux
 	openAll bool // no tokens configured
 	tokens  tokenIndex
+	// sameOrigin refuses the writes a browser sends for another site's
+	// page (Sec-Fetch-Site, Origin): a tokenless warp on loopback is
+	// otherwise open to any page its operator visits.
+	sameOrigin *http.CrossOriginProtection
 }
 
 // NewServer returns the API server for svc with every route of the HTTP
@@ -71,7 +82,7 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 		roles[t.Secret] = t.Role
 	}
 	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
-		tokens: newTokenIndex(cfg.Tokens)}
+		tokens: newTokenIndex(cfg.Tokens), sameOrigin: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -132,6 +143,9 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 			}
 		}()
 		caller, tokenID, err := s.authorize(r, role)
+		if err == nil {
+			err = s.checkBrowser(r)
+		}
 		if err != nil {
 			s.WriteError(rec, r, err)
 			return
@@ -146,6 +160,39 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 		h.ServeHTTP(rec, r)
 	})
+}
+
+// checkBrowser refuses what only a browser misled by another site sends: a
+// cross-origin write, and (without tokens) a request addressed to a name
+// that is not loopback.
+func (s *Server) checkBrowser(r *http.Request) error {
+	if err := s.sameOrigin.Check(r); err != nil {
+		return fmt.Errorf("%w: a cross-origin request from a browser (Origin %q): warp takes writes from its own pages and from clients, not from other sites",
+			httpkit.ErrForbidden, r.Header.Get("Origin"))
+	}
+	if s.openAll && !s.cfg.AnyHost && !LoopbackHost(r.Host) {
+		return fmt.Errorf("%w: this warp has no tokens, so it answers only requests addressed to localhost or a loopback IP, not to Host %q "+
+			"(a guard against DNS rebinding): use http://127.0.0.1:PORT, or configure --token-file", httpkit.ErrForbidden, r.Host)
+	}
+	return nil
+}
+
+// LoopbackHost reports whether hostport (a Host header or a listen
+// address, port optional) names this machine's loopback: localhost, a
+// name under .localhost, or a loopback IP.
+func LoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	host = strings.TrimSuffix(host, ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authorize returns the caller's role, or httpkit.ErrUnauthorized /

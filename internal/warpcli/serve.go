@@ -189,7 +189,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log}
+	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: cfg.Insecure}
 	m.Ops.Hook(&apiCfg)
 	m.API, err = httpapi.NewServer(m.Service, apiCfg)
 	if err != nil {
