@@ -144,7 +144,16 @@ type Broker struct {
 	droppedNotices atomic.Int64
 	droppedClients atomic.Int64
 	sent           atomic.Int64
+	// tracked is how many tickets the run loop remembers a heartbeat
+	// message of (its coalescing slots), for tests.
+	tracked atomic.Int64
 }
+
+// trackFloor is the number of remembered heartbeat slots under which the
+// run loop does not look for expired ones: above it, it drops them each
+// time the count doubles, so memory follows the tickets heartbeating
+// within one coalescing window, not every ticket ever seen.
+const trackFloor = 1024
 
 type client struct {
 	ch   chan []byte
@@ -267,6 +276,15 @@ func (b *Broker) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
+	// forget drops the slots that have expired and are not waited on.
+	forget := func(now time.Time) {
+		for id, t := range last {
+			if _, waiting := pending[id]; !waiting && wait(t, now) == 0 {
+				delete(last, id)
+			}
+		}
+	}
+	pruneAt := trackFloor
 	arm := func(now time.Time) {
 		if armed || len(pending) == 0 {
 			return
@@ -293,6 +311,13 @@ func (b *Broker) run(ctx context.Context) {
 					continue
 				}
 				last[n.Ticket] = now
+				// A slot is pruned below only when a ticket sends twice in a
+				// window; loops that beat every few minutes never do.
+				if len(last) >= pruneAt {
+					forget(now)
+					pruneAt = max(trackFloor, 2*len(last))
+				}
+				b.tracked.Store(int64(len(last)))
 			case n.Ticket != "":
 				// Anything else supersedes a heartbeat still waiting: the
 				// message carries the ticket's state as of now anyway.
@@ -309,11 +334,8 @@ func (b *Broker) run(ctx context.Context) {
 					b.send(ctx, n)
 				}
 			}
-			for id, t := range last {
-				if _, waiting := pending[id]; !waiting && wait(t, now) == 0 {
-					delete(last, id)
-				}
-			}
+			forget(now)
+			b.tracked.Store(int64(len(last)))
 			arm(now)
 		}
 	}

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -241,6 +242,37 @@ func TestBrokerPingsWhileIdle(t *testing.T) {
 		time.Sleep(15 * time.Second)
 		if f := c.received(); len(f) != 1 || f[0] != ": ping\n\n" {
 			t.Fatalf("a period later: got %q, want one ping", f)
+		}
+	})
+}
+
+// The coalescing slots of tickets that beat once (every loop, at minutes
+// apart) are forgotten once their window passed: the broker's memory
+// follows the tickets heartbeating within a window, not every ticket it
+// ever saw while a dashboard was open.
+func TestBrokerForgetsExpiredHeartbeatSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const window = time.Second
+		clk := storetest.NewClock(t0)
+		b, stop := startBroker(t, dashboard.BrokerConfig{Load: newLeases().load, Now: clk.Now, Coalesce: window, Ping: time.Hour})
+		defer stop()
+		c, hangUp := connect(b) // a dashboard is open: notices flow
+		defer hangUp()
+		most := 0
+		for i := range 6 * dashboard.TrackFloor {
+			b.Notify(heartbeat(fmt.Sprintf("T-%d", i)))
+			if i%64 == 63 {
+				c.received()
+				most = max(most, b.Tracked())
+				clk.Advance(window)
+			}
+		}
+		c.received()
+		if n := b.Stats().DroppedNotices; n != 0 {
+			t.Fatalf("%d notices dropped: the test must feed the broker slower", n)
+		}
+		if most > dashboard.TrackFloor || most < 64 {
+			t.Fatalf("the broker remembered up to %d tickets' slots, want at most %d (and the last window's 64)", most, dashboard.TrackFloor)
 		}
 	})
 }
