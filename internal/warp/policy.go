@@ -31,8 +31,27 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// MaxPolicyDuration bounds each of a policy's durations: times a lease
+// stores are nanoseconds since 1970 in 64 bits (until 2262), and a
+// threshold or window past a few years would put them beyond that.
+const MaxPolicyDuration = 10 * 365 * 24 * time.Hour
+
+// verdictKey names the thresholds verdicts and their due times follow;
+// Init recomputes the held leases' due times when it changes.
+func (p Policy) verdictKey() string {
+	return "stall=" + p.StallAfter.String() + " silent=" + p.SilentAfter.String()
+}
+
 // Validate reports an ErrInvalid error for a policy that cannot work.
 func (p Policy) Validate() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"lease window", p.LeaseWindow}, {"stall threshold", p.StallAfter}, {"silent threshold", p.SilentAfter}, {"startup grace", p.StartupGrace}} {
+		if d.d > MaxPolicyDuration {
+			return Errorf(ErrInvalid, "%s must be at most %s (10 years), got %s", d.name, MaxPolicyDuration, d.d)
+		}
+	}
 	switch {
 	case p.LeaseWindow <= 0:
 		return Errorf(ErrInvalid, "lease window must be positive, got %s", p.LeaseWindow)

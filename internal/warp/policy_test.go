@@ -82,12 +82,21 @@ func TestPolicyValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Errorf("zero grace: %v, want allowed", err)
 	}
+	ok.LeaseWindow, ok.StallAfter, ok.SilentAfter, ok.StartupGrace = warp.MaxPolicyDuration, warp.MaxPolicyDuration, warp.MaxPolicyDuration, warp.MaxPolicyDuration
+	if err := ok.Validate(); err != nil {
+		t.Errorf("every duration at the bound: %v, want allowed", err)
+	}
 	for name, mut := range map[string]func(*warp.Policy){
 		"zero lease window":   func(p *warp.Policy) { p.LeaseWindow = 0 },
 		"negative stall":      func(p *warp.Policy) { p.StallAfter = -time.Second },
 		"zero silent":         func(p *warp.Policy) { p.SilentAfter = 0 },
 		"negative grace":      func(p *warp.Policy) { p.StartupGrace = -1 },
 		"negative lease wind": func(p *warp.Policy) { p.LeaseWindow = -time.Minute },
+		// Times past 2262 wrap the stores' 64-bit nanoseconds.
+		"lease window of centuries": func(p *warp.Policy) { p.LeaseWindow = 2200000 * time.Hour },
+		"stall beyond the bound":    func(p *warp.Policy) { p.StallAfter = warp.MaxPolicyDuration + 1 },
+		"silent beyond the bound":   func(p *warp.Policy) { p.SilentAfter = 90000 * 24 * time.Hour },
+		"grace beyond the bound":    func(p *warp.Policy) { p.StartupGrace = warp.MaxPolicyDuration + time.Hour },
 	} {
 		p := warp.DefaultPolicy()
 		mut(&p)

@@ -155,25 +155,50 @@ func (s *Service) Init(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		window := s.cfg.Policy.LeaseWindow.String()
-		old, err := tx.Meta(ctx, MetaLeaseWindow)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("read lease window: %w", err)
+		// A changed lease window moves every held lease's expiry; changed
+		// verdict thresholds move their verdict-due times, which the
+		// verdict pass, the counts and the verdict listings rely on.
+		var what recomputed
+		for _, m := range []struct {
+			key, val string
+			flag     recomputed
+		}{
+			{MetaLeaseWindow, s.cfg.Policy.LeaseWindow.String(), recomputeExpiry},
+			{MetaVerdictThresholds, s.cfg.Policy.verdictKey(), recomputeVerdictDue},
+		} {
+			old, err := tx.Meta(ctx, m.key)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("read %s: %w", m.key, err)
+			}
+			if old != m.val {
+				what |= m.flag
+				if err := tx.SetMeta(ctx, m.key, m.val); err != nil {
+					return fmt.Errorf("store %s: %w", m.key, err)
+				}
+			}
 		}
-		if old != window {
-			if err := s.recompute(ctx, tx, mode); err != nil {
+		if what != 0 {
+			if err := s.recompute(ctx, tx, mode, now, what); err != nil {
 				return err
 			}
-			if err := tx.SetMeta(ctx, MetaLeaseWindow, window); err != nil {
-				return fmt.Errorf("store lease window: %w", err)
-			}
 		}
-		if g := s.cfg.Policy.NewGrace(now); !g.From.IsZero() {
-			return writeGrace(ctx, tx, g)
+		// No grace (0) ends the one an earlier start opened: it is this
+		// start's setting that the sweep follows.
+		g := s.cfg.Policy.NewGrace(now)
+		if g.From.IsZero() {
+			g = Grace{From: now, Until: now}
 		}
-		return nil
+		return writeGrace(ctx, tx, g)
 	})
 }
+
+// recomputed says what recompute rewrites.
+type recomputed uint8
+
+const (
+	recomputeExpiry     recomputed = 1 << iota // expires_at, under the mode
+	recomputeVerdictDue                        // verdict_due_at, at now
+)
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
@@ -201,7 +226,7 @@ func (s *Service) currentMode(ctx context.Context, tx Tx) (Mode, error) {
 }
 
 // recompute rewrites ExpiresAt of every held lease under mode.
-func (s *Service) recompute(ctx context.Context, tx Tx, mode Mode) error {
+func (s *Service) recompute(ctx context.Context, tx Tx, mode Mode, now time.Time, what recomputed) error {
 	after := ""
 	for {
 		leases, err := tx.HeldLeases(ctx, "", after, recomputeBatch)
@@ -209,7 +234,12 @@ func (s *Service) recompute(ctx context.Context, tx Tx, mode Mode) error {
 			return fmt.Errorf("list held leases: %w", err)
 		}
 		for _, l := range leases {
-			l.ExpiresAt = s.cfg.Policy.ExpiresAt(mode, l)
+			if what&recomputeExpiry != 0 {
+				l.ExpiresAt = s.cfg.Policy.ExpiresAt(mode, l)
+			}
+			if what&recomputeVerdictDue != 0 {
+				l.VerdictDueAt = s.cfg.Policy.VerdictDue(l, now)
+			}
 			if err := tx.UpdateLease(ctx, l); err != nil {
 				return fmt.Errorf("recompute lease %s/%d: %w", l.Ticket, l.Epoch, err)
 			}
@@ -888,7 +918,7 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 		if err := tx.SetMeta(ctx, MetaMode, string(mode)); err != nil {
 			return fmt.Errorf("store mode: %w", err)
 		}
-		if err := s.recompute(ctx, tx, mode); err != nil {
+		if err := s.recompute(ctx, tx, mode, now, recomputeExpiry); err != nil {
 			return err
 		}
 		_, err = tx.AppendEvent(ctx, Event{Kind: EventModeChanged, At: now,

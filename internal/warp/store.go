@@ -199,6 +199,9 @@ type TicketFilter struct {
 const (
 	MetaMode        = "mode"
 	MetaLeaseWindow = "lease_window"
+	// MetaVerdictThresholds holds the stall and silent thresholds the held
+	// leases' verdict-due times were computed with (Policy.verdictKey).
+	MetaVerdictThresholds = "verdict_thresholds"
 	MetaGraceFrom   = "grace_from"  // RFC 3339 nano: leases refreshed before it are protected
 	MetaGraceUntil  = "grace_until" // RFC 3339 nano: ... until then
 	MetaLastSweep   = "last_sweep"  // RFC 3339 nano

@@ -1,0 +1,110 @@
+package warp_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/warp"
+)
+
+// restart opens a new Service with policy p on db at clk's time, as a new
+// warp serve with other flags would.
+func restart(t *testing.T, db warp.Store, p warp.Policy, clk *storetest.Clock) *warp.Service {
+	t.Helper()
+	svc, err := warp.NewService(db, warp.Config{Policy: p, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+func openSQLite(t *testing.T) warp.Store {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A restart with a shorter --stall-after: the held leases' verdict-due
+// times follow the new threshold, so the counts, the verdict listing and
+// the verdict pass agree with the verdict each lease shows.
+func TestRestartWithOtherThresholdsMovesVerdictDueTimes(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLite(t)
+	svc, clk := serviceOn(t, db)
+	mustClaim(t, svc, "T-1")
+	svc.Close()
+
+	p := warp.DefaultPolicy()
+	p.StartupGrace, p.StallAfter = 0, 5*time.Minute
+	svc = restart(t, db, p, clk)
+	clk.Advance(7 * time.Minute)
+	if v, err := svc.Ticket(ctx, "T-1"); err != nil || v.Verdict != warp.VerdictStalled {
+		t.Fatalf("T-1 after 7 min at a 5 min stall threshold: %v %v, want stalled", v.Verdict, err)
+	}
+	c, err := svc.CountVerdicts(ctx)
+	if err != nil || c.Counts[warp.VerdictStalled] != 1 || c.Counts[warp.VerdictActive] != 0 {
+		t.Errorf("counts %v (%v), want one stalled", c.Counts, err)
+	}
+	if pg, err := svc.ListTickets(ctx, warp.ListOptions{Verdict: warp.VerdictStalled}); err != nil || len(pg.Tickets) != 1 {
+		t.Errorf("listing stalled: %d tickets (%v), want T-1", len(pg.Tickets), err)
+	}
+	if vp, err := svc.VerdictPass(ctx); err != nil || len(vp.Changes) != 1 || vp.Changes[0].To != warp.VerdictStalled {
+		t.Errorf("verdict pass: %+v (%v), want T-1's change to stalled", vp.Changes, err)
+	}
+
+	// A longer --silent-after: a lease recorded silent (no due time left)
+	// that is no longer silent under it is due again.
+	clk.Advance(time.Hour)
+	if _, err := svc.VerdictPass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := svc.Ticket(ctx, "T-1"); v.Verdict != warp.VerdictSilent {
+		t.Fatalf("after an hour without heartbeats: %s, want silent", v.Verdict)
+	}
+	svc.Close()
+	p.SilentAfter = 24 * time.Hour
+	svc = restart(t, db, p, clk)
+	if vp, err := svc.VerdictPass(ctx); err != nil || len(vp.Changes) != 1 || vp.Changes[0].To != warp.VerdictStalled {
+		t.Errorf("verdict pass after raising the silent threshold: %+v (%v), want T-1 back to stalled", vp.Changes, err)
+	}
+}
+
+// --startup-grace 0 on a restart ends the grace an earlier start opened:
+// a due lease lapses at the next sweep.
+func TestRestartWithoutGraceEndsTheEarlierOne(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLite(t)
+	svc, clk := serviceOn(t, db)
+	mustClaim(t, svc, "T-1")
+	svc.Close()
+	clk.Advance(time.Minute)
+	// A start with the default grace: T-1, refreshed before it, is
+	// protected for 10 minutes.
+	svc = restart(t, db, warp.DefaultPolicy(), clk)
+	svc.Close()
+	clk.Advance(time.Minute)
+
+	p := warp.DefaultPolicy()
+	p.StartupGrace, p.LeaseWindow = 0, time.Minute
+	svc = restart(t, db, p, clk)
+	clk.Advance(2 * time.Minute)
+	res, err := svc.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Lapsed) != 1 {
+		t.Fatalf("sweep with a 1 min window and no grace: %d lapsed, want T-1", len(res.Lapsed))
+	}
+}
