@@ -21,7 +21,9 @@ type Config struct {
 	// Logger receives lapses and sweep errors; discarded when nil.
 	Logger *slog.Logger
 	// OnSweep, when set, is called after every successful sweep (metrics,
-	// tests). It runs on the job's goroutine: keep it short.
+	// tests), and after a failed one that committed lapses or verdict
+	// changes before it failed (then OnError follows). It runs on the
+	// job's goroutine: keep it short.
 	OnSweep func(warp.SweepResult)
 	// OnError, when set, is called after every failed sweep with its error.
 	OnError func(error)
@@ -146,26 +148,31 @@ func (j *Job) sweep(ctx context.Context) {
 		defer release()
 	}
 	res, err := j.RunOnce(ctx)
+	if err != nil && ctx.Err() != nil {
+		return // stopping: the error is the cancellation
+	}
+	// A sweep that failed part-way still committed what it reports (its
+	// batches, the verdict pass): those lapses and changes are reported
+	// like any others, or no later sweep would (they are done).
+	if j.cfg.OnSweep != nil && (err == nil || len(res.Lapsed)+len(res.VerdictChanges)+len(res.HostAlarms) > 0) {
+		j.cfg.OnSweep(res)
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return // stopping: the error is the cancellation
-		}
-		j.cfg.Logger.Error("lease sweep failed; retrying next tick", "err", err, "retry_in", j.cfg.Interval)
+		j.cfg.Logger.Error("lease sweep failed; retrying next tick", "err", err, "retry_in", j.cfg.Interval,
+			"lapsed_before_the_failure", len(res.Lapsed))
 		if j.cfg.OnError != nil {
 			j.cfg.OnError(err)
 		}
-		return
-	}
-	if j.cfg.OnSweep != nil {
-		j.cfg.OnSweep(res)
 	}
 }
 
 // RunOnce runs one sweep synchronously, then the verdict pass, and logs
-// every lease it lapsed.
+// every lease it lapsed. The verdict pass runs even when the sweep failed
+// (after some of its batches, or in its bookkeeping): it is a transaction
+// of its own, and a sweep that keeps failing must not stop verdicts.
 func (j *Job) RunOnce(ctx context.Context) (warp.SweepResult, error) {
 	res, err := j.svc.Sweep(ctx)
-	if err == nil {
+	if ctx.Err() == nil {
 		res = j.recordVerdicts(ctx, res)
 	}
 	if len(res.Lapsed) == 0 {

@@ -27,13 +27,31 @@ import (
 type outage struct {
 	warp.Store
 	down atomic.Bool
+	// failMeta, when set, is a meta key whose writes fail (and so their
+	// transactions): a sweep's bookkeeping after its batches committed.
+	failMeta atomic.Pointer[string]
 }
 
 func (o *outage) Update(ctx context.Context, fn func(warp.Tx) error) error {
 	if o.down.Load() {
 		return fmt.Errorf("begin: %w: connection refused", warp.ErrUnavailable)
 	}
+	if k := o.failMeta.Load(); k != nil {
+		return o.Store.Update(ctx, func(tx warp.Tx) error { return fn(failingMeta{tx, *k}) })
+	}
 	return o.Store.Update(ctx, fn)
+}
+
+type failingMeta struct {
+	warp.Tx
+	key string
+}
+
+func (t failingMeta) SetMeta(ctx context.Context, k, v string) error {
+	if k == t.key {
+		return fmt.Errorf("set %s: %w: connection reset", k, warp.ErrUnavailable)
+	}
+	return t.Tx.SetMeta(ctx, k, v)
 }
 
 func (o *outage) View(ctx context.Context, fn func(warp.Tx) error) error {
@@ -316,6 +334,50 @@ func TestSweepsOnTheIntervalInABubble(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A sweep that fails after its batches committed (here in its own
+// bookkeeping) still reports the leases it lapsed and runs the verdict
+// pass: no later sweep would report them, and a failure that repeats must
+// not stop verdicts.
+func TestSweepFailingAfterItsLapsesReportsThem(t *testing.T) {
+	f := newFixture(t)
+	f.claim(t, "T-1")
+	f.claim(t, "T-2")
+	ctx := context.Background()
+	yes := true
+	f.clock.Advance(20 * time.Minute)
+	if _, err := f.svc.Heartbeat(ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h1", ActivityAge: 0, HookSeen: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(20 * time.Minute) // T-1 due; T-2 silent, not due
+	key := warp.MetaLastSweep
+	f.store.failMeta.Store(&key)
+	var mu sync.Mutex
+	var swept []warp.SweepResult
+	var failed []error
+	j, err := expiry.New(f.svc, expiry.Config{Interval: time.Hour,
+		OnSweep: func(r warp.SweepResult) { mu.Lock(); swept = append(swept, r); mu.Unlock() },
+		OnError: func(err error) { mu.Lock(); failed = append(failed, err); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-j.FirstSweep()
+	j.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 1 || !errors.Is(failed[0], warp.ErrUnavailable) {
+		t.Fatalf("OnError got %v, want the one failure", failed)
+	}
+	if len(swept) != 1 || len(swept[0].Lapsed) != 1 || swept[0].Lapsed[0].Ticket != "T-1" {
+		t.Fatalf("OnSweep got %+v, want T-1's lapse", swept)
+	}
+	if ch := swept[0].VerdictChanges; len(ch) != 1 || ch[0].Ticket != "T-2" || ch[0].To != warp.VerdictSilent {
+		t.Errorf("verdict changes %+v, want T-2 silent", ch)
+	}
 }
 
 // FirstSweep closes once the sweep at start has run.
