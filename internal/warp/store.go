@@ -208,4 +208,8 @@ const (
 	// MetaLastVerdictPass is the time of the last verdict pass (RFC 3339
 	// nano): the next one tallies the hosts whose leases ended since.
 	MetaLastVerdictPass = "last_verdict_pass"
+	// MetaAlarmHostsPending lists (JSON) the hosts with verdict changes
+	// that the host alarm has not tallied yet: written with the changes,
+	// cleared by the pass that tallied them.
+	MetaAlarmHostsPending = "alarm_hosts_pending"
 )

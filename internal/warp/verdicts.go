@@ -2,8 +2,10 @@ package warp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -118,7 +120,13 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 					batch = append(batch, c)
 				}
 			}
-			return counts.flush(ctx, tx)
+			if err := counts.flush(ctx, tx); err != nil {
+				return err
+			}
+			// The hosts to tally are kept with the changes, in the same
+			// transaction: a pass that fails after this commit leaves them
+			// for the next one, which finds no change of its own for them.
+			return addAlarmHosts(ctx, tx, alarmHosts(batch))
 		})
 		if err != nil {
 			return VerdictPassResult{Changes: out}, err
@@ -129,7 +137,7 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 			break
 		}
 	}
-	tallies, err := s.tallyHosts(ctx, out, now)
+	tallies, pending, err := s.tallyHosts(ctx, now)
 	if err != nil {
 		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
 	}
@@ -137,19 +145,100 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 	if err != nil {
 		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
 	}
+	// Only now are this pass's hosts done: the next pass looks for the
+	// leases that ended from this pass's start, and no longer for the
+	// hosts this one tallied (changes committed since stay).
+	err = s.store.Update(ctx, func(tx Tx) error {
+		if err := tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now)); err != nil {
+			return err
+		}
+		return removeAlarmHosts(ctx, tx, pending)
+	})
+	if err != nil {
+		return VerdictPassResult{Changes: out, Alarms: alarms}, fmt.Errorf("host alarms: %w", err)
+	}
 	return VerdictPassResult{Changes: out, Alarms: alarms}, nil
 }
 
-// tallyHosts tallies, for the fleet alarm, the held leases of every host
-// with a verdict change in changes and of every host in alarm.
-func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now time.Time) (map[string]*hostTally, error) {
-	hosts := map[string]bool{}
+// alarmHosts returns the hosts of changes to stalled, unwired or exited:
+// the changes that can raise a host's alarm.
+func alarmHosts(changes []VerdictChange) []string {
+	var hosts []string
 	for _, c := range changes {
 		switch c.To {
 		case VerdictStalled, VerdictUnwired, VerdictExited:
-			hosts[c.Host] = true
+			hosts = append(hosts, c.Host)
 		}
 	}
+	return hosts
+}
+
+// readAlarmHosts returns the hosts MetaAlarmHostsPending holds. A value
+// that does not parse is read as none (the next changes rewrite it).
+func readAlarmHosts(ctx context.Context, tx Tx) ([]string, error) {
+	v, err := tx.Meta(ctx, MetaAlarmHostsPending)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read hosts to tally: %w", err)
+	}
+	var hosts []string
+	if json.Unmarshal([]byte(v), &hosts) != nil {
+		return nil, nil
+	}
+	return hosts, nil
+}
+
+func writeAlarmHosts(ctx context.Context, tx Tx, hosts []string) error {
+	sort.Strings(hosts)
+	b, err := json.Marshal(slices.Compact(hosts))
+	if err != nil {
+		return err
+	}
+	if err := tx.SetMeta(ctx, MetaAlarmHostsPending, string(b)); err != nil {
+		return fmt.Errorf("store hosts to tally: %w", err)
+	}
+	return nil
+}
+
+// addAlarmHosts adds hosts to MetaAlarmHostsPending.
+func addAlarmHosts(ctx context.Context, tx Tx, hosts []string) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	old, err := readAlarmHosts(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return writeAlarmHosts(ctx, tx, append(old, hosts...))
+}
+
+// removeAlarmHosts removes done from MetaAlarmHostsPending, keeping the
+// hosts added since they were read.
+func removeAlarmHosts(ctx context.Context, tx Tx, done []string) error {
+	if len(done) == 0 {
+		return nil
+	}
+	old, err := readAlarmHosts(ctx, tx)
+	if err != nil {
+		return err
+	}
+	gone := map[string]bool{}
+	for _, h := range done {
+		gone[h] = true
+	}
+	return writeAlarmHosts(ctx, tx, slices.DeleteFunc(old, func(h string) bool { return gone[h] }))
+}
+
+// tallyHosts tallies, for the fleet alarm, the held leases of every host
+// with a verdict change to tally (MetaAlarmHostsPending: this pass's and
+// those a failed pass left), of every host whose leases ended since the
+// last pass and of every host in alarm. It returns the pending hosts it
+// read, which the pass clears once the alarms are recorded.
+func (s *Service) tallyHosts(ctx context.Context, now time.Time) (map[string]*hostTally, []string, error) {
+	hosts := map[string]bool{}
+	var pending []string
 	var alarms map[string]HostAlarmState
 	var ended []string
 	var counts []HostVerdictCount
@@ -159,6 +248,9 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
 		if alarms, err = readAlarms(ctx, tx); err != nil {
+			return err
+		}
+		if pending, err = readAlarmHosts(ctx, tx); err != nil {
 			return err
 		}
 		if counts, err = tx.VerdictCounts(ctx); err != nil {
@@ -180,11 +272,10 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// The next pass looks for the leases that ended from this pass's start.
-	if err := s.store.Update(ctx, func(tx Tx) error { return tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now)) }); err != nil {
-		return nil, err
+	for _, h := range pending {
+		hosts[h] = true
 	}
 	for _, h := range ended {
 		hosts[h] = true
@@ -230,7 +321,7 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 				return err
 			})
 			if err != nil {
-				return nil, fmt.Errorf("held leases of %s: %w", h, err)
+				return nil, nil, fmt.Errorf("held leases of %s: %w", h, err)
 			}
 			for _, l := range leases {
 				t := tallies[h]
@@ -246,5 +337,5 @@ func (s *Service) tallyHosts(ctx context.Context, changes []VerdictChange, now t
 			}
 		}
 	}
-	return tallies, nil
+	return tallies, pending, nil
 }
