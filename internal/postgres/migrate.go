@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -53,6 +55,51 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
+// ownMigrations returns the latest version schema_migrations records,
+// once it has checked that the table is warp's: another program's (the
+// name is common: golang-migrate, hand-written migrators) in the same
+// schema would otherwise pass for an up-to-date warp schema. Each
+// recorded version warp knows must carry warp's name for it.
+func ownMigrations(ctx context.Context, tx pgx.Tx, schema string, ms []migration) (int, error) {
+	other := func(why string) error {
+		return warp.Errorf(warp.ErrInvalid, "schema %q holds a schema_migrations table that is not warp's (%s): another program uses this schema. "+
+			"Give warp a schema of its own (?search_path=warp in the URL, or a database of its own)", schema, why)
+	}
+	rows, err := tx.Query(ctx, "SELECT version, name FROM schema_migrations ORDER BY version")
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "42703" || pgErr.Code == "42804") { // undefined column, wrong type
+			return 0, other("its columns are not version and name")
+		}
+		return 0, err
+	}
+	byVersion := map[int]string{}
+	for _, m := range ms {
+		byVersion[m.version] = m.name
+	}
+	have := 0
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			rows.Close()
+			return 0, other(fmt.Sprintf("a row does not read as (version, name): %v", err))
+		}
+		want, known := byVersion[v]
+		if known && want != name {
+			rows.Close()
+			return 0, other(fmt.Sprintf("version %d is %q, warp's is %q", v, name, want))
+		}
+		// A later warp's migration is named as warp names them.
+		if !known && (!strings.HasPrefix(name, fmt.Sprintf("%04d_", v)) || !strings.HasSuffix(name, ".sql")) {
+			rows.Close()
+			return 0, other(fmt.Sprintf("version %d is %q, not a warp migration's name", v, name))
+		}
+		have = max(have, v)
+	}
+	return have, rows.Err()
+}
+
 // migrate applies the missing migrations in one transaction under an
 // advisory lock, so replicas starting together apply each one once. It
 // returns the schema the tables live in.
@@ -91,8 +138,8 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return fmt.Errorf("create schema_migrations: %w", err)
 		}
-		var have int
-		if err := tx.QueryRow(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&have); err != nil {
+		have, err := ownMigrations(ctx, tx, current, ms)
+		if err != nil {
 			return err
 		}
 		if latest := ms[len(ms)-1].version; have > latest {

@@ -137,6 +137,39 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 }
 
+// A schema whose schema_migrations another program made (a common name)
+// is refused, not taken for an up-to-date warp schema.
+func TestOpenRefusesAnotherProgramsMigrations(t *testing.T) {
+	for name, setup := range map[string]string{
+		"golang-migrate": `CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL);
+			INSERT INTO schema_migrations VALUES (5, false)`,
+		"other names": `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL);
+			INSERT INTO schema_migrations VALUES (1, 'create_users'), (2, 'add_orders')`,
+		"timestamps": `CREATE TABLE schema_migrations (version bigint PRIMARY KEY, name text NOT NULL);
+			INSERT INTO schema_migrations VALUES (20240101120000, 'add_users.sql')`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			schema, u := newSchema(t)
+			ctx := context.Background()
+			if _, err := adminPool(t).Exec(ctx, "SET search_path TO "+schema+"; "+setup); err != nil {
+				t.Fatal(err)
+			}
+			db, err := postgres.Open(ctx, u, postgres.Options{})
+			if err == nil {
+				db.Close()
+				t.Fatal("opened a schema whose schema_migrations is another program's")
+			}
+			if msg := warp.ErrorMessage(err); !errors.Is(err, warp.ErrInvalid) || !strings.Contains(msg, "not warp's") || !strings.Contains(msg, "schema of its own") {
+				t.Errorf("got %v (%q), want ErrInvalid saying the table is not warp's", err, msg)
+			}
+			var tables int
+			if err := adminPool(t).QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", schema).Scan(&tables); err != nil || tables != 1 {
+				t.Errorf("tables in the schema after the refusal: %d (%v), want the other program's alone", tables, err)
+			}
+		})
+	}
+}
+
 func TestSchemaOptionCreatesSchema(t *testing.T) {
 	schema, _ := newSchema(t)
 	// newSchema created it; a sub-name that does not exist yet must be created.
