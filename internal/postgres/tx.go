@@ -411,7 +411,9 @@ func (t *tx) HeldLeases(ctx context.Context, host, after string, limit int) ([]w
 		return t.scanLeases(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.state = 'held' AND l.host = $1 AND l.ticket > $2 ORDER BY l.ticket LIMIT $3",
 			host, after, limitArg(limit))
 	}
-	return t.scanLeases(ctx, "SELECT "+leaseCols+" FROM leases l WHERE l.state = 'held' AND l.ticket > $1 ORDER BY l.ticket LIMIT $2"+
+	// Locked as it walks: in byte order, the order heartbeat batches lock
+	// in (currentLeasesSQL), whatever the database's collation.
+	return t.scanLeases(ctx, "SELECT "+leaseCols+` FROM leases l WHERE l.state = 'held' AND l.ticket COLLATE "C" > $1 ORDER BY l.ticket COLLATE "C" LIMIT $2`+
 		t.forUpdate("FOR UPDATE"), after, limitArg(limit))
 }
 

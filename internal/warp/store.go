@@ -70,7 +70,9 @@ type Tx interface {
 	// The cost is O(due leases).
 	VerdictDueLeases(ctx context.Context, now time.Time, limit int) ([]Lease, error)
 	// HeldLeases returns up to limit held leases with (ticket) > after, in
-	// ticket order, of host when it is not empty: a full pass for
+	// ticket order, of host when it is not empty; without a host it locks
+	// them (inside Update), in byte order of the ids, the order heartbeat
+	// batches lock in, whatever a database's collation: a full pass for
 	// recomputing expiry after a mode change, or one host's leases for
 	// the fleet alarm (O(that host's held leases)).
 	HeldLeases(ctx context.Context, host, after string, limit int) ([]Lease, error)
