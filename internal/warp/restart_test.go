@@ -108,3 +108,42 @@ func TestRestartWithoutGraceEndsTheEarlierOne(t *testing.T) {
 		t.Fatalf("sweep with a 1 min window and no grace: %d lapsed, want T-1", len(res.Lapsed))
 	}
 }
+
+// A replica that starts while another sweeps (or a warp back after a stop
+// shorter than two sweep intervals) opens no startup grace: there was no
+// outage, and a replica restarting over and over must not keep every dead
+// agent's lease from lapsing. A start after sweeps stopped for longer
+// opens it.
+func TestStartupGraceOnlyAfterSweepsStopped(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLite(t)
+	clk := storetest.NewClock(t0)
+	a := restart(t, db, warp.DefaultPolicy(), clk) // its own grace ends at +10m
+	clk.Advance(time.Minute)
+	mustClaim(t, a, "T-1") // due at +31m
+	clk.Advance(29 * time.Minute)
+	if res, err := a.Sweep(ctx); err != nil || len(res.Lapsed) != 0 {
+		t.Fatalf("sweep at +30m: %+v, %v", res.Lapsed, err)
+	}
+	clk.Advance(20 * time.Second)
+	restart(t, db, warp.DefaultPolicy(), clk) // replica B starts
+	clk.Advance(100 * time.Second)
+	res, err := a.Sweep(ctx)
+	if err != nil || len(res.Lapsed) != 1 || res.Lapsed[0].Ticket != "T-1" {
+		t.Fatalf("A's sweep after B started: %+v, %v; want T-1 lapsed (B's start is no outage)", res.Lapsed, err)
+	}
+
+	mustClaim(t, a, "T-2") // due 30 min from now
+	clk.Advance(38 * time.Minute)
+	// No sweep for 38 minutes: warp was down. A start now protects the
+	// leases refreshed before it, T-2 among them.
+	c := restart(t, db, warp.DefaultPolicy(), clk)
+	clk.Advance(time.Minute)
+	if res, err := c.Sweep(ctx); err != nil || len(res.Lapsed) != 0 {
+		t.Fatalf("sweep a minute after a start that followed an outage: %+v, %v; want T-2 kept by the grace", res.Lapsed, err)
+	}
+	clk.Advance(10 * time.Minute)
+	if res, err := c.Sweep(ctx); err != nil || len(res.Lapsed) != 1 {
+		t.Fatalf("sweep after the grace: %+v, %v; want T-2 lapsed", res.Lapsed, err)
+	}
+}

@@ -71,6 +71,12 @@ type Config struct {
 	// claimed tickets (ListTickets): DefaultRareVerdictList when 0;
 	// negative, always walk (tests compare the two).
 	RareVerdictList int
+	// SweepInterval is the expiry job's interval (warp serve's
+	// --sweep-interval), DefaultSweepInterval when 0. Init opens no new
+	// startup grace while a sweep ran within the last two of them: another
+	// replica is serving, or this one was down for less than that, which
+	// is no outage a fleet needs protecting from.
+	SweepInterval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -186,10 +192,45 @@ func (s *Service) Init(ctx context.Context) error {
 		// start's setting that the sweep follows.
 		g := s.cfg.Policy.NewGrace(now)
 		if g.From.IsZero() {
-			g = Grace{From: now, Until: now}
+			return writeGrace(ctx, tx, Grace{From: now, Until: now})
+		}
+		// A grace protects the leases whose loops could not reach warp
+		// during an outage. While sweeps run (another replica), there was
+		// none: a replica that restarts, even over and over, must not keep
+		// every dead agent's lease from lapsing.
+		if last, ok, err := s.lastSweep(ctx, tx); err != nil {
+			return err
+		} else if ok && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
+			s.log.Info("no startup grace: the leases were swept moments ago (another replica serves, or this start follows a short stop)",
+				"last_sweep", last, "sweep_interval", s.sweepInterval())
+			return nil
 		}
 		return writeGrace(ctx, tx, g)
 	})
+}
+
+func (s *Service) sweepInterval() time.Duration {
+	if s.cfg.SweepInterval > 0 {
+		return s.cfg.SweepInterval
+	}
+	return DefaultSweepInterval
+}
+
+// lastSweep reads MetaLastSweep; ok false when there is none (or it does
+// not parse).
+func (s *Service) lastSweep(ctx context.Context, tx Tx) (time.Time, bool, error) {
+	v, err := tx.Meta(ctx, MetaLastSweep)
+	if errors.Is(err, ErrNotFound) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read last sweep: %w", err)
+	}
+	at, err := parseTime(v)
+	if err != nil {
+		return time.Time{}, false, nil
+	}
+	return at, true, nil
 }
 
 // recomputed says what recompute rewrites.

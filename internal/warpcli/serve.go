@@ -174,8 +174,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Service, err = warp.NewService(m.Store, warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
-		MaxHostsPerToken: cfg.MaxHostsPerToken,
-		Now:              cfg.Now, Logger: m.log,
+		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval,
+		Now: cfg.Now, Logger: m.log,
 	})
 	if err != nil {
 		return err
