@@ -147,3 +147,46 @@ func TestStartupGraceOnlyAfterSweepsStopped(t *testing.T) {
 		t.Fatalf("sweep after the grace: %+v, %v; want T-2 lapsed", res.Lapsed, err)
 	}
 }
+
+// beforeFirstUpdate runs its hook once, before the next Update reaches
+// the store: a write another request commits just before a transaction.
+type beforeFirstUpdate struct {
+	warp.Store
+	hook func()
+}
+
+func (s *beforeFirstUpdate) Update(ctx context.Context, fn func(warp.Tx) error) error {
+	if f := s.hook; f != nil {
+		s.hook = nil
+		f()
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// A mode change that commits while a sweep starts: the lapse's reason and
+// fallback follow the mode the lease's expiry was computed under (here
+// activity, forced while the lease was kept by a v1 heartbeat).
+func TestSweepLapsesUnderTheModeOfItsTransaction(t *testing.T) {
+	ctx := context.Background()
+	hs := &beforeFirstUpdate{Store: openSQLite(t)}
+	svc, clk := serviceOn(t, hs)
+	mustClaim(t, svc, "T-1")
+	clk.Advance(30 * time.Minute)
+	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-1"}) // transition: kept by the v1 fallback
+	clk.Advance(time.Minute)
+	hs.hook = func() {
+		if _, err := svc.SetMode(ctx, warp.ModeActivity, true); err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := svc.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Lapsed) != 1 {
+		t.Fatalf("lapsed %+v, want T-1 (due under activity mode)", res.Lapsed)
+	}
+	if l := res.Lapsed[0]; l.EndReason != warp.LapseNoActivity || l.FallbackExtended {
+		t.Errorf("T-1 lapsed as %s, fallback %v; want no-activity without the fallback (activity mode)", l.EndReason, l.FallbackExtended)
+	}
+}

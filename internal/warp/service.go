@@ -1045,26 +1045,23 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	start := time.Now()
 	now := s.now()
 	var res SweepResult
-	var grace Grace
-	var mode Mode
-	err := s.store.View(ctx, func(tx Tx) error {
-		var err error
-		if mode, err = s.currentMode(ctx, tx); err != nil {
-			return err
-		}
-		grace, err = readGrace(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return res, err
-	}
-	due := grace.Due(now)
 	for {
 		var n int
 		var batch []Lease
 		err := s.store.Update(ctx, func(tx Tx) error {
 			batch = batch[:0] // a store may run fn again
-			leases, err := tx.DueLeases(ctx, due, sweepBatch)
+			// The mode and the grace are read in the transaction that
+			// lapses: a mode change that commits during the sweep moves
+			// expires_at, and the lapse's reason must follow the same mode.
+			mode, err := s.currentMode(ctx, tx)
+			if err != nil {
+				return err
+			}
+			grace, err := readGrace(ctx, tx)
+			if err != nil {
+				return err
+			}
+			leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
 			if err != nil {
 				return fmt.Errorf("due leases: %w", err)
 			}
@@ -1093,7 +1090,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 			break
 		}
 	}
-	err = s.store.Update(ctx, func(tx Tx) error {
+	err := s.store.Update(ctx, func(tx Tx) error {
 		if err := tx.SetMeta(ctx, MetaLastSweep, formatTime(now)); err != nil {
 			return err
 		}
