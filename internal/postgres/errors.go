@@ -27,6 +27,8 @@ const (
 	codeTooManyConnections   = "53300"
 	codeReadOnlyTransaction  = "25006" // a write reached a standby (failover)
 	codeDivisionByZero       = "22012" // updateLeasesSQL's check
+	codeLockNotAvailable     = "55P03" // lock_timeout: a row another transaction holds too long
+	codeQueryCanceled        = "57014" // statement_timeout, or a cancelled request
 )
 
 // translate maps a pgx error to the domain's sentinels at the boundary:
@@ -62,13 +64,20 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected)
 }
 
+// timedOut reports a statement that hit lock_timeout or statement_timeout.
+func timedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == codeLockNotAvailable || pe.Code == codeQueryCanceled)
+}
+
 // isUnavailable reports errors that mean the database cannot be reached or
 // is going away, as opposed to errors of the statement.
 func isUnavailable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow, codeTooManyConnections, codeReadOnlyTransaction:
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow, codeTooManyConnections, codeReadOnlyTransaction,
+			codeLockNotAvailable, codeQueryCanceled:
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "08") // connection exception

@@ -124,6 +124,11 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 		} else {
 			current = schema
 		}
+		// Replicas starting together wait here for the one migrating, for
+		// as long as its migrations take: no lock bound in this transaction.
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 0"); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("warp.migrate", current)); err != nil {
 			return err
 		}

@@ -22,8 +22,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +123,27 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	} else if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = fmt.Sprintf("warp pid %d", os.Getpid())
 	}
+	// Server-side bounds, unless the connection string sets its own: a
+	// replica that freezes inside a transaction (a paused VM, a stopped
+	// process) would otherwise hold its row locks for good, and every
+	// other replica's batches, sweeps and claims would queue behind them.
+	// Its session ends after the idle bound; a transaction that waits on
+	// a lock longer than the lock bound fails as unavailable (503). They
+	// are SET once a connection is up, not sent as startup parameters,
+	// which PgBouncer refuses.
+	var set []string
+	for _, k := range slices.Sorted(maps.Keys(ServerTimeouts)) {
+		if _, given := cc.RuntimeParams[k]; !given {
+			set = append(set, "SET "+k+" = '"+ServerTimeouts[k]+"'")
+		}
+	}
+	if len(set) > 0 {
+		stmt := strings.Join(set, "; ")
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, stmt)
+			return err
+		}
+	}
 	if opts.Schema != "" {
 		if len(opts.Schema) > 63 {
 			return nil, warp.Errorf(warp.ErrInvalid, "postgres schema name %q is longer than 63 bytes", opts.Schema)
@@ -154,6 +178,13 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	db.schema = schema
 	db.sweepKey = lockKey("warp.sweep", schema)
 	return db, nil
+}
+
+// ServerTimeouts are the session settings Open gives every connection
+// unless the connection string sets them.
+var ServerTimeouts = map[string]string{
+	"idle_in_transaction_session_timeout": "60s",
+	"lock_timeout":                        "30s",
 }
 
 // Schema returns the schema that holds warp's tables.
@@ -225,6 +256,11 @@ func (db *DB) runOnce(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 		ptx.rollback(context.WithoutCancel(ctx))
 		if broken && !errors.Is(err, warp.ErrUnavailable) {
 			err = unavailable(err)
+		}
+		// A lock or statement bound already waited its whole length: at
+		// once again would wait as long, Retries times over.
+		if timedOut(err) {
+			return false, err
 		}
 		return retryable(err) || errors.Is(err, warp.ErrUnavailable), err
 	}
