@@ -15,7 +15,13 @@ import (
 // warp serve with other flags would.
 func restart(t *testing.T, db warp.Store, p warp.Policy, clk *storetest.Clock) *warp.Service {
 	t.Helper()
-	svc, err := warp.NewService(db, warp.Config{Policy: p, Now: clk.Now})
+	return startInstance(t, db, p, clk, "")
+}
+
+// startInstance is restart as the replica named instance.
+func startInstance(t *testing.T, db warp.Store, p warp.Policy, clk *storetest.Clock, instance string) *warp.Service {
+	t.Helper()
+	svc, err := warp.NewService(db, warp.Config{Policy: p, Now: clk.Now, Instance: instance})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,16 +115,15 @@ func TestRestartWithoutGraceEndsTheEarlierOne(t *testing.T) {
 	}
 }
 
-// A replica that starts while another sweeps (or a warp back after a stop
-// shorter than two sweep intervals) opens no startup grace: there was no
-// outage, and a replica restarting over and over must not keep every dead
-// agent's lease from lapsing. A start after sweeps stopped for longer
-// opens it.
-func TestStartupGraceOnlyAfterSweepsStopped(t *testing.T) {
+// A replica that starts while another sweeps opens no startup grace:
+// there was no outage, and a replica restarting over and over must not
+// keep every dead agent's lease from lapsing. A restart of the replica
+// that swept, or a start after sweeps stopped, opens it.
+func TestStartupGraceOnlyAfterAnOutage(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
 	clk := storetest.NewClock(t0)
-	a := restart(t, db, warp.DefaultPolicy(), clk) // its own grace ends at +10m
+	a := startInstance(t, db, warp.DefaultPolicy(), clk, "A") // its own grace ends at +10m
 	clk.Advance(time.Minute)
 	mustClaim(t, a, "T-1") // due at +31m
 	clk.Advance(29 * time.Minute)
@@ -126,18 +131,36 @@ func TestStartupGraceOnlyAfterSweepsStopped(t *testing.T) {
 		t.Fatalf("sweep at +30m: %+v, %v", res.Lapsed, err)
 	}
 	clk.Advance(20 * time.Second)
-	restart(t, db, warp.DefaultPolicy(), clk) // replica B starts
+	startInstance(t, db, warp.DefaultPolicy(), clk, "B") // replica B (re)starts
 	clk.Advance(100 * time.Second)
 	res, err := a.Sweep(ctx)
 	if err != nil || len(res.Lapsed) != 1 || res.Lapsed[0].Ticket != "T-1" {
 		t.Fatalf("A's sweep after B started: %+v, %v; want T-1 lapsed (B's start is no outage)", res.Lapsed, err)
 	}
 
+	// A itself restarts at once (killed, back): it swept last, so this is
+	// warp coming back, and the leases refreshed before it are protected.
+	mustClaim(t, a, "T-3") // due 30 min from now
+	clk.Advance(30*time.Minute - 10*time.Second)
+	if res, err := a.Sweep(ctx); err != nil || len(res.Lapsed) != 0 {
+		t.Fatalf("sweep just before T-3 is due: %+v, %v", res.Lapsed, err)
+	}
+	clk.Advance(10 * time.Second)
+	a = startInstance(t, db, warp.DefaultPolicy(), clk, "A")
+	clk.Advance(time.Minute)
+	if res, err := a.Sweep(ctx); err != nil || len(res.Lapsed) != 0 {
+		t.Fatalf("sweep a minute after the sweeper's own restart: %+v, %v; want T-3 kept by the grace", res.Lapsed, err)
+	}
+	clk.Advance(10 * time.Minute)
+	if res, err := a.Sweep(ctx); err != nil || len(res.Lapsed) != 1 || res.Lapsed[0].Ticket != "T-3" {
+		t.Fatalf("sweep after that grace: %+v, %v; want T-3 lapsed", res.Lapsed, err)
+	}
+
 	mustClaim(t, a, "T-2") // due 30 min from now
 	clk.Advance(38 * time.Minute)
-	// No sweep for 38 minutes: warp was down. A start now protects the
+	// No sweep for 38 minutes: warp was down. Any start now protects the
 	// leases refreshed before it, T-2 among them.
-	c := restart(t, db, warp.DefaultPolicy(), clk)
+	c := startInstance(t, db, warp.DefaultPolicy(), clk, "B")
 	clk.Advance(time.Minute)
 	if res, err := c.Sweep(ctx); err != nil || len(res.Lapsed) != 0 {
 		t.Fatalf("sweep a minute after a start that followed an outage: %+v, %v; want T-2 kept by the grace", res.Lapsed, err)

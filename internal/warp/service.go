@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -73,10 +74,14 @@ type Config struct {
 	RareVerdictList int
 	// SweepInterval is the expiry job's interval (warp serve's
 	// --sweep-interval), DefaultSweepInterval when 0. Init opens no new
-	// startup grace while a sweep ran within the last two of them: another
-	// replica is serving, or this one was down for less than that, which
-	// is no outage a fleet needs protecting from.
+	// startup grace while another instance swept within the last two of
+	// them: that replica is serving, so this start is no outage.
 	SweepInterval time.Duration
+	// Instance names this server among the replicas sharing a database
+	// (warp serve: the host name and --addr); the host name when empty.
+	// A start of the instance that swept last is a restart, which opens
+	// the startup grace.
+	Instance string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives operational messages; discarded when nil.
@@ -195,18 +200,26 @@ func (s *Service) Init(ctx context.Context) error {
 			return writeGrace(ctx, tx, Grace{From: now, Until: now})
 		}
 		// A grace protects the leases whose loops could not reach warp
-		// during an outage. While sweeps run (another replica), there was
-		// none: a replica that restarts, even over and over, must not keep
-		// every dead agent's lease from lapsing.
-		if last, ok, err := s.lastSweep(ctx, tx); err != nil {
+		// during an outage. While another replica sweeps there is none: a
+		// replica that restarts, even over and over, must not keep every
+		// dead agent's lease from lapsing.
+		if last, by, ok, err := s.lastSweep(ctx, tx); err != nil {
 			return err
-		} else if ok && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
-			s.log.Info("no startup grace: the leases were swept moments ago (another replica serves, or this start follows a short stop)",
-				"last_sweep", last, "sweep_interval", s.sweepInterval())
+		} else if ok && by != s.instance() && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
+			s.log.Info("no startup grace: another replica swept moments ago, so the fleet was served",
+				"last_sweep", last, "swept_by", by, "sweep_interval", s.sweepInterval())
 			return nil
 		}
 		return writeGrace(ctx, tx, g)
 	})
+}
+
+func (s *Service) instance() string {
+	if s.cfg.Instance != "" {
+		return s.cfg.Instance
+	}
+	h, _ := os.Hostname()
+	return h
 }
 
 func (s *Service) sweepInterval() time.Duration {
@@ -216,21 +229,25 @@ func (s *Service) sweepInterval() time.Duration {
 	return DefaultSweepInterval
 }
 
-// lastSweep reads MetaLastSweep; ok false when there is none (or it does
-// not parse).
-func (s *Service) lastSweep(ctx context.Context, tx Tx) (time.Time, bool, error) {
+// lastSweep reads MetaLastSweep and the instance that swept
+// (MetaLastSweeper, "" before it was recorded); ok false when there is no
+// sweep time (or it does not parse).
+func (s *Service) lastSweep(ctx context.Context, tx Tx) (at time.Time, by string, ok bool, err error) {
 	v, err := tx.Meta(ctx, MetaLastSweep)
 	if errors.Is(err, ErrNotFound) {
-		return time.Time{}, false, nil
+		return time.Time{}, "", false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("read last sweep: %w", err)
+		return time.Time{}, "", false, fmt.Errorf("read last sweep: %w", err)
 	}
-	at, err := parseTime(v)
-	if err != nil {
-		return time.Time{}, false, nil
+	if at, err = parseTime(v); err != nil {
+		return time.Time{}, "", false, nil
 	}
-	return at, true, nil
+	by, err = tx.Meta(ctx, MetaLastSweeper)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return time.Time{}, "", false, fmt.Errorf("read last sweeper: %w", err)
+	}
+	return at, by, true, nil
 }
 
 // recomputed says what recompute rewrites.
@@ -1092,6 +1109,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	err := s.store.Update(ctx, func(tx Tx) error {
 		if err := tx.SetMeta(ctx, MetaLastSweep, formatTime(now)); err != nil {
+			return err
+		}
+		if err := tx.SetMeta(ctx, MetaLastSweeper, s.instance()); err != nil {
 			return err
 		}
 		if err := tx.PruneHeartbeats(ctx, now.Add(-2*DefaultAdoptionWindow)); err != nil {

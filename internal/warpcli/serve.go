@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -174,7 +175,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Service, err = warp.NewService(m.Store, warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
-		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval,
+		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval, Instance: instanceName(cfg.Addr),
 		Now: cfg.Now, Logger: m.log,
 	})
 	if err != nil {
@@ -332,6 +333,14 @@ func requireLoopback(addr string) error {
 	return fmt.Errorf("refusing to listen on %s without tokens: anyone who can reach it could claim and release tickets. "+
 		"Configure tokens (--token-file FILE with lines admin:SECRET / agent:SECRET, or WARP_TOKEN), "+
 		"listen on loopback (--addr %s), or pass --insecure on a network you trust", addr, DefaultAddr)
+}
+
+// instanceName names this server among replicas: the host name and the
+// configured listen address (as given: a restart with port 0 is the same
+// instance).
+func instanceName(addr string) string {
+	h, _ := os.Hostname()
+	return h + " " + addr
 }
 
 func isLoopback(host string) bool {
