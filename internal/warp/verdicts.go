@@ -202,16 +202,21 @@ func writeAlarmHosts(ctx context.Context, tx Tx, hosts []string) error {
 	return nil
 }
 
+// editAlarmHosts rewrites MetaAlarmHostsPending as edit returns it.
+func editAlarmHosts(ctx context.Context, tx Tx, edit func(hosts []string) []string) error {
+	old, err := readAlarmHosts(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return writeAlarmHosts(ctx, tx, edit(old))
+}
+
 // addAlarmHosts adds hosts to MetaAlarmHostsPending.
 func addAlarmHosts(ctx context.Context, tx Tx, hosts []string) error {
 	if len(hosts) == 0 {
 		return nil
 	}
-	old, err := readAlarmHosts(ctx, tx)
-	if err != nil {
-		return err
-	}
-	return writeAlarmHosts(ctx, tx, append(old, hosts...))
+	return editAlarmHosts(ctx, tx, func(old []string) []string { return append(old, hosts...) })
 }
 
 // removeAlarmHosts removes done from MetaAlarmHostsPending, keeping the
@@ -220,15 +225,13 @@ func removeAlarmHosts(ctx context.Context, tx Tx, done []string) error {
 	if len(done) == 0 {
 		return nil
 	}
-	old, err := readAlarmHosts(ctx, tx)
-	if err != nil {
-		return err
-	}
 	gone := map[string]bool{}
 	for _, h := range done {
 		gone[h] = true
 	}
-	return writeAlarmHosts(ctx, tx, slices.DeleteFunc(old, func(h string) bool { return gone[h] }))
+	return editAlarmHosts(ctx, tx, func(old []string) []string {
+		return slices.DeleteFunc(old, func(h string) bool { return gone[h] })
+	})
 }
 
 // tallyHosts tallies, for the fleet alarm, the held leases of every host
