@@ -87,3 +87,40 @@ func TestTokenExchangeStaysOnTheServer(t *testing.T) {
 		t.Errorf("agent token: %d Set-Cookie %q, want 403 and no cookie", r.StatusCode, r.Header.Get("Set-Cookie"))
 	}
 }
+
+// warp serve speaks plain HTTP: behind a TLS proxy the browser is on HTTPS,
+// and the cookie (the admin token) must be Secure so that it never rides a
+// plain-HTTP request to that host. The proxy's word is enough.
+func TestTokenCookieIsSecureBehindAnHTTPSProxy(t *testing.T) {
+	e := newEnv(t, withTokens())
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		header, value string
+		secure        bool
+	}{
+		{"", "", false},
+		{"X-Forwarded-Proto", "https", true},
+		{"X-Forwarded-Proto", "HTTPS, http", true},
+		{"X-Forwarded-Proto", "http", false},
+		{"Forwarded", `for=10.0.0.1;proto=https;host=warp.example`, true},
+		{"Forwarded", `proto="https"`, true},
+		{"Forwarded", `proto=http, proto=https`, false},
+	} {
+		req, err := http.NewRequest("GET", e.srv.URL+"/?token="+adminToken, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.header != "" {
+			req.Header.Set(c.header, c.value)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cookies := resp.Cookies()
+		if len(cookies) != 1 || cookies[0].Secure != c.secure {
+			t.Errorf("%s: %q: cookies %+v, want one with Secure %v", c.header, c.value, cookies, c.secure)
+		}
+	}
+}

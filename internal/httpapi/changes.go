@@ -70,7 +70,7 @@ func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: TokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r),
 	})
 	q.Del("token")
 	// Same origin only: "//evil.example/" is a scheme-relative URL to a
@@ -79,4 +79,25 @@ func (s *Server) exchangeToken(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	return true
+}
+
+// overHTTPS reports whether the browser reached warp over HTTPS: TLS here,
+// or a proxy in front that says so (X-Forwarded-Proto, Forwarded), which
+// is the only way warp serve, itself plain HTTP, is served over HTTPS. The
+// headers are trusted without knowing the proxy: all they can do is make
+// the cookie Secure, which only keeps it off plain-HTTP requests.
+func overHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.EqualFold(strings.TrimSpace(p), "https") {
+		return true
+	}
+	first, _, _ := strings.Cut(r.Header.Get("Forwarded"), ",")
+	for _, kv := range strings.Split(first, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+			return true
+		}
+	}
+	return false
 }
