@@ -136,6 +136,11 @@ type APIError struct {
 	Code    string
 	Message string
 	Detail  map[string]string
+	// Guessed says the answer carried no warp error body, so Code is
+	// CodeForStatus's guess: a proxy's or another server's page, not
+	// warp's word. A client that acts for good on a code (a loop that
+	// exits) should not act on a guess.
+	Guessed bool
 }
 
 func (e *APIError) Error() string {
@@ -168,7 +173,7 @@ func Decode(method, path string, status int, data []byte, out any) error {
 		if len(msg) > 200 {
 			msg = msg[:200]
 		}
-		return &APIError{Status: status, Code: CodeForStatus(status), Message: fmt.Sprintf("%s %s: %s", method, path, msg)}
+		return &APIError{Status: status, Code: CodeForStatus(status), Message: fmt.Sprintf("%s %s: %s", method, path, msg), Guessed: true}
 	}
 	if out == nil {
 		return nil

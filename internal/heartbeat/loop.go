@@ -323,8 +323,15 @@ func (l *Loop) Delay() time.Duration {
 	if gap <= 0 {
 		gap = DefaultMaxRetryGap
 	}
-	return min(d, 4*iv, gap)
+	// The server's cap has a floor: a startup grace of a millisecond (or
+	// an answer that says so) would otherwise make every loop of the fleet
+	// POST in a tight loop.
+	return min(d, 4*iv, max(gap, min(iv, MinRetryGap)))
 }
+
+// MinRetryGap is the shortest wait between attempts a server's
+// max_retry_gap_s can ask for (or the interval, when that is shorter).
+const MinRetryGap = time.Second
 
 // DefaultMaxRetryGap caps the wait between attempts until the server has
 // said its own cap: 90 % of warp's default startup grace (10 minutes; the
@@ -592,11 +599,24 @@ func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Ti
 		l.log.Info("heartbeat failed (v1 loop goes on)", "status", status, "err", err)
 		return ""
 	}
+	// An answer without warp's error body (a proxy's 404 page during a
+	// bad deploy, another service at the URL) only guesses its code from
+	// the status: it is retried like any failure, never taken as the end
+	// of the lease, or one misrouted minute would end every loop of the
+	// fleet and tell every agent to stop.
+	final := apiErr != nil && !apiErr.Guessed
 	switch {
+	case !final:
 	case errors.Is(err, wire.ErrUnsupportedSchema) && !l.v1Body:
 		l.log.Warn("server does not speak schema_version 2: falling back to v1 bodies", "err", err)
 		l.v1Body = true
 		l.state.SchemaVersion = 1
+		if body.Stale {
+			// A v1 body cannot say "stale": sending it would extend the
+			// lease of an idle agent, as the later ticks' check knows.
+			l.skip("skipped-stale", nil)
+			return ""
+		}
 		return l.post(ctx, l.v1(), now)
 	case errors.Is(err, wire.ErrLeaseEnded):
 		l.state.LastOutcome = "lease-ended"
