@@ -34,6 +34,14 @@ func scanLoops() ([]candidate, error) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
 			continue
 		}
+		// The identity first, the command line and directory after, then
+		// the identity again: a loop that exits between the reads and whose
+		// pid is taken at once would otherwise lend its --dir to an
+		// unrelated process's identity, which the watchdog would signal.
+		id, err := proc.Lookup(pid)
+		if err != nil {
+			continue
+		}
 		argv, err := proc.Cmdline(pid)
 		if err != nil {
 			continue
@@ -42,15 +50,14 @@ func scanLoops() ([]candidate, error) {
 		if !ok {
 			continue
 		}
-		id, err := proc.Lookup(pid)
-		if err != nil {
-			continue
-		}
 		if !filepath.IsAbs(dir) {
 			dir = resolveDir(pid, dir)
 			if !filepath.IsAbs(dir) {
 				continue // cannot tell which worktree: leave it alone
 			}
+		}
+		if !id.Alive() {
+			continue // gone (or its pid reused) while it was read
 		}
 		out = append(out, candidate{id: id, dir: filepath.Clean(dir)})
 	}
