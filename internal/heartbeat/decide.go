@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -271,12 +272,41 @@ func CPUUse(prev, cur []proc.Sample) (time.Duration, string) {
 // started later (the next call's dev server) does not back an earlier
 // call that nothing runs (one denied), nor does a grandchild.
 func Backed(since time.Time, procs []proc.Sample, agents map[int]bool) bool {
+	return BackedMarkers([]time.Time{since}, procs, agents)[0]
+}
+
+// BackedMarkers is Backed for several calls at once (their PreToolUse
+// times): each process backs one call at most, the latest one that began
+// before it and that no other process backs yet. A call denied at t and
+// the next call's shell 10 s later are then told apart: the shell backs
+// the next call, and the denied one stays unbacked, where Backed alone
+// would have given the shell to both for as long as it runs (a dev server:
+// hours). Parallel calls each get a shell of their own.
+func BackedMarkers(sinces []time.Time, procs []proc.Sample, agents map[int]bool) []bool {
+	backed := make([]bool, len(sinces))
+	order := make([]int, len(sinces)) // markers, latest first
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return sinces[b].Compare(sinces[a]) })
+	var children []proc.Sample
 	for _, p := range procs {
-		if agents[p.PPID] && !p.Started.Before(since.Add(-startSlack)) && !p.Started.After(since.Add(BackWindow)) {
-			return true
+		if agents[p.PPID] {
+			children = append(children, p)
 		}
 	}
-	return false
+	slices.SortFunc(children, func(a, b proc.Sample) int { return a.Started.Compare(b.Started) })
+	for _, p := range children {
+		for _, i := range order {
+			since := sinces[i]
+			if backed[i] || p.Started.Before(since.Add(-startSlack)) || p.Started.After(since.Add(BackWindow)) {
+				continue
+			}
+			backed[i] = true
+			break
+		}
+	}
+	return backed
 }
 
 // BackWindow is how long after PreToolUse a tool call's own process may

@@ -1,6 +1,7 @@
 package heartbeat_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -160,6 +161,40 @@ func TestBacked(t *testing.T) {
 	} {
 		if got := heartbeat.Backed(since, c.procs, claude); got != c.want {
 			t.Errorf("%s: Backed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Several calls in flight at once: each agent process backs one call, the
+// latest that began before it. A call denied at t (PreToolUse only, its
+// marker stays) is not backed by the shell of the next call 10 s later,
+// which may run for hours (a dev server in the background); parallel
+// calls each have their shell.
+func TestBackedMarkers(t *testing.T) {
+	t0 := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	claude := map[int]bool{10: true}
+	child := func(at time.Duration) proc.Sample {
+		return proc.Sample{Name: "bash", PPID: 10, Started: t0.Add(at)}
+	}
+	for _, c := range []struct {
+		name   string
+		sinces []time.Duration
+		procs  []proc.Sample
+		want   []bool
+	}{
+		{"a denied call, then the next call's shell", []time.Duration{0, 10 * time.Second}, []proc.Sample{child(10*time.Second + 50*time.Millisecond)}, []bool{false, true}},
+		{"the same, markers listed the other way", []time.Duration{10 * time.Second, 0}, []proc.Sample{child(10*time.Second + 50*time.Millisecond)}, []bool{true, false}},
+		{"two parallel calls, two shells", []time.Duration{0, 5 * time.Millisecond}, []proc.Sample{child(80 * time.Millisecond), child(90 * time.Millisecond)}, []bool{true, true}},
+		{"two parallel calls, one shell so far", []time.Duration{0, 5 * time.Millisecond}, []proc.Sample{child(80 * time.Millisecond)}, []bool{false, true}},
+		{"one call, its shell and a second child", []time.Duration{0}, []proc.Sample{child(50 * time.Millisecond), child(time.Second)}, []bool{true}},
+		{"no process", []time.Duration{0, time.Second}, nil, []bool{false, false}},
+	} {
+		sinces := make([]time.Time, len(c.sinces))
+		for i, d := range c.sinces {
+			sinces[i] = t0.Add(d)
+		}
+		if got := heartbeat.BackedMarkers(sinces, c.procs, claude); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -444,8 +444,12 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	}
 	if f.WatchedAlive && (recent || f.evidenceAge(lim, true) >= soon) {
 		procs, agents := l.sample(now)
-		for i := range f.Markers {
-			f.Markers[i].Backed = Backed(f.Markers[i].Since, procs, agents)
+		sinces := make([]time.Time, len(f.Markers))
+		for i, m := range f.Markers {
+			sinces[i] = m.Since
+		}
+		for i, b := range BackedMarkers(sinces, procs, agents) {
+			f.Markers[i].Backed = b
 		}
 		f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
 	}
