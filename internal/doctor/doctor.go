@@ -403,6 +403,22 @@ func checkLoop(e gyrumdir.Entry) Check {
 		return c
 	}
 	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
+	// Alive is not heartbeating: what the loop's last tick got says
+	// whether warp takes its heartbeats.
+	st, err := d.ReadState()
+	switch {
+	case err != nil:
+	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
+		c.Fix = "the loop runs with the WARP_TOKEN start-work had: give it an agent token of the server (a line of its --token-file), then restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+	case st.LastOutcome == "corrupt-lease":
+		c.Status = StatusFail
+		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"
+		c.Fix = "restore lease.json (gyrum status shows the lease) or release the ticket: gyrum release --dir " + e.Dir
+	case st.LastOutcome == "error":
+		c.Detail += fmt.Sprintf("; its last heartbeat failed (%d failures in all; last: %s) and it retries", st.Failures, st.LastError)
+	}
 	return c
 }
 

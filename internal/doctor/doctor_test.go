@@ -459,6 +459,29 @@ func TestLoopNotMatchingPidFile(t *testing.T) {
 	wantStatus(t, h.run(), "loop T-x", doctor.StatusFail, "orphan")
 }
 
+// A live loop that warp refuses (a revoked token) is not healthy: doctor
+// reads what its last tick got. A transient failure is only mentioned.
+func TestLoopWhoseHeartbeatsAreRefused(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wt, id := h.lease("wt-r", "T-r", true)
+	d, _ := gyrumdir.Open(wt)
+	st := gyrumdir.LoopState{PID: id.PID, StartTime: id.StartTime, LastOutcome: "error", LastStatus: 401,
+		LastError: "warp: unknown token (401 unauthorized)", Failures: 12}
+	if err := d.WriteState(st); err != nil {
+		t.Fatal(err)
+	}
+	c := wantStatus(t, h.run(), "loop T-r", doctor.StatusFail, "warp refuses its heartbeats (HTTP 401")
+	if !strings.Contains(c.Fix, "WARP_TOKEN") {
+		t.Errorf("fix %q does not name the token", c.Fix)
+	}
+	st.LastStatus, st.LastError = 503, "warp: the database is unavailable (503 unavailable)"
+	d.WriteState(st)
+	wantStatus(t, h.run(), "loop T-r", doctor.StatusOK, "its last heartbeat failed")
+	st.LastOutcome = "corrupt-lease"
+	d.WriteState(st)
+	wantStatus(t, h.run(), "loop T-r", doctor.StatusFail, "skips every tick")
+}
+
 // A registry entry whose pid now runs something else.
 func TestLoopEntryPointsElsewhere(t *testing.T) {
 	h := newHost(t, warpServer(t, nil))
