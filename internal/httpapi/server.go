@@ -153,7 +153,10 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 		ctx := context.WithValue(r.Context(), roleKey{}, caller)
 		secret := r.Header.Get(HeaderLeaseSecret)
 		ctx = warp.WithCaller(ctx, warp.Caller{
-			Agent: caller == RoleAgent, Token: tokenID,
+			// Only an admin (or a server without tokens, where every
+			// caller is) skips the holder checks: an anonymous caller of
+			// an open route is held to them like an agent.
+			Agent: caller != RoleAdmin, Token: tokenID,
 			LeaseSecret: secret, WantsSecret: secret == LeaseSecretNew,
 		})
 		r = r.WithContext(ctx)

@@ -374,6 +374,31 @@ func TestServerRefusesASecretWithTwoRoles(t *testing.T) {
 	}
 }
 
+// A route mounted open (no token needed) gives the domain a caller held to
+// the holder checks, not an admin: a write mounted open by mistake could
+// otherwise end any lease.
+func TestOpenRoutesCallerIsNotAnAdmin(t *testing.T) {
+	e := newEnv(t, withTokens())
+	got := make(chan warp.Caller, 1)
+	e.api.Mount("GET /test-open", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := warp.CallerFrom(r.Context())
+		got <- c
+	}), httpapi.RoleOpen)
+	e.mustStatus(e.request("GET", "/test-open", "", "", nil), http.StatusOK)
+	if c := <-got; !c.Agent {
+		t.Errorf("anonymous caller of an open route: %+v, want one held to the holder checks", c)
+	}
+	open := newEnv(t, envOptions{})
+	open.api.Mount("GET /test-open", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := warp.CallerFrom(r.Context())
+		got <- c
+	}), httpapi.RoleOpen)
+	open.mustStatus(open.request("GET", "/test-open", "", "", nil), http.StatusOK)
+	if c := <-got; c.Agent {
+		t.Errorf("a server without tokens: caller %+v, want admin (every caller is)", c)
+	}
+}
+
 func TestNoTokensConfiguredAllowsEverything(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.mustStatus(e.json("POST", "/v1/tickets", "", httpapi.CreateTicketRequest{ID: "T-1"}, nil), http.StatusCreated)
