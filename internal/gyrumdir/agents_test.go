@@ -108,6 +108,14 @@ func TestAgentIndexPrune(t *testing.T) {
 	}
 }
 
+// mustWriteLease writes the lease.json of ticket at epoch into d.
+func mustWriteLease(t *testing.T, d gyrumdir.Dir, ticket string, epoch int64) {
+	t.Helper()
+	if err := d.WriteLease(gyrumdir.Lease{Ticket: ticket, Epoch: epoch, WarpURL: "http://127.0.0.1:7077", Agent: "a", Host: "h", ClaimedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLeaseEndedNotice(t *testing.T) {
 	d := mustCreate(t)
 	if _, ok := d.TakeNotice(); ok {
@@ -117,6 +125,16 @@ func TestLeaseEndedNotice(t *testing.T) {
 	if err := d.WriteNotice(n); err != nil {
 		t.Fatal(err)
 	}
+	// Not about the lease lease.json names (none yet, then another
+	// epoch): not shown, and left where it is.
+	if _, ok := d.TakeNotice(); ok {
+		t.Error("a notice shown without a lease.json")
+	}
+	mustWriteLease(t, d, "T-7", 4)
+	if _, ok := d.TakeNotice(); ok {
+		t.Error("a notice of epoch 3 shown for the lease of epoch 4")
+	}
+	mustWriteLease(t, d, "T-7", 3)
 	if perm(t, d.File(gyrumdir.NoticeFile)) != gyrumdir.FilePerm {
 		t.Error("notice permissions")
 	}
@@ -165,6 +183,7 @@ func TestNoticeFromARepositoryIsNotShown(t *testing.T) {
 		}
 	}
 	// What the loop writes is cleaned to what a notice may say.
+	mustWriteLease(t, d, "T-1", 2)
 	if err := d.WriteNotice(gyrumdir.LeaseEnded{Ticket: "T-1", Epoch: 2, How: gyrumdir.EndReleased, Reason: "operator; $(rm -rf ~)\n"}); err != nil {
 		t.Fatal(err)
 	}

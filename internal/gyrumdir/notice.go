@@ -120,13 +120,20 @@ func CleanReason(s string) string {
 }
 
 // TakeNotice returns the notice and removes it, so it is shown once. ok is
-// false when there is none (or another hook took it first).
+// false when there is none (or another hook took it first), and when it is
+// not about the lease lease.json names: the loop writes a notice only while
+// lease.json names that lease, so any other (one a repository committed,
+// one left from an earlier lease) is not gyrum's word about this one, and
+// is neither shown nor taken.
 func (d Dir) TakeNotice() (n LeaseEnded, ok bool) {
 	n, err := d.ReadNotice()
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			_ = os.Remove(d.file(NoticeFile)) // corrupt: nothing to show
 		}
+		return LeaseEnded{}, false
+	}
+	if l, err := d.ReadLease(); err != nil || l.Ticket != n.Ticket || l.Epoch != n.Epoch {
 		return LeaseEnded{}, false
 	}
 	// Only the hook whose remove succeeds shows it: parallel tool calls
