@@ -162,21 +162,38 @@ func (c *Client) ListTickets(ctx context.Context, o ListOptions) (TicketList, er
 	return l, err
 }
 
-// AllTickets follows the cursor through every page.
+// AllTickets follows the cursor through every page. A server whose
+// cursors do not move on (an empty page that names a next one, a cursor
+// given twice) or that pages past MaxAllTickets is answered with an error
+// and the tickets read so far, never followed for ever.
 func (c *Client) AllTickets(ctx context.Context, o ListOptions) ([]Ticket, error) {
 	var all []Ticket
+	seen := map[string]bool{}
 	for {
 		page, err := c.ListTickets(ctx, o)
 		if err != nil {
 			return all, err
 		}
 		all = append(all, page.Tickets...)
-		if page.NextCursor == "" {
+		switch next := page.NextCursor; {
+		case next == "":
 			return all, nil
+		case len(page.Tickets) == 0:
+			return all, fmt.Errorf("list tickets: the server answered an empty page with a next cursor: not following it")
+		case seen[next]:
+			return all, fmt.Errorf("list tickets: the server gave cursor %q twice: not following it round again", next)
+		case len(all) > MaxAllTickets:
+			return all, fmt.Errorf("list tickets: more than %d tickets: stopped (narrow the list with a state, verdict or host)", MaxAllTickets)
+		default:
+			seen[next] = true
+			o.Cursor = next
 		}
-		o.Cursor = page.NextCursor
 	}
 }
+
+// MaxAllTickets bounds what AllTickets reads: ten times a fleet of a
+// million leases' tickets.
+const MaxAllTickets = 10_000_000
 
 // Events returns a ticket's history.
 func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {

@@ -2,11 +2,13 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/client"
 )
@@ -39,5 +41,28 @@ func TestClientRefusesRedirects(t *testing.T) {
 	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
+
+// A server whose cursors never end (the same one again, an empty page that
+// names a next one) gets an error, not an endless walk.
+func TestAllTicketsStopsOnCursorsThatDoNotMoveOn(t *testing.T) {
+	for name, page := range map[string]func(n int64) string{
+		"the same cursor": func(int64) string { return `{"tickets":[{"id":"T-1"}],"next_cursor":"same"}` },
+		"empty pages":     func(n int64) string { return fmt.Sprintf(`{"tickets":[],"next_cursor":"c%d"}`, n) },
+	} {
+		var n atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(page(n.Add(1))))
+		}))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := client.NewClient(srv.URL, "").AllTickets(ctx, client.ListOptions{})
+		timedOut := ctx.Err() != nil
+		cancel()
+		srv.Close()
+		if err == nil || timedOut || n.Load() > 3 {
+			t.Errorf("%s: %d requests, err %v; want an error within a few pages", name, n.Load(), err)
+		}
 	}
 }
