@@ -50,11 +50,13 @@ type Report struct {
 	Hint func(f *Failure) string
 }
 
+// message is what to print of err, made safe for a terminal (CleanLines): an
+// error can quote a server's or a proxy's text.
 func (r Report) message(err error) string {
 	if r.Message != nil {
-		return r.Message(err)
+		return CleanLines(r.Message(err))
 	}
-	return err.Error()
+	return CleanLines(err.Error())
 }
 
 // Execute runs the command line args (without the program name) on root,

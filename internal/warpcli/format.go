@@ -7,9 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -73,43 +73,8 @@ func row(w io.Writer, cells ...string) {
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
-// clean makes text safe to print on a terminal: C0 and C1 control
-// characters, DEL and invalid UTF-8 are shown as Go escapes (ESC as
-// \x1b), so OSC 52 (clipboard), cursor moves and colours are inert.
-// --json output is never cleaned: it carries the exact text.
-func clean(s string) string {
-	safe := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unsafeRune(r) && r < 0x100:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError ||
-		r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) // line breaks, bidi overrides
-}
+// clean is clikit.Clean: text safe to print on a terminal.
+func clean(s string) string { return clikit.Clean(s) }
 
 // ticketTable prints tickets one a line.
 func ticketTable(w io.Writer, now time.Time, tickets []client.Ticket) error {

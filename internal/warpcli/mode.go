@@ -70,7 +70,7 @@ func (c *CLI) printAdoption(a client.Adoption) error {
 	if !a.Summary.ReadyForActivityMode {
 		ready = "no, v1 from " + clean(strings.Join(v1, ", "))
 	}
-	fmt.Fprintf(c.Stdout, "window %s: %d host(s), %d on v2 only; ready for activity mode: %s\n", a.Window, a.Summary.Hosts, a.Summary.V2Hosts, ready)
+	fmt.Fprintf(c.Stdout, "window %s: %d host(s), %d on v2 only; ready for activity mode: %s\n", clean(a.Window), a.Summary.Hosts, a.Summary.V2Hosts, ready)
 	return nil
 }
 
@@ -102,7 +102,7 @@ func (c *CLI) modeCommand() *cobra.Command {
 			if o.json {
 				return c.printJSON(client.ModeBody{Mode: m})
 			}
-			fmt.Fprintln(c.Stdout, m)
+			fmt.Fprintln(c.Stdout, clean(string(m)))
 			return nil
 		}),
 	}
@@ -194,7 +194,7 @@ still run. --force switches anyway. The change is recorded as an event.`,
 			if o.json {
 				return c.printJSON(client.ModeBody{Mode: m})
 			}
-			fmt.Fprintf(c.Stdout, "mode: %s\n", m)
+			fmt.Fprintf(c.Stdout, "mode: %s\n", clean(string(m)))
 			return nil
 		}),
 	}

@@ -63,7 +63,7 @@ open ticket carrying every requested label).`,
 			if len(t.Labels) > 0 {
 				msg += " (labels " + strings.Join(t.Labels, ", ") + ")"
 			}
-			fmt.Fprintln(c.Stdout, msg)
+			fmt.Fprintln(c.Stdout, clean(msg))
 			return nil
 		}),
 	}
@@ -128,7 +128,7 @@ reported the agent gone).`,
 				return err
 			}
 			if list.NextCursor != "" {
-				fmt.Fprintf(c.Stderr, "more tickets: pass --all, or --cursor %s for the next page\n", list.NextCursor)
+				fmt.Fprintf(c.Stderr, "more tickets: pass --all, or --cursor %s for the next page\n", clean(list.NextCursor))
 			}
 			return nil
 		}),
