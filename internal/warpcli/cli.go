@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -132,6 +133,9 @@ func hint(f *clikit.Failure) string {
 		serverURL := f.Server
 		if serverURL == "" {
 			serverURL = client.DefaultURL
+		}
+		if u, err := url.Parse(serverURL); err == nil {
+			serverURL = u.Redacted() // a password in WARP_URL stays off the screen
 		}
 		return fmt.Sprintf("is warp running at %s? start it with 'warp serve', or point WARP_URL / --url at it", serverURL)
 	}

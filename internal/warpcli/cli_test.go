@@ -232,6 +232,10 @@ func TestAuthErrorsSayWhatToDo(t *testing.T) {
 	s.run(t, map[string]string{"WARP_TOKEN": agentToken}, "ticket", "list", "--token", adminToken).mustSucceed(t)
 	// Nothing listening.
 	runCLI(t, map[string]string{}, time.Now, "mode", "--url", "http://127.0.0.1:1").mustFail(t, warpcli.ExitError, "is warp running at http://127.0.0.1:1")
+	// A password in the URL stays off the screen.
+	if r := runCLI(t, map[string]string{"WARP_URL": "http://ops:s3cret@127.0.0.1:1"}, time.Now, "mode"); strings.Contains(r.stderr, "s3cret") || !strings.Contains(r.stderr, "is warp running at http://ops:xxxxx@127.0.0.1:1") {
+		t.Errorf("stderr %q: want the hint with the password redacted", r.stderr)
+	}
 	runCLI(t, map[string]string{"WARP_URL": "ftp://x"}, time.Now, "mode").mustFail(t, warpcli.ExitUsage, "WARP_URL")
 }
 
