@@ -70,7 +70,7 @@ complete-pr, heartbeat kill, the watchdog) ends it.`,
 		}),
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
-	cmd.Flags().IntVar(&schema, "schema-version", 2, "2: activity-gated; 1: the pre-ADR v1 loop")
+	clikit.IntVar(cmd.Flags(), &schema, "schema-version", 2, "2: activity-gated; 1: the pre-ADR v1 loop")
 	return cmd
 }
 

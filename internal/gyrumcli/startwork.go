@@ -133,8 +133,8 @@ the lease released, the files and the new worktree removed.`,
 	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
 	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
 	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
-	f.IntVar(&o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
-	f.IntVar(&o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
+	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
+	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	return cmd
 }

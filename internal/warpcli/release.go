@@ -41,7 +41,7 @@ another agent re-claimed meanwhile is left alone.`,
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "operator", "why, recorded in the ticket's history")
-	cmd.Flags().Int64Var(&epoch, "epoch", 0, "release only this lease (0: the current one)")
+	clikit.Int64Var(cmd.Flags(), &epoch, "epoch", 0, "release only this lease (0: the current one)")
 	c.addClientFlags(cmd, &o)
 	return cmd
 }
@@ -79,7 +79,7 @@ meanwhile is left alone. A lease that already ended answers 410.`,
 		}),
 	}
 	cmd.Flags().StringVar(&pr, "pr", "", "URL of the pull request, recorded with the lease")
-	cmd.Flags().Int64Var(&epoch, "epoch", 0, "complete only this lease (0: the current one)")
+	clikit.Int64Var(cmd.Flags(), &epoch, "epoch", 0, "complete only this lease (0: the current one)")
 	c.addClientFlags(cmd, &o)
 	return cmd
 }

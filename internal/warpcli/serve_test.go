@@ -218,6 +218,7 @@ func TestServeConfigurationErrors(t *testing.T) {
 		// serve starts, it must not make that agent an admin.
 		{"WARP_TOKEN is an agent token of the file", map[string]string{"WARP_TOKEN": "shared"}, []string{"--token-file", agentTokens},
 			warpcli.ExitError, []string{"WARP_TOKEN", "agent token in " + agentTokens, "secret of its own"}},
+		{"max conns in hex from env", map[string]string{"WARP_MAX_CONNS": "0x100"}, nil, warpcli.ExitUsage, []string{`WARP_MAX_CONNS="0x100"`, "decimal"}},
 		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
 		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
 		{"non-loopback", nil, []string{"--addr", "0.0.0.0:7077"}, warpcli.ExitError, []string{"refusing to listen", "--insecure"}},

@@ -132,7 +132,7 @@ also on Ctrl-C. Exit status 0 when every claim holds, 1 when one does not,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Scenario, "scenario", sim.ScenarioADR138, "scenario to run")
-	f.IntVar(&cfg.Agents, "agents", sim.DefaultAgents, "simulated agents (the scenario keeps its proportions)")
+	clikit.IntVar(f, &cfg.Agents, "agents", sim.DefaultAgents, "simulated agents (the scenario keeps its proportions)")
 	f.Float64Var(&cfg.TimeScale, "time-scale", sim.DefaultTimeScale, "divide every product duration by this")
 	f.StringVar(&client, "client", string(sim.ClientV2), "heartbeat client: v2 (gyrum), v1 (unmigrated hosts: gyrum --schema-version 1) or mixed (the second agent of each class, and every third after it, on a v1 host)")
 	f.StringVar(&mode, "mode", string(warp.DefaultMode), "expiry mode of the embedded warp: legacy, transition or activity")

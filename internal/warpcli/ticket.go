@@ -137,7 +137,7 @@ reported the agent gone).`,
 	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed")
 	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, unwired, silent, exited")
 	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
-	f.IntVar(&lo.Limit, "limit", 0, "tickets per page (server default 100)")
+	clikit.IntVar(f, &lo.Limit, "limit", 0, "tickets per page (server default 100)")
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
 	f.BoolVar(&all, "all", false, "follow every page")
 	c.addClientFlags(cmd, &o)
