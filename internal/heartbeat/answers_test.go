@@ -64,15 +64,7 @@ func TestFallbackToV1SkipsAStaleTick(t *testing.T) {
 		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
 	})
 	n := ws.Count()
-	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
-		if b.SchemaVersion == nil {
-			return false
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		w.Write([]byte(`{"error":{"code":"unsupported_schema_version","message":"schema_version 2 is not supported"}}`))
-		return true
-	})
+	speakV1Only(ws)
 	waitFor(t, "the rejected v2 and two more ticks", func() bool { return ws.Count() >= n+1 })
 	time.Sleep(3 * scaled.Interval)
 	for _, b := range ws.Beats()[n:] {
@@ -117,4 +109,18 @@ func TestRetryGapHasAFloor(t *testing.T) {
 			t.Errorf("max_retry_gap_s %v, interval %v: delay %v, want %v", c.gap, c.interval, got, c.want)
 		}
 	}
+}
+
+// speakV1Only makes ws an old server: it rejects schema_version 2 the way
+// warp does an unknown version, and lets v1 bodies through.
+func speakV1Only(ws *warpServer) {
+	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
+		if b.SchemaVersion == nil {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"code":"unsupported_schema_version","message":"schema_version 2 is not supported"}}`))
+		return true
+	})
 }

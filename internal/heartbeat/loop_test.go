@@ -612,15 +612,7 @@ func TestFallsBackToV1OnUnsupportedSchema(t *testing.T) {
 	d := worktree(t, ws, "T-old", ws.Claim("T-old", "A"), parent)
 	// An old server: it rejects schema_version 2 the way warp does for an
 	// unknown version; v1 bodies reach the real server.
-	ws.SetAnswer(func(b client.HeartbeatRequest, w http.ResponseWriter) bool {
-		if b.SchemaVersion == nil {
-			return false
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		w.Write([]byte(`{"error":{"code":"unsupported_schema_version","message":"schema_version 2 is not supported"}}`))
-		return true
-	})
+	speakV1Only(ws)
 	r := startLoop(t, d, nil)
 	waitFor(t, "four heartbeats", func() bool { return len(ws.Answered()) >= 4 })
 	bs := ws.Answered()
