@@ -95,7 +95,8 @@ type StaleClaim struct {
 	EffectiveAt time.Time `json:"effective_at"`
 	Basis       string    `json:"basis"`
 	IdleS       float64   `json:"idle_s"`
-	// Action is "released", "would-release" (dry run) or "skipped".
+	// Action is "released", "would-release" (dry run), "skipped" (the lease
+	// moved on) or "failed" (the release failed otherwise: the last entry).
 	Action string `json:"action"`
 	Error  string `json:"error,omitempty"`
 }
@@ -152,7 +153,14 @@ the meantime is skipped rather than released. Needs an admin token.`,
 			}
 			now := c.now()
 			rep := StaleUnlockReport{Mode: modeName, OlderThan: olderThan.String(), DryRun: dry, Claimed: len(tickets), Stale: []StaleClaim{}}
+			// A release that fails for another reason (the server or its
+			// database) stops the walk; what was released before it is
+			// still reported, then the command fails.
+			var failed error
 			for _, t := range tickets {
+				if failed != nil {
+					break
+				}
 				if t.Lease == nil || t.Lease.State != string(warp.LeaseHeld) {
 					continue
 				}
@@ -180,15 +188,20 @@ the meantime is skipped rather than released. Needs an admin token.`,
 						// The lease moved on between the listing and the release.
 						sc.Action, sc.Error = "skipped", apiclient.Message(err)
 					default:
-						return fail(cl, err)
+						sc.Action, sc.Error, failed = "failed", apiclient.Message(err), err
 					}
 				}
 				rep.Stale = append(rep.Stale, sc)
 			}
 			if o.json {
-				return c.printJSON(rep)
+				err = c.printJSON(rep)
+			} else {
+				err = c.printStale(rep, olderThan)
 			}
-			return c.printStale(rep, olderThan)
+			if failed != nil {
+				return fail(cl, failed)
+			}
+			return err
 		}),
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 30*time.Minute, "release claims idle for longer than this")
@@ -207,6 +220,8 @@ func (c *CLI) printStale(rep StaleUnlockReport, olderThan time.Duration) error {
 			fmt.Fprintf(c.Stdout, "released %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, clean(dash(s.Agent)), clean(dash(s.Host)), idle, s.Basis)
 		case "would-release":
 			fmt.Fprintf(c.Stdout, "would release %s epoch %d (agent %s on host %s): idle %s by %s\n", s.Ticket, s.Epoch, clean(dash(s.Agent)), clean(dash(s.Host)), idle, s.Basis)
+		case "failed":
+			fmt.Fprintf(c.Stdout, "failed to release %s epoch %d: %s (stopped here)\n", s.Ticket, s.Epoch, clean(s.Error))
 		default:
 			fmt.Fprintf(c.Stdout, "skipped %s epoch %d: %s\n", s.Ticket, s.Epoch, clean(s.Error))
 		}
