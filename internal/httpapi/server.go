@@ -173,17 +173,17 @@ func (s *Server) checkBrowser(r *http.Request) error {
 		return fmt.Errorf("%w: a cross-origin request from a browser (Origin %q): warp takes writes from its own pages and from clients, not from other sites",
 			httpkit.ErrForbidden, r.Header.Get("Origin"))
 	}
-	if s.openAll && !s.cfg.AnyHost && !LoopbackHost(r.Host) {
+	if s.openAll && !s.cfg.AnyHost && !loopbackHost(r.Host) {
 		return fmt.Errorf("%w: this warp has no tokens, so it answers only requests addressed to localhost or a loopback IP, not to Host %q "+
 			"(a guard against DNS rebinding): use http://127.0.0.1:PORT, or configure --token-file", httpkit.ErrForbidden, r.Host)
 	}
 	return nil
 }
 
-// LoopbackHost reports whether hostport (a Host header or a listen
-// address, port optional) names this machine's loopback: localhost, a
-// name under .localhost, or a loopback IP.
-func LoopbackHost(hostport string) bool {
+// loopbackHost reports whether hostport (a Host header, port optional)
+// names this machine's loopback: localhost, a name under .localhost
+// (browsers resolve those to loopback themselves), or a loopback IP.
+func loopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

@@ -110,6 +110,9 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.InitialMode == "" {
 		cfg.InitialMode = DefaultMode
 	}
+	if cfg.Instance == "" {
+		cfg.Instance, _ = os.Hostname()
+	}
 	if cfg.HookAlarm == (HookAlarm{}) {
 		cfg.HookAlarm = DefaultHookAlarm()
 	}
@@ -205,21 +208,13 @@ func (s *Service) Init(ctx context.Context) error {
 		// dead agent's lease from lapsing.
 		if last, by, ok, err := s.lastSweep(ctx, tx); err != nil {
 			return err
-		} else if ok && by != s.instance() && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
+		} else if ok && by != s.cfg.Instance && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
 			s.log.Info("no startup grace: another replica swept moments ago, so the fleet was served",
 				"last_sweep", last, "swept_by", by, "sweep_interval", s.sweepInterval())
 			return nil
 		}
 		return writeGrace(ctx, tx, g)
 	})
-}
-
-func (s *Service) instance() string {
-	if s.cfg.Instance != "" {
-		return s.cfg.Instance
-	}
-	h, _ := os.Hostname()
-	return h
 }
 
 func (s *Service) sweepInterval() time.Duration {
@@ -283,7 +278,8 @@ func (s *Service) currentMode(ctx context.Context, tx Tx) (Mode, error) {
 	return m, err
 }
 
-// recompute rewrites ExpiresAt of every held lease under mode.
+// recompute rewrites, of every held lease, ExpiresAt under mode and/or
+// VerdictDueAt at now, as what says.
 func (s *Service) recompute(ctx context.Context, tx Tx, mode Mode, now time.Time, what recomputed) error {
 	after := ""
 	for {
@@ -1111,7 +1107,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 		if err := tx.SetMeta(ctx, MetaLastSweep, formatTime(now)); err != nil {
 			return err
 		}
-		if err := tx.SetMeta(ctx, MetaLastSweeper, s.instance()); err != nil {
+		if err := tx.SetMeta(ctx, MetaLastSweeper, s.cfg.Instance); err != nil {
 			return err
 		}
 		if err := tx.PruneHeartbeats(ctx, now.Add(-2*DefaultAdoptionWindow)); err != nil {

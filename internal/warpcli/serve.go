@@ -504,7 +504,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "time between expiry sweeps")
 	f.DurationVar(&cfg.Policy.StallAfter, "stall-after", cfg.Policy.StallAfter, "verdict stalled: no activity for longer than this")
 	f.DurationVar(&cfg.Policy.SilentAfter, "silent-after", cfg.Policy.SilentAfter, "verdict silent: no heartbeat for longer than this")
-	f.DurationVar(&cfg.Policy.StartupGrace, "startup-grace", cfg.Policy.StartupGrace, "after a start, leases refreshed before it do not lapse for this long")
+	f.DurationVar(&cfg.Policy.StartupGrace, "startup-grace", cfg.Policy.StartupGrace, "after a start, leases refreshed before it do not lapse for this long (none while another replica sweeps; 0: none)")
 	clikit.IntVar(f, &cfg.MaxConns, "max-conns", cfg.MaxConns, "most connections open at once; more get 503 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxConnsPerClient, "max-conns-per-client", cfg.MaxConnsPerClient, "most connections open at once from one client IP; more get 429 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxHostsPerToken, "max-hosts-per-token", cfg.MaxHostsPerToken, "most distinct hosts one agent token may report within a day; more get 429 (0: no limit)")
@@ -513,7 +513,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
-	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens")
+	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
 	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")
 	f.StringVar(&logLevel, "log-level", logLevel, "least severe log level: debug, info, warn or error")
 	return cmd
