@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -56,6 +57,31 @@ type IngestResult struct {
 	// drifts, their ratio moves less than the rates' do.
 	CPUPerRequestUs       float64 `json:"cpu_us_per_request,omitempty"`
 	AnchorCPUPerRequestUs float64 `json:"anchor_cpu_us_per_request,omitempty"`
+	// PostgresCPUPerRequestUs is the CPU time the PostgreSQL server's
+	// processes spent per answered request in the same run, when that
+	// server runs on this machine (a loopback or socket address) and /proc
+	// shows its processes; 0 otherwise.
+	PostgresCPUPerRequestUs float64 `json:"postgres_cpu_us_per_request,omitempty"`
+}
+
+// CPURatioWithPostgres is CPURatio on PostgreSQL with the server's CPU
+// counted beside the process's: the rate ratio warp and its PostgreSQL
+// would reach sharing a machine of constant speed. 0 without the figures.
+func (r IngestResult) CPURatioWithPostgres() float64 {
+	if r.AnchorCPUPerRequestUs <= 0 || r.CPUPerRequestUs <= 0 || r.PostgresCPUPerRequestUs <= 0 {
+		return 0
+	}
+	return r.AnchorCPUPerRequestUs / (r.CPUPerRequestUs + r.PostgresCPUPerRequestUs)
+}
+
+// ProcessCPURatio is the no-op run's CPU per request against this
+// process's alone, PostgreSQL's server not counted: on PostgreSQL, the
+// rate ratio one warp would reach with its database on other machines.
+func (r IngestResult) ProcessCPURatio() float64 {
+	if r.AnchorCPUPerRequestUs <= 0 || r.CPUPerRequestUs <= 0 {
+		return 0
+	}
+	return r.AnchorCPUPerRequestUs / r.CPUPerRequestUs
 }
 
 // CPURatio is the no-op run's CPU per request against this one's, 0
@@ -222,7 +248,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 	defer ns.close()
 	// anchor measures the no-op handler right before a warp target.
 	anchor := func() (IngestResult, error) {
-		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
+		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1, nil)
 	}
 	var out []IngestResult
 	for _, hosts := range cfg.IngestHosts {
@@ -238,7 +264,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		if err != nil {
 			return nil, err
 		}
-		w, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (SQLite, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+		w, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (SQLite, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts, nil)
 		ws.close()
 		if err != nil {
 			return nil, err
@@ -252,7 +278,7 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 		}
 		out = append(out, p)
 	}
-	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
+	n, err := load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -261,15 +287,16 @@ func benchIngest(ctx context.Context, cfg Config, root string) ([]IngestResult, 
 
 // paired measures target (at url, leases over hosts) cfg.IngestPairs
 // times, each right after the no-op handler (anchor), and returns the
-// pair with the median ratio, with the spread of the ratios.
-func paired(ctx context.Context, cfg Config, anchor func() (IngestResult, error), target, url string, hosts int) (IngestResult, error) {
+// pair with the median ratio, with the spread of the ratios. dbCPU, when
+// set, is the database server's CPU time so far (see load).
+func paired(ctx context.Context, cfg Config, anchor func() (IngestResult, error), target, url string, hosts int, dbCPU func() (time.Duration, error)) (IngestResult, error) {
 	var rs []IngestResult
 	for range max(cfg.IngestPairs, 1) {
 		a, err := anchor()
 		if err != nil {
 			return IngestResult{}, err
 		}
-		w, err := load(ctx, cfg, target, url, benchToken, hosts)
+		w, err := load(ctx, cfg, target, url, benchToken, hosts, dbCPU)
 		if err != nil {
 			return IngestResult{}, err
 		}
@@ -309,10 +336,37 @@ func ingestPostgres(ctx context.Context, cfg Config, anchor func() (IngestResult
 	if err != nil {
 		return IngestResult{}, err
 	}
-	r, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (PostgreSQL, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts)
+	var dbCPU func() (time.Duration, error)
+	if local, err := localPostgres(cfg.PostgresURL); err == nil && local {
+		dbCPU = func() (time.Duration, error) { return commandCPU("postgres") }
+	}
+	r, err := paired(ctx, cfg, anchor, fmt.Sprintf("warp (PostgreSQL, POST /v1/heartbeat v2, %d hosts)", hosts), ws.url(), hosts, dbCPU)
 	ws.close()
 	r.Postgres = true
 	return r, err
+}
+
+// localPostgres reports whether url names a PostgreSQL server on this
+// machine: a loopback address, localhost or a Unix socket (every host of
+// a multi-host URL must be).
+func localPostgres(url string) (bool, error) {
+	c, err := pgx.ParseConfig(url)
+	if err != nil {
+		return false, err
+	}
+	hosts := []string{c.Host}
+	for _, f := range c.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		if strings.HasPrefix(h, "/") || h == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(h); ip == nil || !ip.IsLoopback() {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // dropSchema drops the bench's schema with a connection of its own.
@@ -331,7 +385,10 @@ func dropSchema(url, schema string) error {
 // load runs the load generator against base: Concurrency clients send v2
 // heartbeats round-robin over IngestLeases tickets (host-i%hosts) until Requests were
 // sent or MaxDuration passed, after a warm-up that is not measured.
-func load(ctx context.Context, cfg Config, target, base, token string, hosts int) (IngestResult, error) {
+// dbCPU, when set, is a database server's CPU time so far: read around
+// the measured run like this process's, it gives PostgresCPUPerRequestUs
+// (nothing when either read fails).
+func load(ctx context.Context, cfg Config, target, base, token string, hosts int, dbCPU func() (time.Duration, error)) (IngestResult, error) {
 	tr := &http.Transport{MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -380,9 +437,21 @@ func load(ctx context.Context, cfg Config, target, base, token string, hosts int
 	if _, _, _, err := run(min(500, cfg.Requests), time.Now().Add(cfg.MaxDuration)); err != nil {
 		return IngestResult{}, fmt.Errorf("bench: warm-up against %s: %w", target, err)
 	}
+	var db0 time.Duration
+	dbErr := errors.New("not measured")
+	if dbCPU != nil {
+		db0, dbErr = dbCPU()
+	}
 	cpu0 := processCPU()
 	all, nerr, elapsed, firstErr := run(cfg.Requests, time.Now().Add(cfg.MaxDuration))
 	cpu := processCPU() - cpu0
+	var db time.Duration
+	if dbErr == nil {
+		var db1 time.Duration
+		if db1, dbErr = dbCPU(); dbErr == nil {
+			db = db1 - db0
+		}
+	}
 	if ctx.Err() != nil {
 		return IngestResult{}, ctx.Err()
 	}
@@ -394,7 +463,8 @@ func load(ctx context.Context, cfg Config, target, base, token string, hosts int
 		Target: target, Requests: len(all), Errors: nerr, Seconds: elapsed.Seconds(),
 		PerSecond: float64(len(all)) / elapsed.Seconds(),
 		P50Ms:     ms(percentile(all, 0.50)), P90Ms: ms(percentile(all, 0.90)), P99Ms: ms(percentile(all, 0.99)),
-		CPUPerRequestUs: float64(cpu) / float64(time.Microsecond) / float64(len(all)),
+		CPUPerRequestUs:         float64(cpu) / float64(time.Microsecond) / float64(len(all)),
+		PostgresCPUPerRequestUs: max(float64(db)/float64(time.Microsecond)/float64(len(all)), 0),
 	}, nil
 }
 

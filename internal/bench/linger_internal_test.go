@@ -32,7 +32,7 @@ func BenchmarkIngestLinger(b *testing.B) {
 			}
 			defer ws.close()
 			b.ResetTimer()
-			r, err := load(ctx, cfg, fmt.Sprintf("warp, linger %s", c.name), ws.url(), "", 50)
+			r, err := load(ctx, cfg, fmt.Sprintf("warp, linger %s", c.name), ws.url(), "", 50, nil)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)

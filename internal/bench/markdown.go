@@ -21,8 +21,11 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 		switch {
 		case x.CPURatio() > 0:
 			cpu = fmt.Sprintf("%.1f / %.1f (×%.3f)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs, x.CPURatio())
+		case x.CPURatioWithPostgres() > 0:
+			cpu = fmt.Sprintf("%.1f / %.1f + PostgreSQL's %.1f (×%.3f; without PostgreSQL's ×%.3f)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs,
+				x.PostgresCPUPerRequestUs, x.CPURatioWithPostgres(), x.ProcessCPURatio())
 		case x.AnchorCPUPerRequestUs > 0:
-			cpu = fmt.Sprintf("%.1f / %.1f (PostgreSQL's own not counted)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs)
+			cpu = fmt.Sprintf("%.1f / %.1f (PostgreSQL's own not measured; ×%.3f without it)", x.AnchorCPUPerRequestUs, x.CPUPerRequestUs, x.ProcessCPURatio())
 		}
 		if x.Anchor > 0 {
 			anchor, ratio = fmt.Sprintf("%.0f", x.Anchor), fmt.Sprintf("%.3f", x.Ratio())
@@ -38,6 +41,7 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 		b.WriteString("The CPU column is this process's CPU time per answered request in the same runs, the load generator's included (a PostgreSQL server's is not): its ×figure is the ratio a machine of constant speed would give, both runs keeping the CPUs as busy.\n")
 		if r.PostgresRatio > 0 {
 			fmt.Fprintf(&b, "On PostgreSQL (one warp): %.0f %% (ratio %.3f).\n", r.PostgresRatio*100, r.PostgresRatio)
+			b.WriteString("On a PostgreSQL server on this machine, its processes' CPU per request (from /proc) is measured too: the ×figure with it is what warp and its database reach sharing the CPUs, the one without it what warp's process alone would give with the database on other machines.\n")
 		}
 	}
 

@@ -22,3 +22,25 @@ func TestMedianPair(t *testing.T) {
 		t.Errorf("one pair: got %+v", one)
 	}
 }
+
+// Only a server reached over loopback or a socket is this machine's.
+func TestLocalPostgres(t *testing.T) {
+	for url, want := range map[string]bool{
+		"postgres://u@127.0.0.1:5432/db":                true,
+		"postgres://u@localhost/db":                     true,
+		"postgres://u@[::1]:5432/db":                    true,
+		"host=/var/run/postgresql dbname=db":            true,
+		"postgres://u@db.example.com/db":                false,
+		"postgres://u@10.0.0.5/db":                      false,
+		"postgres://u@127.0.0.1,db.example.com:5433/db": false,
+		"postgres://u@127.0.0.1:5432,localhost:5433/db": true,
+	} {
+		got, err := localPostgres(url)
+		if err != nil || got != want {
+			t.Errorf("localPostgres(%q) = %v, %v; want %v", url, got, err, want)
+		}
+	}
+	if _, err := localPostgres("postgres://u@[::1/db"); err == nil {
+		t.Error("a malformed URL gave no error")
+	}
+}

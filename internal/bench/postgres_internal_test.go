@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestIngestPostgres(t *testing.T) {
 	anchors := 0
 	anchor := func() (IngestResult, error) {
 		anchors++
-		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1)
+		return load(ctx, cfg, "no-op Go handler", ns.url(), benchToken, 1, nil)
 	}
 	r, err := ingestPostgres(ctx, cfg, anchor)
 	if err != nil {
@@ -45,6 +46,15 @@ func TestIngestPostgres(t *testing.T) {
 	// PostgreSQL's server spends CPU the process does not see: no CPU ratio.
 	if r.CPUPerRequestUs <= 0 || r.AnchorCPUPerRequestUs <= 0 || r.CPURatio() != 0 {
 		t.Errorf("CPU per request %v, anchor's %v, ratio %v: want both and no ratio", r.CPUPerRequestUs, r.AnchorCPUPerRequestUs, r.CPURatio())
+	}
+	// A server on this machine is measured from /proc: its backends do
+	// the writes, so they spent CPU.
+	if local, err := localPostgres(url); err != nil {
+		t.Fatal(err)
+	} else if local && runtime.GOOS == "linux" {
+		if r.PostgresCPUPerRequestUs <= 0 || r.CPURatioWithPostgres() <= 0 || r.CPURatioWithPostgres() >= r.ProcessCPURatio() {
+			t.Errorf("PostgreSQL's CPU %v µs a request, ratios %v with it and %v without: want the server's CPU counted", r.PostgresCPUPerRequestUs, r.CPURatioWithPostgres(), r.ProcessCPURatio())
+		}
 	}
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {

@@ -13,4 +13,6 @@ func rssKiB(pid int) (int64, error) { return 0, errNoProc }
 
 func anonKiB(pid int) (int64, error) { return 0, errNoProc }
 
+func commandCPU(comm string) (time.Duration, error) { return 0, errNoProc }
+
 func dynamicallyLinked(pid int) bool { return false }

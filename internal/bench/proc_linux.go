@@ -105,6 +105,37 @@ func schedTime(pid int) (time.Duration, error) {
 	return time.Duration(sum), nil
 }
 
+// commandCPU sums the CPU time of every process named comm (its
+// /proc/PID/comm): the schedstat of each thread, so the sum is in
+// nanoseconds. A process that exits between two calls takes its time with
+// it; one that starts brings all of its own.
+func commandCPU(comm string) (time.Duration, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	var sum time.Duration
+	found := false
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		name, err := os.ReadFile("/proc/" + d.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(name)) != comm {
+			continue // not it, or gone
+		}
+		if t, err := schedTime(pid); err == nil {
+			sum += t
+			found = true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("bench: no process named %q is readable in /proc", comm)
+	}
+	return sum, nil
+}
+
 // dynamicallyLinked reports whether pid's executable asks for a dynamic
 // loader (an ELF PT_INTERP): a Go binary built with cgo available, which
 // maps ld.so and libc beside its own pages.
