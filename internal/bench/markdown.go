@@ -38,7 +38,7 @@ func (r *Results) WriteMarkdown(w io.Writer, command string) error {
 	if r.IngestRatio > 0 {
 		fmt.Fprintf(&b, "\nwarp ingests heartbeats at %.0f %% of the no-op handler's rate measured right before it (ratio %.3f, 50 hosts; each warp row is the pair with the median ratio of its no-op/warp pairs).\n", r.IngestRatio*100, r.IngestRatio)
 		b.WriteString("A warp row is the server as `warp serve` composes it (connection limits, timeouts, the metrics' and the dashboard's hooks, the expiry job), with an admin token on every request, which the no-op handler is sent too.\n")
-		b.WriteString("The CPU column is this process's CPU time per answered request in the same runs, the load generator's included (a PostgreSQL server's is not): its ×figure is the ratio a machine of constant speed would give, both runs keeping the CPUs as busy.\n")
+		b.WriteString("The CPU column is this process's CPU time per answered request in the same runs, the load generator's included (a PostgreSQL server's only where the row says so): its ×figure is the ratio a machine of constant speed would give, both runs keeping the CPUs as busy.\n")
 		if r.PostgresRatio > 0 {
 			fmt.Fprintf(&b, "On PostgreSQL (one warp): %.0f %% (ratio %.3f).\n", r.PostgresRatio*100, r.PostgresRatio)
 			b.WriteString("On a PostgreSQL server on this machine, its processes' CPU per request (from /proc) is measured too: the ×figure with it is what warp and its database reach sharing the CPUs, the one without it what warp's process alone would give with the database on other machines.\n")
