@@ -25,6 +25,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/watchdog"
 )
@@ -364,7 +365,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 	if !id.Alive() {
 		c.Status = StatusFail
 		c.Detail = who + " is not running (its registry entry is stale)"
-		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: gyrum heartbeat run --dir " + e.Dir
+		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
 		return c
 	}
 	argv, _ := proc.Cmdline(e.PID)
@@ -390,16 +391,16 @@ func checkLoop(e gyrumdir.Entry) Check {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = StatusFail, who+" is running but "+d.File(gyrumdir.LoopPIDFile)+" is missing"
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
 		return c
 	case err != nil:
 		c.Status, c.Detail = StatusFail, who+": "+err.Error()
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
 		return c
 	case pidFile != id:
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is running but heartbeat.pid names %s (another loop, or a stale file)", who, pidFile)
-		c.Fix = "stop the extra loop: gyrum heartbeat kill --dir " + e.Dir + ", then gyrum watchdog sweep"
+		c.Fix = "stop the extra loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + ", then gyrum watchdog sweep"
 		return c
 	}
 	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
@@ -411,11 +412,11 @@ func checkLoop(e gyrumdir.Entry) Check {
 	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
-		c.Fix = "the loop runs with the WARP_TOKEN start-work had: give it an agent token of the server (a line of its --token-file), then restart the loop: gyrum heartbeat kill --dir " + e.Dir + " && gyrum heartbeat run --dir " + e.Dir
+		c.Fix = "the loop runs with the WARP_TOKEN start-work had: give it an agent token of the server (a line of its --token-file), then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
 	case st.LastOutcome == "corrupt-lease":
 		c.Status = StatusFail
 		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"
-		c.Fix = "restore lease.json (gyrum status shows the lease) or release the ticket: gyrum release --dir " + e.Dir
+		c.Fix = "restore lease.json (gyrum status shows the lease) or release the ticket: gyrum release --dir " + shellquote.Quote(e.Dir)
 	case st.LastOutcome == "error":
 		c.Detail += fmt.Sprintf("; its last heartbeat failed (%d failures in all; last: %s) and it retries", st.Failures, st.LastError)
 	}
@@ -434,12 +435,12 @@ func checkUnregistered(d gyrumdir.Dir) Check {
 	if err == nil && id.Alive() {
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry", ticket, d.Worktree, id.PID)
-		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + d.Worktree + " && gyrum heartbeat run --dir " + d.Worktree
+		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + " && gyrum heartbeat run --dir " + shellquote.Quote(d.Worktree)
 		return c
 	}
 	c.Status = StatusFail
 	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it", d.Worktree, ticket)
-	c.Fix = "restart the loop: gyrum heartbeat run --dir " + d.Worktree + " (or gyrum release --dir " + d.Worktree + ")"
+	c.Fix = "restart the loop: gyrum heartbeat run --dir " + shellquote.Quote(d.Worktree) + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
 	return c
 }
 

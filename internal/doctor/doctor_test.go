@@ -26,6 +26,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -497,6 +498,17 @@ func TestLeaseOfCwdWithoutLoop(t *testing.T) {
 	wt, _ := h.lease("wt-here", "T-here", false)
 	h.opts.Cwd = filepath.Join(wt)
 	wantStatus(t, h.run(), "loop (this worktree)", doctor.StatusFail, "no heartbeat loop runs for it")
+}
+
+// A fix names the worktree as one shell word, so it runs as printed.
+func TestFixQuotesTheWorktree(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	wt, _ := h.lease("wt of jane's", "T-here", false)
+	h.opts.Cwd = wt
+	c := wantStatus(t, h.run(), "loop (this worktree)", doctor.StatusFail, "no heartbeat loop runs for it")
+	if want := "gyrum heartbeat run --dir " + shellquote.Quote(wt) + " "; !strings.Contains(c.Fix, want) || !strings.Contains(wt, " ") {
+		t.Errorf("fix %q lacks %q", c.Fix, want)
+	}
 }
 
 func TestWatchdogNotScheduled(t *testing.T) {

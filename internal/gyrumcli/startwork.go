@@ -20,6 +20,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
@@ -407,14 +408,14 @@ func checkFree(wt string) error {
 	}
 	l, err := d.ReadLease()
 	if err != nil {
-		return clikit.Usagef("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, wt)
+		return clikit.Usagef("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, shellquote.Quote(wt))
 	}
 	state := "its loop is not running"
 	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil && id.Alive() {
 		state = fmt.Sprintf("its loop pid %d is running", id.PID)
 	}
 	return clikit.Usagef("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
-		wt, l.Ticket, l.Epoch, state, wt)
+		wt, l.Ticket, l.Epoch, state, shellquote.Quote(wt))
 }
 
 func printStart(w io.Writer, r StartResult, asJSON bool) error {
@@ -494,7 +495,7 @@ func (a *App) endAfterChild(d gyrumdir.Dir, lease gyrumdir.Lease) {
 	}
 	_, rerr := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret).Release(ctx, lease.Ticket, client.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
 	if rerr != nil && !endedAlready(rerr) {
-		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, apiclient.Message(rerr), d.Worktree)
+		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, apiclient.Message(rerr), shellquote.Quote(d.Worktree))
 		return
 	}
 	if err := d.Clear(); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // BranchPrefix starts the branch start-work --worktree creates: gyrum/<ticket>.
@@ -50,7 +51,7 @@ func (a *App) planWorktree(ctx context.Context, from, ticket string) (worktreePl
 // existing branch of that name (a ticket claimed again).
 func addWorktree(ctx context.Context, p worktreePlan) error {
 	if _, err := os.Lstat(p.Path); err == nil {
-		return fmt.Errorf("worktree directory %s already exists: remove it or use --dir %s", p.Path, p.Path)
+		return fmt.Errorf("worktree directory %s already exists: remove it or use --dir %s", p.Path, shellquote.Quote(p.Path))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

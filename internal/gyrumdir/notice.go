@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
@@ -57,11 +58,19 @@ func (n LeaseEnded) Message(worktree string) string {
 	case EndUnknown:
 		what = "is unknown to the warp server (the ticket no longer exists)"
 	}
+	// The worktree's path goes to the model as one shell word inside a
+	// code span; a path with control characters (a line break could start
+	// words of its own in the model's context) or a backquote (which would
+	// end the span) is not written at all.
+	release := "`gyrum release --dir " + shellquote.Quote(worktree) + "`"
+	if !shellquote.Printable(worktree) || strings.Contains(worktree, "`") {
+		release = "`gyrum release --dir DIR` (DIR: this ticket's worktree, whose path is not printable)"
+	}
 	return fmt.Sprintf("gyrum: your lease on ticket %s (epoch %d) %s; you no longer hold %s. "+
 		"Stop working on %s now: do not commit, push or open a PR for it. "+
-		"Run `gyrum status` to see your leases and `gyrum release --dir %s` to clean up the worktree; "+
+		"Run `gyrum status` to see your leases and %s to clean up the worktree; "+
 		"claim the ticket again with `gyrum start-work %s` only if it is still open and the work is still wanted.",
-		n.Ticket, n.Epoch, what, n.Ticket, n.Ticket, worktree, n.Ticket)
+		n.Ticket, n.Epoch, what, n.Ticket, n.Ticket, release, n.Ticket)
 }
 
 // WriteNotice writes the lease-ended notice atomically.

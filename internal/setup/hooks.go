@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // HookTimeoutSecs is the timeout written into every hook entry: touch-activity
@@ -31,9 +33,9 @@ const HookBinaryName = "gyrum-hook"
 func HookCommand(bin string) string {
 	argv := HookArgv(bin)
 	if len(argv) == 1 {
-		return shellQuote(argv[0])
+		return shellquote.Quote(argv[0])
 	}
-	return shellQuote(argv[0]) + " " + argv[1]
+	return shellquote.Quote(argv[0]) + " " + argv[1]
 }
 
 // HookArgv is HookCommand as an argument vector: [gyrum-hook] or [bin,
@@ -81,7 +83,7 @@ func HookBinary(cmd string) (string, bool) {
 
 // shellWord returns what the shell makes of s when s is exactly one word
 // with no expansion in it: a bare word of plain characters, a single-quoted
-// word (with shellQuote's '\” for a quote inside), or a double-quoted one
+// word (a quote inside escaped as shellquote.Quote does), or a double-quoted one
 // with nothing the shell would expand; ok false for anything else
 // (several words, operators, substitutions).
 func shellWord(s string) (string, bool) {
@@ -104,23 +106,6 @@ func shellWord(s string) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@=,", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // hookFormat is how an agent's settings file lists its command hooks, and

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // Names of the watchdog schedule that setup installs and uninstall removes.
@@ -111,7 +113,7 @@ func TimerUnit() string {
 // cronQuote quotes a word for the sh that cron runs the line with, and
 // escapes %, which cron turns into a newline.
 func cronQuote(s string) string {
-	return strings.ReplaceAll(shellQuote(s), "%", `\%`)
+	return strings.ReplaceAll(shellquote.Quote(s), "%", `\%`)
 }
 
 // CronLine returns the crontab line of the watchdog, ending in CronTag.

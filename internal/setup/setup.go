@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -341,9 +342,9 @@ func noSchedulerWarning(o Options) string {
 	var words []string
 	for _, kv := range envAssignments(o.ScheduleEnv) {
 		name, val, _ := strings.Cut(kv, "=")
-		words = append(words, name+"="+shellQuote(val))
+		words = append(words, name+"="+shellquote.Quote(val))
 	}
-	words = append(words, shellQuote(o.Binary), "watchdog", "sweep")
+	words = append(words, shellquote.Quote(o.Binary), "watchdog", "sweep")
 	return "the watchdog is not scheduled: systemctl --user does not work here and there is no crontab program.\n" +
 		"Without it, the heartbeat loops of agents that died are never stopped. Run it by hand (every few minutes):\n" +
 		"  " + strings.Join(words, " ") + "\n" +

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -39,8 +40,8 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	started := filepath.Join(t.TempDir(), "started")
 
-	claim := claudetest.Bash(shellQuote(gyrumBin)+" start-work T-1 --json", claudetest.Description("claim T-1"))
-	held := claudetest.Bash("touch "+shellQuote(started)+"; while [ ! -e "+shellQuote(release)+" ]; do sleep 0.05; done; echo worked",
+	claim := claudetest.Bash(shellquote.Quote(gyrumBin)+" start-work T-1 --json", claudetest.Description("claim T-1"))
+	held := claudetest.Bash("touch "+shellquote.Quote(started)+"; while [ ! -e "+shellquote.Quote(release)+" ]; do sleep 0.05; done; echo worked",
 		claudetest.Description("work"))
 	write := claudetest.Write(filepath.Join(project, "notes.md"), "# notes\n")
 	model := claudetest.NewFakeModel(t,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // (a) Offline in -p mode the CLI sends only main-conversation requests:
@@ -384,7 +385,7 @@ func TestDeniedCall(t *testing.T) {
 		project := newProject(t)
 		rec := newRecorder(t)
 		ran := filepath.Join(t.TempDir(), "ran")
-		call := claudetest.Bash("touch " + shellQuote(ran))
+		call := claudetest.Bash("touch " + shellquote.Quote(ran))
 		rec.setReplies(reply{Event: "PreToolUse", Match: "touch ", Stderr: "MARKER-DENY blocked by hook", Exit: 2})
 		model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("ok"))
 		k, v := rec.env()
@@ -414,7 +415,7 @@ func TestCwd(t *testing.T) {
 	outside := t.TempDir()
 	rec := newRecorder(t)
 	calls := []claudetest.ToolUse{
-		claudetest.Bash("cd " + shellQuote(outside) + " && pwd"),
+		claudetest.Bash("cd " + shellquote.Quote(outside) + " && pwd"),
 		claudetest.Bash("pwd"),
 		claudetest.Bash("mkdir -p sub && cd sub && pwd"),
 		claudetest.Bash("pwd"),
@@ -460,7 +461,7 @@ func TestProcessTree(t *testing.T) {
 	tmp := t.TempDir()
 	f := func(name string) string { return filepath.Join(tmp, name) }
 	waitLoop := func(started, release string) string {
-		return "touch " + shellQuote(started) + "; while [ ! -e " + shellQuote(release) + " ]; do sleep 0.05; done"
+		return "touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done"
 	}
 	bg := claudetest.Bash(waitLoop(f("bg-started"), f("bg-release"))+"; echo BG", claudetest.Background())
 	fg := claudetest.Bash(waitLoop(f("fg-started"), f("fg-release")) + "; echo FG")

@@ -21,6 +21,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
@@ -237,7 +238,7 @@ func (r *recorder) settings(events ...string) map[string]any {
 	hooks := map[string]any{}
 	for _, ev := range events {
 		group := map[string]any{"hooks": []any{map[string]any{
-			"type": "command", "command": shellQuote(testBin) + " " + recordArg + " " + ev, "timeout": 30}}}
+			"type": "command", "command": shellquote.Quote(testBin) + " " + recordArg + " " + ev, "timeout": 30}}}
 		if toolEvents[ev] {
 			group["matcher"] = "*"
 		}
@@ -250,10 +251,8 @@ func (r *recorder) settings(events ...string) map[string]any {
 // itself (event "BashTool"), so a test sees the tool shell's environment
 // and process identity.
 func bashRecord(tag string) string {
-	return shellQuote(testBin) + " " + recordArg + " BashTool </dev/null # " + tag
+	return shellquote.Quote(testBin) + " " + recordArg + " BashTool </dev/null # " + tag
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // newProject returns a fresh git repository with one commit: the project
 // the CLI works in.
@@ -371,7 +370,7 @@ func agentEnv(t *testing.T, warpURL string, interval, staleness, inFlightMax flo
 
 // claimCall is a Bash tool call running `gyrum start-work ARGS`.
 func claimCall(args string) claudetest.ToolUse {
-	return claudetest.Bash(shellQuote(gyrumBin)+" start-work "+args, claudetest.Description("claim"))
+	return claudetest.Bash(shellquote.Quote(gyrumBin)+" start-work "+args, claudetest.Description("claim"))
 }
 
 // startResultOf parses the JSON `gyrum start-work --json` printed, as the

@@ -21,6 +21,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
@@ -363,7 +364,7 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	wt := filepath.Join(root, filepath.Base(project)+"-T-2")
 	claim := claimCall("T-2 --worktree --json")
 	write := claudetest.Write(filepath.Join(wt, "notes.md"), "# T-2\n")
-	cd := claudetest.Bash("cd " + shellQuote(wt) + " && ls")
+	cd := claudetest.Bash("cd " + shellquote.Quote(wt) + " && ls")
 	work := []claudetest.ToolUse{write, cd, claudetest.Bash("sleep 1; echo one"), claudetest.Bash("sleep 1; echo two")}
 	turns := []claudetest.Turn{claudetest.Tools(claim)}
 	for _, c := range work {
@@ -446,7 +447,7 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-4 --json")
-	held := claudetest.Bash("touch " + shellQuote(started) + "; while [ ! -e " + shellQuote(release) + " ]; do sleep 0.05; done; echo held-done")
+	held := claudetest.Bash("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
 	next := claudetest.Bash("echo next")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(held), claudetest.Tools(next), claudetest.Text("Stopping."))
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
@@ -533,7 +534,7 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 	logLoopOnFailure(t, d)
 
 	claimA := claimCall("T-A --json")
-	claimB := claimCall("T-B --dir " + shellQuote(other) + " --json")
+	claimB := claimCall("T-B --dir " + shellquote.Quote(other) + " --json")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claimA), claudetest.Tools(claimB), claudetest.Stall())
 	wa, wb := watchTicket(t, ws, "T-A"), watchTicket(t, ws, "T-B")
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
@@ -730,7 +731,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	logLoopOnFailure(t, d)
 	started := filepath.Join(t.TempDir(), "started")
-	held := claudetest.Bash("touch " + shellQuote(started) + "; while :; do sleep 0.05; done")
+	held := claudetest.Bash("touch " + shellquote.Quote(started) + "; while :; do sleep 0.05; done")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(held), claudetest.Text("Done."))
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60),
 		Wrap: []string{gyrumBin, "start-work", "T-7", "--json", "--"}})
@@ -797,7 +798,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	logLoopOnFailure(t, d)
 
-	claim := claudetest.Bash("env -u CLAUDE_PID " + shellQuote(gyrumBin) + " start-work T-8 --json")
+	claim := claudetest.Bash("env -u CLAUDE_PID " + shellquote.Quote(gyrumBin) + " start-work T-8 --json")
 	work := []claudetest.ToolUse{claudetest.Bash("sleep 0.5; echo a"), claudetest.Write(filepath.Join(project, "b.md"), "b\n"),
 		claudetest.Bash("sleep 0.5; echo c")}
 	turns := []claudetest.Turn{claudetest.Tools(claim)}
