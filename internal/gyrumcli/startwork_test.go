@@ -563,12 +563,18 @@ func TestWatchedProcessResolution(t *testing.T) {
 	bin := t.TempDir()
 	// A Bash tool call: the agent runs bash -c, which runs gyrum; "; true"
 	// keeps bash from exec-ing gyrum, so gyrum's parent is the short-lived bash.
-	run := func(t *testing.T, agentName, ticket string, extra map[string]string) (gyrumcli.StartResult, int) {
+	// via, when set, is a second agent the first starts, with CLAUDE_PID
+	// set to the first (what Claude Code hands down), which runs the call.
+	run := func(t *testing.T, agentName, ticket string, extra map[string]string, via ...string) (gyrumcli.StartResult, int) {
 		t.Helper()
 		e.ws.Create(ticket)
 		wt := mkdir(t)
 		agentPath := copyBinary(t, sh, bin, agentName)
 		script := fmt.Sprintf("%s -c '%s start-work %s --dir %s --json; true'", bash, gyrumBin, ticket, wt)
+		if len(via) > 0 {
+			// "; true" keeps each shell from exec-ing the next.
+			script = fmt.Sprintf(`CLAUDE_PID=$$ %s -c "%s; true"; true`, copyBinary(t, sh, bin, via[0]), script)
+		}
 		cmd := exec.Command(agentPath, "-c", script)
 		cmd.Env = e.environ()
 		for k, v := range extra {
@@ -618,6 +624,20 @@ func TestWatchedProcessResolution(t *testing.T) {
 		sr, _ := run(t, "claude", "T-anc4", map[string]string{"CLAUDE_PID": strconv.Itoa(w.PID)})
 		if sr.WatchedHow != "CLAUDE_PID" || sr.WatchedPID != w.PID {
 			t.Fatalf("watched %+v, want CLAUDE_PID %d", sr, w.PID)
+		}
+	})
+	t.Run("CLAUDE_PID of the agent itself", func(t *testing.T) {
+		sr, pid := run(t, "claude", "T-anc5", map[string]string{"CLAUDE_PID": ""}, "not-an-agent")
+		if sr.WatchedHow != "CLAUDE_PID" || sr.WatchedPID != pid {
+			t.Fatalf("watched %+v, want CLAUDE_PID %d: nothing but shells between", sr, pid)
+		}
+	})
+	// Codex started from a Claude Code session runs start-work: CLAUDE_PID
+	// is the Claude Code's, handed down; Codex is the agent to watch.
+	t.Run("CLAUDE_PID handed down to another agent", func(t *testing.T) {
+		sr, pid := run(t, "claude", "T-anc6", nil, "codex")
+		if sr.WatchedHow != "ancestor" || sr.Watched != "codex" || sr.WatchedPID == pid {
+			t.Fatalf("watched %+v, want the codex between start-work and the claude %d", sr, pid)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/hook"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 func leased(t *testing.T, ticket string) gyrumdir.Dir {
@@ -199,5 +200,42 @@ func TestOtherAgentsEventNames(t *testing.T) {
 		if rec, ok, _, _ := d.ReadActivity(); !ok || rec.Event != c.post {
 			t.Errorf("%s: record %+v, want the event under its own name", c.post, rec)
 		}
+	}
+}
+
+// A Codex started from a Claude Code session runs its hooks with the
+// Claude Code's CLAUDE_PID, handed down: its tool calls are not the
+// Claude Code's, whose lease they must not keep alive; the cwd walk finds
+// Codex's own worktree instead.
+func TestHookLeavesTheLeasesOfTheAgentThatStartedAnother(t *testing.T) {
+	tr := warptest.StartAgentTree(t)
+	claude, err := proc.Lookup(tr.Claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claudeWT, codexWT := leased(t, "T-claude"), leased(t, "T-codex")
+	x := gyrumdir.NewAgentIndex(t.TempDir())
+	if err := x.Add(claude, claudeWT.Worktree); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(-time.Minute).Truncate(time.Second)
+	// Codex's tool call: the hook's parent is under codex.
+	o := hook.Options{AgentPID: tr.Claude, Agents: x, Parent: tr.UnderCodex, Now: now}
+	if _, err := hook.Run(strings.NewReader(payload(postPayload, codexWT.Worktree)), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claudeWT.LastActivity(); err == nil {
+		t.Error("Codex's tool call was credited to the Claude Code's lease")
+	}
+	if last, err := codexWT.LastActivity(); err != nil || !last.Equal(now) {
+		t.Errorf("Codex's worktree: last-activity %v %v, want %v", last, err, now)
+	}
+	// The Claude Code's own tool call still finds its lease by CLAUDE_PID.
+	o.Parent, o.Now = tr.UnderClaude, now.Add(time.Second)
+	if _, err := hook.Run(strings.NewReader(payload(postPayload, codexWT.Worktree)), o); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := claudeWT.LastActivity(); err != nil || !last.Equal(o.Now) {
+		t.Errorf("the Claude Code's worktree: last-activity %v %v, want %v", last, err, o.Now)
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
@@ -278,6 +279,11 @@ type Options struct {
 	// payload's cwd is.
 	AgentPID int
 	Agents   gyrumdir.AgentIndex
+	// Parent, when set, is the hook's parent process: AgentPID counts
+	// only when no other agent comes between the two (CLAUDE_PID handed
+	// down to an agent a Claude Code session started names the wrong
+	// agent; see agentproc.Inherited).
+	Parent int
 	// Prepared, when set, limits the hook to worktrees a start-work on this
 	// host prepared: a .gyrum/ found through --dir or a cwd that is not one
 	// (a repository can commit one) is left alone. Zero: no limit.
@@ -338,7 +344,7 @@ func targets(p Payload, o Options) ([]gyrumdir.Dir, []gyrumdir.AgentLink) {
 		return nil, nil
 	}
 	if o.AgentPID > 0 && o.Agents != (gyrumdir.AgentIndex{}) {
-		if links, _ := o.Agents.Lookup(o.AgentPID); len(links) > 0 {
+		if links, _ := o.Agents.Lookup(o.AgentPID); len(links) > 0 && !o.inherited() {
 			// Only now is the agent's identity worth a read: an entry left by
 			// a dead process whose pid was recycled must not be credited.
 			if id, err := proc.Lookup(o.AgentPID); err == nil {
@@ -362,6 +368,16 @@ func targets(p Payload, o Options) ([]gyrumdir.Dir, []gyrumdir.AgentLink) {
 		return []gyrumdir.Dir{d}, nil
 	}
 	return nil, nil
+}
+
+// inherited reports whether o.AgentPID reached the hook through another
+// agent, which is then the one whose tool call this is.
+func (o Options) inherited() bool {
+	if o.Parent <= 0 {
+		return false
+	}
+	_, _, ok := agentproc.Inherited(o.AgentPID, o.Parent)
+	return ok
 }
 
 // ours reports whether the hook may write into d.

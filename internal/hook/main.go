@@ -2,6 +2,7 @@ package hook
 
 import (
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ func Main(args []string, env Env) {
 	}
 	o.Prepared = gyrumdir.NewPrepared(home)
 	if pid, err := strconv.Atoi(env.Getenv("CLAUDE_PID")); err == nil && pid > 0 {
-		o.AgentPID, o.Agents = pid, gyrumdir.NewAgentIndex(home)
+		o.AgentPID, o.Agents, o.Parent = pid, gyrumdir.NewAgentIndex(home), os.Getppid()
 	}
 	res, _ := Run(env.Stdin, o)
 	if out := Output(res.Event, res); out != nil && env.Stdout != nil {

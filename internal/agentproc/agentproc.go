@@ -1,0 +1,128 @@
+// Package agentproc recognises coding-agent processes (Claude Code, Codex,
+// Gemini CLI, Cursor, aider) by the names their real processes carry, and
+// finds the agent that runs a process by walking up its ancestors. Both
+// gyrum start-work (which agent to watch) and the hook (whose leases a
+// tool call is) use it; it reads /proc (Linux) or sysctl (macOS) through
+// package proc and nothing else.
+package agentproc
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/gyrum-labs/warp/internal/proc"
+)
+
+// MaxDepth bounds an ancestor walk.
+const MaxDepth = 64
+
+// Known returns the agent an executable (or script) base name is: Claude
+// Code's npm package runs the native bin/claude.exe (the `claude`
+// symlink's target), older ones cli.js under node; Codex ships a native
+// `codex` (and codex.js for node); Gemini CLI and cursor-agent are node
+// scripts or binaries of their name; aider is a Python entry point.
+func Known(name string) (string, bool) {
+	switch name {
+	case "claude", "claude.exe":
+		return "claude", true
+	case "codex", "codex.js", "codex-linux-x64", "codex-darwin-arm64", "codex-x86_64-unknown-linux-musl", "codex-aarch64-apple-darwin":
+		return "codex", true
+	case "gemini", "gemini.js":
+		return "gemini", true
+	case "cursor-agent":
+		return "cursor-agent", true
+	case "aider":
+		return "aider", true
+	}
+	return "", false
+}
+
+// packages are path fragments of agent CLIs that run under an
+// interpreter: a script argument containing one names the agent.
+var packages = []struct{ fragment, agent string }{
+	{"@anthropic-ai/claude-code/", "claude"},
+	{"@openai/codex/", "codex"},
+	{"@google/gemini-cli/", "gemini"},
+	{"/aider/", "aider"},
+}
+
+// Interpreter reports whether name runs agents written as scripts: for
+// them the script's name (argv[1], or the module after -m) is looked at
+// too.
+func Interpreter(name string) bool {
+	switch name {
+	case "node", "nodejs", "bun", "deno", "python", "python3", "ruby":
+		return true
+	}
+	return false
+}
+
+// Candidates returns the names a process with kernel name comm and command
+// line args goes by: comm, the base name of argv[0] and, for an
+// interpreter, the base name of its script.
+func Candidates(comm string, args []string) []string {
+	cands := []string{comm}
+	if len(args) > 0 {
+		b := filepath.Base(args[0])
+		cands = append(cands, b)
+		if Interpreter(b) && len(args) > 1 {
+			cands = append(cands, filepath.Base(script(args)))
+		}
+	}
+	return cands
+}
+
+func script(args []string) string {
+	if args[1] == "-m" && len(args) > 2 { // python -m aider
+		return args[2]
+	}
+	return args[1]
+}
+
+// Name reports whether a process with kernel name comm and command line
+// args is a known agent, and which.
+func Name(comm string, args []string) (string, bool) {
+	if len(args) > 1 && Interpreter(filepath.Base(args[0])) {
+		s := filepath.ToSlash(script(args))
+		for _, p := range packages {
+			if strings.Contains(s, p.fragment) {
+				return p.agent, true
+			}
+		}
+	}
+	for _, c := range Candidates(comm, args) {
+		if name, ok := Known(c); ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Inherited reports whether agent, a CLAUDE_PID, reached process from by
+// way of another agent: walking up from from itself, a process that is a
+// known agent comes first, and agent is found above it. That nearer agent
+// is returned. Claude Code hands CLAUDE_PID down to everything it starts,
+// other agents among them: a Codex started from a Claude Code session, its
+// tool calls and its hooks carry the Claude Code's pid. When agent is not
+// an ancestor of from at all, or nothing comes between, ok is false and
+// CLAUDE_PID stands.
+func Inherited(agent, from int) (nearer proc.Info, name string, ok bool) {
+	pid := from
+	for depth := 0; pid > 1 && depth < MaxDepth; depth++ {
+		if pid == agent {
+			return nearer, name, name != ""
+		}
+		in, err := proc.Stat(pid)
+		if err != nil || in.Zombie {
+			return proc.Info{}, "", false
+		}
+		if name == "" {
+			args, _ := proc.Cmdline(pid)
+			if n, isAgent := Name(in.Name, args); isAgent {
+				nearer, name = in, n
+			}
+		}
+		pid = in.PPID
+	}
+	return proc.Info{}, "", false
+}

@@ -1,0 +1,49 @@
+package agentproc_test
+
+import (
+	"testing"
+
+	"github.com/gyrum-labs/warp/internal/agentproc"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+func TestInherited(t *testing.T) {
+	tr := warptest.StartAgentTree(t)
+	outer, codexPID, underCodex, underSh := tr.Claude, tr.Codex, tr.UnderCodex, tr.UnderClaude
+	in, name, ok := agentproc.Inherited(outer, underCodex)
+	if !ok || name != "codex" || in.PID != codexPID {
+		t.Errorf("under codex: Inherited = %+v %q %v, want codex %d", in, name, ok, codexPID)
+	}
+	if _, _, ok := agentproc.Inherited(outer, codexPID); !ok {
+		t.Error("codex itself: CLAUDE_PID was not seen as handed down")
+	}
+	if in, name, ok := agentproc.Inherited(outer, underSh); ok {
+		t.Errorf("the Claude Code's own call: Inherited = %+v %q, want CLAUDE_PID to stand", in, name)
+	}
+	if _, _, ok := agentproc.Inherited(outer, outer); ok {
+		t.Error("the agent itself: CLAUDE_PID should stand")
+	}
+	// CLAUDE_PID naming no ancestor (set by hand, say) stands too.
+	if _, _, ok := agentproc.Inherited(underSh, underCodex); ok {
+		t.Error("a CLAUDE_PID that is no ancestor was overridden")
+	}
+}
+
+func TestName(t *testing.T) {
+	for _, c := range []struct {
+		comm string
+		args []string
+		want string
+	}{
+		{"claude.exe", []string{"/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "-p", "x"}, "claude"},
+		{"node", []string{"node", "/usr/local/lib/node_modules/@openai/codex/bin/codex.js"}, "codex"},
+		{"python3", []string{"python3", "-m", "aider"}, "aider"},
+		{"bash", []string{"/bin/bash", "-c", "source /root/.claude/shell-snapshots/s.sh && eval 'claude'"}, ""},
+		{"node", []string{"node", "server.js"}, ""},
+	} {
+		got, ok := agentproc.Name(c.comm, c.args)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Name(%q, %q) = %q, %v; want %q", c.comm, c.args, got, ok, c.want)
+		}
+	}
+}
