@@ -229,15 +229,26 @@ func (a *App) durations() (heartbeat.Durations, error) {
 }
 
 // client returns a warp client for url ("" → WARP_URL, else the default);
-// --url, when given, wins over both.
+// --url, when given, wins over both. WARP_TOKEN from the environment goes
+// only to the server WARP_URL names (heartbeat.SameServer): url comes from
+// a lease.json, which a repository can commit with a warp_url of its
+// choosing. A --token given for this run goes wherever the run goes.
 func (a *App) client(serverURL string) *client.Client {
 	if u, ok := a.overrides["WARP_URL"]; ok {
 		serverURL = u
 	}
+	configured := a.getenv("WARP_URL")
 	if serverURL == "" {
-		serverURL = a.getenv("WARP_URL")
+		serverURL = configured
 	}
-	return client.NewClient(serverURL, a.getenv("WARP_TOKEN"))
+	token := a.getenv("WARP_TOKEN")
+	_, given := a.overrides["WARP_TOKEN"]
+	if token != "" && !given && !heartbeat.SameServer(serverURL, configured) {
+		fmt.Fprintf(a.Stderr, "gyrum: WARP_TOKEN not sent to %s: the lease names another warp than WARP_URL (%s); only the lease's own secret goes there\n",
+			clikit.Clean(serverURL), clikit.Clean(firstOf(configured, client.DefaultURL)))
+		token = ""
+	}
+	return client.NewClient(serverURL, token)
 }
 
 // findDir returns the .gyrum/ of --dir (which must hold one) or the nearest

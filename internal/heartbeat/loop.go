@@ -68,8 +68,11 @@ type Config struct {
 	Dir gyrumdir.Dir
 	// Registry is $GYRUM_HOME/run.
 	Registry gyrumdir.Registry
-	// Token authenticates to warp (WARP_TOKEN); none when empty.
+	// Token authenticates to warp (WARP_TOKEN); none when empty. It is
+	// sent only when the lease's server is Server (SameServer).
 	Token string
+	// Server is the warp the token is for (WARP_URL; "" the default).
+	Server string
 	// Durations: interval, staleness, in-flight cap. Zero fields take the defaults.
 	Durations Durations
 	// Jitter is the fraction each wait varies by; 0 means DefaultJitter,
@@ -210,7 +213,14 @@ func New(cfg Config) (*Loop, error) {
 		if cfg.TLS == nil && NeedsTLS(url) {
 			return nil, fmt.Errorf("heartbeat: %s is https, and this binary speaks plain http only: run the loop with gyrum heartbeat run", url)
 		}
-		l.api = NewAPI(url, cfg.Token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
+		token := cfg.Token
+		if token != "" && !SameServer(url, cfg.Server) {
+			// A lease.json naming another server than WARP_URL gets the
+			// lease's own secret, never the token (see SameServer).
+			token = ""
+			l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", cfg.Server)
+		}
+		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
 	}
 	// Last: the watch holds a pidfd until Run's end closes it, and no
 	// error return above may leave it open.

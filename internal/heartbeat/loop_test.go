@@ -3,6 +3,7 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,10 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // Scaled time: ticks of 100 ms, staleness 600 ms, in-flight cap 1.5 s.
@@ -860,5 +864,39 @@ func TestOrphanMidToolCallCreditsNoActivityAfterDeath(t *testing.T) {
 	// just after it; the exit report, a tick later, must add nothing.
 	if l := ws.Lease("T-midcall"); l.LastActivityAt.After(died.Add(scaled.Interval / 4)) {
 		t.Fatalf("server last_activity_at %v is %v after the agent died at %v", l.LastActivityAt, l.LastActivityAt.Sub(died), died)
+	}
+}
+
+// WARP_TOKEN goes only to the warp WARP_URL names: a lease.json (which a
+// repository can commit) naming another server gets the lease's secret
+// alone, and a server that wants the token answers 401.
+func TestTokenOnlyForItsServer(t *testing.T) {
+	const tok = "agent-token-for-the-real-warp"
+	ws := warptest.StartWithTokens(t, warp.DefaultPolicy(), []httpapi.Token{{Role: httpapi.RoleAgent, Secret: tok}})
+	for _, c := range []struct {
+		server string
+		status int
+	}{{ws.URL() + "/", 200}, {"http://127.0.0.1:1", 401}} {
+		_, parent := watched(t)
+		ticket := fmt.Sprintf("T-tok%d", c.status)
+		ws.Create(ticket)
+		tk, err := client.NewClient(ws.URL(), tok).Claim(context.Background(), ticket, client.ClaimRequest{Agent: "A", Host: "test-host"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := worktree(t, ws, ticket, tk.Lease.Epoch, parent)
+		l, _ := d.ReadLease()
+		l.LeaseSecret = tk.LeaseSecret
+		if err := d.WriteLease(l); err != nil {
+			t.Fatal(err)
+		}
+		before := len(ws.Beats())
+		r := startLoop(t, d, func(cfg *heartbeat.Config) { cfg.Token, cfg.Server = tok, c.server })
+		waitFor(t, "a heartbeat", func() bool { return len(ws.Beats()) > before })
+		r.cancel()
+		r.wait()
+		if b := ws.Beats()[before]; b.Status != c.status {
+			t.Errorf("WARP_URL %s, lease on %s: heartbeat answered %d, want %d", c.server, ws.URL(), b.Status, c.status)
+		}
 	}
 }

@@ -20,7 +20,7 @@ var ErrSettings = errors.New("bad settings")
 // Detached runs the loop of worktree d as `heartbeat run` does, in
 // whichever binary runs it (gyrum, or the small gyrum-loop): it logs to
 // .gyrum/heartbeat.log, reads its settings (HEARTBEAT_*, GYRUM_HOME,
-// WARP_TOKEN) through getenv, runs on one P unless GOMAXPROCS is set, and
+// WARP_TOKEN and the WARP_URL it is for) through getenv, runs on one P unless GOMAXPROCS is set, and
 // ends on SIGTERM, SIGINT or SIGHUP. tls makes an https server reachable
 // (nil in a binary that speaks plain http only). The error is for a loop
 // that could not start; it is logged too.
@@ -44,7 +44,7 @@ func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(strin
 		return fail(fmt.Errorf("%w: %w", ErrSettings, err))
 	}
 	loop, err := New(Config{Dir: d, Registry: gyrumdir.NewRegistry(home), Agents: gyrumdir.NewAgentIndex(home),
-		Token: getenv("WARP_TOKEN"), Durations: dur, SchemaVersion: schema, Logger: logger, TLS: tls})
+		Token: getenv("WARP_TOKEN"), Server: getenv("WARP_URL"), Durations: dur, SchemaVersion: schema, Logger: logger, TLS: tls})
 	if err != nil {
 		return fail(err)
 	}
