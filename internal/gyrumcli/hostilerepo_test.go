@@ -3,6 +3,9 @@ package gyrumcli_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,5 +72,32 @@ func TestCommittedLeaseDoesNotDrawTheToken(t *testing.T) {
 				t.Errorf("stderr %q: warned %v", r.stderr, warned)
 			}
 		})
+	}
+}
+
+// A committed .gyrum/heartbeat.log that links to a file outside: the loop
+// refuses to log there, and start-work's report of that must not show the
+// file it points at (the review's was /proc/self/environ, WARP_TOKEN in it).
+func TestCommittedLogLinkIsNotRead(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-log")
+	secret := filepath.Join(t.TempDir(), "environ")
+	if err := os.WriteFile(secret, []byte("WARP_TOKEN=agent-token-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wt := mkdir(t)
+	if err := os.Mkdir(filepath.Join(wt, ".gyrum"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(wt, ".gyrum", gyrumdir.LogFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, w := agent(t, "sleep", "1000")
+	r := e.gyrum(wt, "", "start-work", "T-log", "--watch-pid", strconv.Itoa(w.PID))
+	if strings.Contains(r.stdout+r.stderr, "SECRET") {
+		t.Fatalf("start-work showed the linked file: %+v", r)
+	}
+	if r.code == 0 {
+		t.Fatalf("start-work succeeded with a loop that cannot log: %+v", r)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -132,9 +133,10 @@ func (a *App) spawnLoop(ctx context.Context, d gyrumdir.Dir, schema int) (proc.I
 	}
 }
 
-// logTail returns the last lines of heartbeat.log, formatted for an error.
+// logTail returns the last lines of heartbeat.log (of its last 4 KiB),
+// formatted for an error, without escapes that act on a terminal.
 func logTail(d gyrumdir.Dir) string {
-	data, err := os.ReadFile(d.File(gyrumdir.LogFile))
+	data, err := d.LogTail(4 << 10)
 	if err != nil || len(data) == 0 {
 		return ""
 	}
@@ -142,7 +144,7 @@ func logTail(d gyrumdir.Dir) string {
 	if len(lines) > 3 {
 		lines = lines[len(lines)-3:]
 	}
-	return "; its log says:\n  " + string(bytes.Join(lines, []byte("\n  ")))
+	return "; its log says:\n  " + clikit.CleanLines(string(bytes.Join(lines, []byte("\n  "))))
 }
 
 // stopped says what stopLoop did.

@@ -2,6 +2,7 @@ package gyrumdir_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,4 +237,38 @@ func TestNoticeQuotesTheWorktree(t *testing.T) {
 			t.Errorf("message %q does not say how to release without the path", msg)
 		}
 	}
+}
+
+// LogTail reads the end of heartbeat.log, bounded, and never through a
+// symlink or from a FIFO a repository committed.
+func TestLogTail(t *testing.T) {
+	d, err := gyrumdir.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.LogTail(10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no log: %v, want not exist", err)
+	}
+	os.WriteFile(d.File(gyrumdir.LogFile), []byte("first line\nsecond line\n"), 0o600)
+	if got, err := d.LogTail(12); err != nil || string(got) != "second line\n" {
+		t.Errorf("tail of 12 = %q, %v", got, err)
+	}
+	if got, err := d.LogTail(1 << 20); err != nil || string(got) != "first line\nsecond line\n" {
+		t.Errorf("whole tail = %q, %v", got, err)
+	}
+	v := newVictim(t)
+	os.Remove(d.File(gyrumdir.LogFile))
+	os.Symlink(v.path, d.File(gyrumdir.LogFile))
+	if got, err := d.LogTail(1 << 20); !errors.Is(err, gyrumdir.ErrUnsafe) || len(got) != 0 {
+		t.Errorf("through a symlink: %q, %v; want ErrUnsafe", got, err)
+	}
+	os.Remove(d.File(gyrumdir.LogFile))
+	if err := syscall.Mkfifo(d.File(gyrumdir.LogFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "LogTail of a FIFO", func() {
+		if _, err := d.LogTail(1 << 20); !errors.Is(err, gyrumdir.ErrUnsafe) {
+			t.Errorf("a FIFO: %v, want ErrUnsafe", err)
+		}
+	})
 }

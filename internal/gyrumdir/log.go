@@ -2,8 +2,11 @@ package gyrumdir
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // DefaultLogMax is the size at which heartbeat.log rotates.
@@ -107,4 +110,30 @@ func (l *Log) Close() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// LogTail returns at most the last max bytes of the worktree's
+// heartbeat.log, read as every file of .gyrum/ is: not through a symlink,
+// and only from a regular file (a repository can commit .gyrum/).
+func (d Dir) LogTail(max int64) ([]byte, error) {
+	path := d.file(LogFile)
+	fd, st, err := openStat(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer quiet.Close(fd)
+	n := min(st.Size, max)
+	b := make([]byte, n)
+	got := 0
+	for int64(got) < n {
+		m, err := quiet.Pread(fd, b[got:], st.Size-n+int64(got))
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		got += m
+	}
+	return b[:got], nil
 }
