@@ -176,9 +176,10 @@ func (a *App) printStatusLong(w io.Writer, s LoopStatus) error {
 	if s.LeaseErr != "" {
 		lease = "none: " + s.LeaseErr
 	}
+	c := clikit.Clean // each field on its line, whatever the files and the server said
 	_, err := fmt.Fprintf(w, "dir       %s\nlease     %s\nloop      %s\nwatching  %s\nactivity  %s\nlast POST %s\n",
-		s.Dir, lease, pidState(s.LoopPID, s.LoopAlive), pidState(s.ParentPID, s.ParentOK),
-		activityText(s), a.postText(s))
+		c(s.Dir), c(lease), pidState(s.LoopPID, s.LoopAlive), pidState(s.ParentPID, s.ParentOK),
+		c(activityText(s)), c(a.postText(s)))
 	return err
 }
 

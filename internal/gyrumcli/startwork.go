@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -302,11 +303,23 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	res.Dir = wt
 
+	if files, err := trackedGyrum(ctx, wt); err != nil {
+		return err
+	} else if len(files) > 0 {
+		return clikit.Usagef("the repository tracks %s (%s): gyrum keeps the lease and its secret there, which must never be committed; "+
+			"remove it from the repository (git rm -r --cached %s, then commit) and run start-work again",
+			clikit.Clean(filepath.Join(wt, gyrumdir.DirName)), clikit.Clean(strings.Join(files, ", ")), gyrumdir.DirName)
+	}
 	d, err := gyrumdir.Create(wt)
 	if err != nil {
 		return err
 	}
 	u.add(func() { _ = d.Clear() })
+	// Whatever an earlier holder left (in-flight markers, a wait, a
+	// notice, counters) is not this lease's: it starts clean.
+	if err := d.Clear(); err != nil {
+		return fmt.Errorf("clean %s: %w", d.Path, err)
+	}
 	// Agents must never commit lease files: keep .gyrum/ out of git.
 	if p, _, err := excludeGyrum(ctx, wt); err != nil {
 		fmt.Fprintf(a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)

@@ -74,8 +74,10 @@ func (a *App) printHostStatus(hs HostStatus) error {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TICKET\tEPOCH\tLOOP\tWATCHED\tACTIVITY\tLAST POST\tDIR")
 	for _, s := range hs.Loops {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Ticket, s.Epoch, pidState(s.LoopPID, s.LoopAlive),
-			pidState(s.ParentPID, s.ParentOK), activityText(s), a.postText(s), s.Dir)
+		// One line a loop, whatever the files and the server said (a wait's
+		// reason, an error): no line feeds or escapes.
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", clikit.Clean(s.Ticket), s.Epoch, pidState(s.LoopPID, s.LoopAlive),
+			pidState(s.ParentPID, s.ParentOK), clikit.Clean(activityText(s)), clikit.Clean(a.postText(s)), clikit.Clean(s.Dir))
 	}
 	return tw.Flush()
 }

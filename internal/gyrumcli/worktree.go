@@ -106,6 +106,29 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 // .gyrum/ at any depth, so a --dir below the top level is covered too.
 const excludeLine = gyrumdir.DirName + "/"
 
+// trackedGyrum returns the files under dir's .gyrum/ that the repository
+// holding dir tracks (at most a few, for the message); none outside a git
+// work tree or without git. A repository can commit .gyrum/: its lease.json
+// would then carry this lease's secret into the next commit, and its other
+// files would speak for an agent that never wrote them.
+func trackedGyrum(ctx context.Context, dir string) ([]string, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, nil
+	}
+	if in, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil || in != "true" {
+		return nil, nil
+	}
+	out, err := git(ctx, dir, "ls-files", "--", gyrumdir.DirName)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	files := strings.Split(out, "\n")
+	if len(files) > 3 {
+		files = append(files[:3], "...")
+	}
+	return files, nil
+}
+
 // excludeGyrum adds .gyrum/ to the info/exclude of the repository holding
 // dir, once, so agents never commit lease files. It does nothing outside a
 // git work tree (or without git). The file comes from git rev-parse

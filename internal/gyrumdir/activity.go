@@ -172,6 +172,16 @@ type Wait struct {
 	Until      time.Time `json:"until"`
 }
 
+// WaitClockSkew is how far in the future a wait's declared_at may lie and
+// still count: gyrum wait writes the time it runs, so a later one is a
+// clock stepped back, or a wait.json nobody on this host wrote (a
+// repository can commit one dated 2099, which would hold a lease forever).
+const WaitClockSkew = time.Minute
+
+// Future reports whether w was declared after now (beyond WaitClockSkew):
+// such a wait counts for nothing.
+func (w Wait) Future(now time.Time) bool { return w.DeclaredAt.After(now.Add(WaitClockSkew)) }
+
 // WriteWait writes the wait declaration atomically.
 func (d Dir) WriteWait(w Wait) error {
 	if !w.Until.After(w.DeclaredAt) {
@@ -260,7 +270,7 @@ func (d Dir) Activity(now time.Time, inFlightMax time.Duration) (Activity, error
 		}
 	}
 	if a.InFlight == "" {
-		if w, err := d.ReadWait(); err == nil && now.Before(w.Until) && now.Sub(w.DeclaredAt) < inFlightMax {
+		if w, err := d.ReadWait(); err == nil && !w.Future(now) && now.Before(w.Until) && now.Sub(w.DeclaredAt) < inFlightMax {
 			a.InFlight, a.InFlightSince = truncate(WaitPrefix+w.Reason, maxToolName), w.DeclaredAt
 		}
 	}

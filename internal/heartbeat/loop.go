@@ -439,7 +439,7 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	if err != nil {
 		l.log.Warn("read in-flight markers", "err", err)
 	}
-	if w, err := l.dir.ReadWait(); err == nil {
+	if w, err := l.dir.ReadWait(); err == nil && !w.Future(now) {
 		f.Wait = &w
 	}
 	f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat

@@ -487,6 +487,32 @@ func TestDeclaredWaitCounts(t *testing.T) {
 	}
 }
 
+// A wait.json declared in the future (committed by a repository, dated
+// 2099) counts for nothing: the wedged agent's lease goes stale.
+func TestFutureWaitDoesNotCount(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-wait99", ws.Claim("T-wait99", "A"), parent)
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	far := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.WriteWait(gyrumdir.Wait{Reason: "forever", DeclaredAt: far, Until: far.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	startLoop(t, d, nil)
+	waitFor(t, "a stale report", func() bool {
+		bs := ws.Answered()
+		return len(bs) > 0 && bs[len(bs)-1].Body.Stale
+	})
+	for _, b := range ws.Answered() {
+		if b.Body.InFlight != "" {
+			t.Fatalf("heartbeat %+v: the future wait counted as in flight", b.Body)
+		}
+	}
+	if a, err := d.Activity(time.Now(), time.Hour); err != nil || a.InFlight != "" || a.Age < 30*time.Minute {
+		t.Fatalf("Activity = %+v, %v: the future wait counted", a, err)
+	}
+}
+
 func TestEndedElsewhereExitsOn410(t *testing.T) {
 	for _, how := range []string{"complete", "release"} {
 		t.Run(how, func(t *testing.T) {
