@@ -84,6 +84,10 @@ type Options struct {
 	// ManagedSettings are the administrator's settings files, which win
 	// over every other; nil → ManagedSettingsFiles() of this platform.
 	ManagedSettings []string
+	// Binary is this gyrum ("" → os.Executable()): a hook command only the
+	// project's settings name is self-tested only when it runs this gyrum
+	// or the gyrum-hook beside it.
+	Binary string
 }
 
 // Run performs every check.
@@ -95,7 +99,11 @@ func Run(ctx context.Context, o Options) Report {
 	hook, commands := checkHook(o)
 	checks = append(checks, hook)
 	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
-	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)), o.Prepared)...)
+	binary := o.Binary
+	if binary == "" {
+		binary, _ = os.Executable()
+	}
+	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)), o.Prepared, binary)...)
 	checks = append(checks, checkWatchdog(ctx, o))
 	checks = append(checks, checkWarp(ctx, o))
 	checks = append(checks, checkLoops(o)...)
@@ -126,15 +134,15 @@ func settingsFiles(o Options) []string {
 
 // hookEntries reads our hook entries from every settings file that applies;
 // unreadable and malformed files are checkHook's to report.
-func hookEntries(o Options) []map[string][]setup.HookEntry {
-	var out []map[string][]setup.HookEntry
-	for _, path := range settingsFiles(o) {
+func hookEntries(o Options) []hookSettings {
+	var out []hookSettings
+	for i, path := range settingsFiles(o) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
 		if m, err := setup.ClaudeHookEntries(path, data); err == nil {
-			out = append(out, m)
+			out = append(out, hookSettings{byEvent: m, project: i > 0}) // settingsFiles: the user's first
 		}
 	}
 	return out

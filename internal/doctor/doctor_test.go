@@ -544,6 +544,12 @@ func script(t *testing.T, body string) string {
 // event, with timeout secs (0: none).
 func (h *host) wireHook(bin string, secs int) {
 	h.t.Helper()
+	h.wireHookIn(filepath.Join(h.home, ".claude"), bin, secs)
+}
+
+// wireHookIn is wireHook into the settings.json of dir.
+func (h *host) wireHookIn(dir, bin string, secs int) {
+	h.t.Helper()
 	entry := `{"type":"command","command":"` + setup.HookCommand(bin) + `"`
 	if secs > 0 {
 		entry += fmt.Sprintf(`,"timeout":%d`, secs)
@@ -553,9 +559,37 @@ func (h *host) wireHook(bin string, secs int) {
 	for _, ev := range setup.ClaudeHookEvents() {
 		evs = append(evs, `"`+ev+`":[{"matcher":"*","hooks":[`+entry+`]}]`)
 	}
-	os.MkdirAll(filepath.Join(h.home, ".claude"), 0o755)
-	if err := os.WriteFile(filepath.Join(h.home, ".claude", "settings.json"), []byte(`{"hooks":{`+strings.Join(evs, ",")+`}}`), 0o644); err != nil {
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"hooks":{`+strings.Join(evs, ",")+`}}`), 0o644); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// A repository can commit .claude/settings.json naming a program of its
+// own called gyrum-hook: doctor reports it without running it. The same
+// entry in the user's settings is the user's, and runs.
+func TestHookRunSkipsTheProjectsOwnProgram(t *testing.T) {
+	h := newHost(t, warpServer(t, nil))
+	ran := filepath.Join(t.TempDir(), "ran")
+	prog := filepath.Join(h.project, "tools", "gyrum-hook")
+	os.MkdirAll(filepath.Dir(prog), 0o755)
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+ran+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.wireHookIn(filepath.Join(h.project, ".claude"), prog, 5)
+	wantStatus(t, h.run(), "hook-run", doctor.StatusSkip, "not run: only the project's settings")
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("doctor ran the repository's program")
+	}
+	// This gyrum, named by the project's settings, is run.
+	h.wireHookIn(filepath.Join(h.project, ".claude"), h.bin, 5)
+	wantStatus(t, h.run(), "hook-run", doctor.StatusOK, "last-activity moved")
+	// The user's own settings are the user's choice.
+	os.Remove(filepath.Join(h.project, ".claude", "settings.json"))
+	h.wireHook(prog, 5)
+	h.run()
+	if _, err := os.Stat(ran); err != nil {
+		t.Error("the user's own hook command was not run")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -24,24 +25,40 @@ const DefaultHookTimeout = 60 * time.Second
 // loop and no server ever see it.
 const SelfTestTicket = "gyrum-doctor-selftest"
 
+// hookSettings are the hook entries of one settings file; project marks
+// a file of the project (its .claude/), which the repository may have
+// committed.
+type hookSettings struct {
+	byEvent map[string][]setup.HookEntry
+	project bool
+}
+
+// hookRun is one distinct hook command to self-test; projectOnly when no
+// settings file but the project's names it.
+type hookRun struct {
+	setup.HookEntry
+	projectOnly bool
+}
+
 // hookCommands merges the hook entries of the effective settings into one
 // entry per distinct command line, with the shortest timeout any entry of
 // it sets (the strictest the agent applies).
-func hookCommands(byEvent []map[string][]setup.HookEntry) []setup.HookEntry {
-	var out []setup.HookEntry
+func hookCommands(files []hookSettings) []hookRun {
+	var out []hookRun
 	idx := map[string]int{}
-	for _, m := range byEvent {
+	for _, f := range files {
 		for _, ev := range setup.ClaudeHookEvents() {
-			for _, e := range m[ev] {
+			for _, e := range f.byEvent[ev] {
 				i, ok := idx[e.Command]
 				if !ok {
 					idx[e.Command] = len(out)
-					out = append(out, e)
+					out = append(out, hookRun{HookEntry: e, projectOnly: f.project})
 					continue
 				}
 				if e.Timeout > 0 && (out[i].Timeout == 0 || e.Timeout < out[i].Timeout) {
 					out[i].Timeout = e.Timeout
 				}
+				out[i].projectOnly = out[i].projectOnly && f.project
 			}
 		}
 	}
@@ -49,16 +66,52 @@ func hookCommands(byEvent []map[string][]setup.HookEntry) []setup.HookEntry {
 }
 
 // checkHookRuns runs each hook command as Claude Code would and checks
-// that it moved the activity signal.
-func checkHookRuns(ctx context.Context, entries []setup.HookEntry, prepared gyrumdir.Prepared) []Check {
+// that it moved the activity signal. A command only the project's
+// settings name runs only when its program is this gyrum (binary) or the
+// gyrum-hook beside it: a repository can commit .claude/settings.json
+// naming a program of its own called gyrum-hook, and doctor must not run
+// the repository's code (Claude Code asks before it trusts a project).
+func checkHookRuns(ctx context.Context, entries []hookRun, prepared gyrumdir.Prepared, binary string) []Check {
 	if len(entries) == 0 {
 		return []Check{{Name: "hook-run", Status: StatusSkip, Detail: "no hook command to run"}}
 	}
 	var out []Check
 	for _, e := range entries {
-		out = append(out, checkHookRun(ctx, e, prepared))
+		if e.projectOnly && !ownHook(e.Command, binary) {
+			prog, _ := setup.HookBinary(e.Command)
+			out = append(out, Check{Name: "hook-run", Status: StatusSkip,
+				Detail: fmt.Sprintf("not run: only the project's settings name %q, and %s is not this gyrum (%s) nor the gyrum-hook beside it", e.Command, prog, binary)})
+			continue
+		}
+		out = append(out, checkHookRun(ctx, e.HookEntry, prepared))
 	}
 	return out
+}
+
+// ownHook reports whether hook command cmd runs binary (this gyrum) or the
+// gyrum-hook beside it: the same file, whatever the path or links.
+func ownHook(cmd, binary string) bool {
+	prog, ok := setup.HookBinary(cmd)
+	if !ok || binary == "" {
+		return false
+	}
+	if !strings.ContainsRune(prog, '/') {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return false
+		}
+		prog = p
+	}
+	st, err := os.Stat(prog)
+	if err != nil {
+		return false
+	}
+	for _, own := range []string{binary, filepath.Join(filepath.Dir(binary), setup.HookBinaryName)} {
+		if o, err := os.Stat(own); err == nil && os.SameFile(st, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // limitedBuffer keeps the first max bytes written to it.
