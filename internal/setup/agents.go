@@ -41,8 +41,7 @@ func codexFormat() hookFormat {
 // fires before a tool runs and AfterTool after it; both send
 // hook_event_name, cwd and tool_name on stdin (no tool_use_id): they have
 // PreToolUse (in-flight marker) and PostToolUse (activity) semantics, which
-// touch-activity gives them once it maps the names; until then both are a
-// plain activity touch. The entry is named so `/hooks disable
+// touch-activity gives them (hook.eventAliases). The entry is named so `/hooks disable
 // gyrum-touch-activity` and the hooks.disabled list can refer to it.
 func geminiFormat() hookFormat {
 	return hookFormat{
