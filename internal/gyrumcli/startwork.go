@@ -153,36 +153,35 @@ func (u undo) run() {
 }
 
 func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, child []string) (err error) {
-	// In wrapper mode a signal must never kill gyrum between the claim and
-	// CMD: it is held here and acted on once the loop is up.
+	// In wrapper mode a signal must never kill gyrum: from the claim on,
+	// sigs holds it, and once CMD runs runChild passes it on.
 	var sigs chan os.Signal
-	// steps is ctx for the steps after the claim. Without CMD a signal
-	// (Ctrl-C while git checks out a large worktree) ends them and
-	// start-work undoes what it did — the claim, the worktree, the files —
-	// instead of dying with a claim nobody holds and a lease.json that
-	// makes every later start-work here refuse. The claim's own request is
-	// never cut short: its answer is what the undo needs.
-	steps := ctx
 	if child != nil {
 		sigs = make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
-	} else {
-		caught := make(chan os.Signal, 1)
-		signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		defer signal.Stop(caught)
-		var cancel context.CancelCauseFunc
-		steps, cancel = context.WithCancelCause(ctx)
-		done := make(chan struct{})
-		defer func() { close(done); cancel(nil) }()
-		go func() {
-			select {
-			case s := <-caught:
-				cancel(interrupted{s.(syscall.Signal)})
-			case <-done:
-			}
-		}()
 	}
+	// steps is ctx for the steps after the claim. Until CMD runs, a signal
+	// (Ctrl-C while git checks out a large worktree, or while a
+	// repository's post-checkout hook hangs) ends them and start-work
+	// undoes what it did — the claim, the worktree, the files — instead of
+	// dying with a claim nobody holds and a lease.json that makes every
+	// later start-work here refuse, or waiting on git for ever. The
+	// claim's own request is never cut short: its answer is what the undo
+	// needs.
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(caught)
+	steps, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	defer func() { close(done); cancel(nil) }()
+	go func() {
+		select {
+		case s := <-caught:
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
 	// stopIfInterrupted is the error of a signal caught by now.
 	stopIfInterrupted := func() error {
 		var in interrupted
@@ -370,6 +369,11 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	if child == nil {
 		return nil
+	}
+	// From here on a signal is CMD's: runChild passes it on (sigs).
+	signal.Stop(caught)
+	if err := stopIfInterrupted(); err != nil {
+		return err
 	}
 	select {
 	case s := <-sigs:

@@ -443,7 +443,14 @@ func assertWorktreeUndone(t *testing.T, e *env, repo, wt, ticket string) {
 // held by the repository's post-checkout hook) undoes what it did — the
 // claim released, the worktree removed, no lease.json, no loop — and
 // exits 128+SIGINT; before, gyrum died with the ticket claimed by nobody.
+// With -- CMD too: the signal is held for CMD only once CMD runs; before,
+// a hook that never returned kept start-work waiting on git for ever.
 func TestStartWorkInterruptedUndoesAll(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { startWorkInterrupted(t) })
+	t.Run("with CMD", func(t *testing.T) { startWorkInterrupted(t, "--", "true") })
+}
+
+func startWorkInterrupted(t *testing.T, wrap ...string) {
 	e := newEnv(t)
 	e.ws.Create("T-9")
 	repo := initRepo(t)
@@ -460,7 +467,11 @@ func TestStartWorkInterruptedUndoesAll(t *testing.T) {
 	}
 	t.Cleanup(func() { os.WriteFile(stop, nil, 0o644) }) // ends the hook git leaves behind when killed
 	_, watched := agent(t, "sleep", "1000")
-	cmd := exec.Command(gyrumBin, "start-work", "T-9", "--worktree", "--watch-pid", strconv.Itoa(watched.PID))
+	args := []string{"start-work", "T-9", "--worktree"}
+	if len(wrap) == 0 {
+		args = append(args, "--watch-pid", strconv.Itoa(watched.PID)) // with CMD gyrum watches itself
+	}
+	cmd := exec.Command(gyrumBin, append(args, wrap...)...)
 	cmd.Dir, cmd.Env = repo, e.environ()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
