@@ -137,7 +137,7 @@ func settingsFiles(o Options) []string {
 func hookEntries(o Options) []hookSettings {
 	var out []hookSettings
 	for i, path := range settingsFiles(o) {
-		data, err := os.ReadFile(path)
+		data, err := setup.ReadConfig(path)
 		if err != nil {
 			continue
 		}
@@ -162,7 +162,7 @@ func checkHook(o Options) (Check, []string) {
 	seen := map[string]bool{}
 	var commands, read []string
 	for _, path := range settingsFiles(o) {
-		data, err := os.ReadFile(path)
+		data, err := setup.ReadConfig(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -530,7 +530,7 @@ type hookFlags struct {
 }
 
 func settingsFlags(path string) (hookFlags, error) {
-	data, err := os.ReadFile(path)
+	data, err := setup.ReadConfig(path)
 	if err != nil {
 		return hookFlags{}, err
 	}

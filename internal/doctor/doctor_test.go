@@ -758,3 +758,33 @@ func TestHooksDisabled(t *testing.T) {
 	}
 	wantStatus(t, h.run(), "hook", doctor.StatusOK, "wired for")
 }
+
+// A project's .claude/settings.json is the repository's: one that is a
+// FIFO or links to /dev/zero fails the hook check at once, without
+// hanging doctor or filling its memory.
+func TestProjectSettingsThatAreNotFiles(t *testing.T) {
+	for _, kind := range []string{"fifo", "zero"} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHost(t, warpServer(t, nil))
+			h.wire("")
+			dir := filepath.Join(h.project, ".claude")
+			os.MkdirAll(dir, 0o755)
+			p := filepath.Join(dir, "settings.json")
+			if kind == "fifo" {
+				if err := syscall.Mkfifo(p, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan doctor.Report, 1)
+			go func() { done <- h.run() }()
+			select {
+			case rep := <-done:
+				wantStatus(t, rep, "hook", doctor.StatusFail, "not a regular file")
+			case <-time.After(20 * time.Second):
+				t.Fatal("doctor hangs on the project's settings")
+			}
+		})
+	}
+}

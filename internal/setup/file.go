@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -22,9 +24,37 @@ type fileEdit struct {
 	Backup  bool        // back the old content up before replacing it
 }
 
+// MaxConfigFile bounds a settings or unit file setup and doctor read.
+const MaxConfigFile = 16 << 20
+
+// ReadConfig reads an agent's settings file (or another file setup edits)
+// as setup and doctor do: a symlink is followed (dotfile managers link
+// settings.json), but only a regular file of at most MaxConfigFile bytes
+// is read. A project's .claude/ is the repository's: a settings.json that
+// links to /dev/zero or is a FIFO must not exhaust memory or hang.
+func ReadConfig(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFile+1))
+	if err == nil && len(data) > MaxConfigFile {
+		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", MaxConfigFile)}
+	}
+	return data, err
+}
+
 // readFile returns the content of path, existed false when it is missing.
 func readFile(path string) (data []byte, existed bool, err error) {
-	data, err = os.ReadFile(path)
+	data, err = ReadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
