@@ -420,7 +420,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
-		c.Fix = "the loop runs with the WARP_TOKEN start-work had: give it an agent token of the server (a line of its --token-file), then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
 	case st.LastOutcome == "corrupt-lease":
 		c.Status = StatusFail
 		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"

@@ -229,10 +229,10 @@ func (a *App) durations() (heartbeat.Durations, error) {
 }
 
 // client returns a warp client for url ("" → WARP_URL, else the default);
-// --url, when given, wins over both. WARP_TOKEN from the environment goes
-// only to the server WARP_URL names (heartbeat.SameServer): url comes from
-// a lease.json, which a repository can commit with a warp_url of its
-// choosing. A --token given for this run goes wherever the run goes.
+// --url, when given, wins over both. The token (WARP_TOKEN or --token)
+// goes only to the server WARP_URL (or --url) names
+// (heartbeat.SameServer): url comes from a lease.json, which a repository
+// can commit with a warp_url of its choosing.
 func (a *App) client(serverURL string) *client.Client {
 	if u, ok := a.overrides["WARP_URL"]; ok {
 		serverURL = u
@@ -242,9 +242,8 @@ func (a *App) client(serverURL string) *client.Client {
 		serverURL = configured
 	}
 	token := a.getenv("WARP_TOKEN")
-	_, given := a.overrides["WARP_TOKEN"]
-	if token != "" && !given && !heartbeat.SameServer(serverURL, configured) {
-		fmt.Fprintf(a.Stderr, "gyrum: WARP_TOKEN not sent to %s: the lease names another warp than WARP_URL (%s); only the lease's own secret goes there\n",
+	if token != "" && !heartbeat.SameServer(serverURL, configured) {
+		fmt.Fprintf(a.Stderr, "gyrum: the token was not sent to %s: the lease names another warp than WARP_URL (%s); only the lease's own secret goes there (give --url to send it there)\n",
 			clikit.Clean(serverURL), clikit.Clean(firstOf(configured, client.DefaultURL)))
 		token = ""
 	}

@@ -63,7 +63,13 @@ func TestURLAndTokenFlagsBeatTheEnvironment(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "--token") {
 		t.Fatalf("release with a wrong WARP_TOKEN: exit %d, stderr %q", r.code, r.stderr)
 	}
-	r = e.gyrum(wt, "", "release", "--token", tok, "-o", "json")
+	// The token goes only to the server --url (or WARP_URL) names, not
+	// to lease.json's alone (a repository can commit one).
+	r = e.gyrum(wt, "", "release", "--token", tok)
+	if r.code != 1 || !strings.Contains(r.stderr, "token was not sent") {
+		t.Fatalf("release --token, WARP_URL elsewhere: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = e.gyrum(wt, "", "release", "--url", e.ws.URL(), "--token", tok, "-o", "json")
 	var fr gyrumcli.FinishResult
 	if err := json.Unmarshal([]byte(r.stdout), &fr); r.code != 0 || err != nil || fr.Action != "released" || fr.Server != "ok" {
 		t.Fatalf("release --token: exit %d, %q (%v), stderr %q", r.code, r.stdout, err, r.stderr)

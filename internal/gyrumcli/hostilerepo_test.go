@@ -70,7 +70,7 @@ func TestCommittedLeaseDoesNotDrawTheToken(t *testing.T) {
 			if len(got) != 1 || got[0] != c.want {
 				t.Fatalf("the lease's server saw Authorization %q, want one request with %q (release: %+v)", got, c.want, r)
 			}
-			if warned := strings.Contains(r.stderr, "WARP_TOKEN not sent"); warned != (c.want == "") {
+			if warned := strings.Contains(r.stderr, "token was not sent"); warned != (c.want == "") {
 				t.Errorf("stderr %q: warned %v", r.stderr, warned)
 			}
 		})
@@ -152,7 +152,10 @@ func TestCommittedGyrumDirIsRefused(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "tracks") || !strings.Contains(r.stderr, "git rm -r --cached .gyrum") {
 		t.Fatalf("start-work in the repository: %+v", r)
 	}
-	assertEnded(t, e, "T-here", repo, "start-work-failed")
+	// Refused before the claim: the ticket was never taken.
+	if v := e.ws.Ticket("T-here"); v.Ticket.State != warp.TicketOpen || v.Lease != nil {
+		t.Fatalf("T-here: %s, lease %+v; want open, never claimed", v.Ticket.State, v.Lease)
+	}
 	if st := gitOut(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("the repository was changed: %q", st)
 	}
@@ -169,6 +172,16 @@ func TestCommittedGyrumDirIsRefused(t *testing.T) {
 	}
 	if v := e.ws.Ticket("T-wt"); v.Ticket.State != warp.TicketOpen {
 		t.Errorf("T-wt is %s, want open again", v.Ticket.State)
+	}
+
+	// In another letter case, which is the same directory on a
+	// case-insensitive file system (macOS's default).
+	gitOut(t, repo, "mv", ".gyrum", ".Gyrum")
+	gitOut(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "case")
+	e.ws.Create("T-case")
+	r = e.gyrum(repo, "", "start-work", "T-case", "--watch-pid", pid)
+	if r.code != 2 || !strings.Contains(r.stderr, ".Gyrum/wait.json") {
+		t.Fatalf("start-work with .Gyrum tracked: %+v", r)
 	}
 }
 

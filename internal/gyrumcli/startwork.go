@@ -226,6 +226,11 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 			return err
 		}
 		unlock = release
+		// Before the claim: nothing to give back (the check after the
+		// claim covers a --worktree checkout).
+		if err := refuseTracked(ctx, base); err != nil {
+			return err
+		}
 		if err := checkFree(base); err != nil {
 			return err
 		}
@@ -302,12 +307,8 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	res.Dir = wt
 
-	if files, err := trackedGyrum(ctx, wt); err != nil {
-		return err
-	} else if len(files) > 0 {
-		return clikit.Usagef("the repository tracks %s (%s): gyrum keeps the lease and its secret there, which must never be committed; "+
-			"remove it from the repository (git rm -r --cached %s, then commit) and run start-work again",
-			clikit.Clean(filepath.Join(wt, gyrumdir.DirName)), clikit.Clean(strings.Join(files, ", ")), gyrumdir.DirName)
+	if err := refuseTracked(steps, wt); err != nil {
+		return firstErr(stopIfInterrupted(), err)
 	}
 	d, err := gyrumdir.Create(wt)
 	if err != nil {
@@ -320,7 +321,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		return fmt.Errorf("clean %s: %w", d.Path, err)
 	}
 	// Agents must never commit lease files: keep .gyrum/ out of git.
-	if p, _, err := excludeGyrum(ctx, wt); err != nil {
+	if p, _, err := excludeGyrum(steps, wt); err != nil {
 		fmt.Fprintf(a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
 	}
 	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt,
@@ -411,6 +412,21 @@ func firstOf(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// refuseTracked refuses a worktree whose repository tracks .gyrum/
+// (trackedGyrum).
+func refuseTracked(ctx context.Context, wt string) error {
+	files, err := trackedGyrum(ctx, wt)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 {
+		return clikit.Usagef("the repository tracks %s (%s): gyrum keeps the lease and its secret there, which must never be committed; "+
+			"remove it from the repository (git rm -r --cached %s, then commit) and run start-work again",
+			clikit.Clean(filepath.Join(wt, gyrumdir.DirName)), clikit.Clean(strings.Join(files, ", ")), gyrumdir.DirName)
+	}
+	return nil
 }
 
 // checkFree refuses a worktree that already holds a lease: its state is

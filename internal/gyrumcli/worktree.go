@@ -120,7 +120,9 @@ func trackedGyrum(ctx context.Context, dir string) ([]string, error) {
 	if in, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil || in != "true" {
 		return nil, nil
 	}
-	out, err := git(ctx, dir, "ls-files", "--", gyrumdir.DirName)
+	// Any case: on a case-insensitive file system (macOS's default) a
+	// tracked .Gyrum/ is the directory gyrum writes into.
+	out, err := git(ctx, dir, "ls-files", "--", ":(icase)"+gyrumdir.DirName)
 	if err != nil || out == "" {
 		return nil, err
 	}

@@ -33,17 +33,37 @@ const MaxConfigFile = 16 << 20
 // is read. A project's .claude/ is the repository's: a settings.json that
 // links to /dev/zero or is a FIFO must not exhaust memory or hang.
 func ReadConfig(path string) ([]byte, error) {
+	notRegular := func(st fs.FileInfo) error {
+		if st.Mode().IsRegular() {
+			return nil
+		}
+		if st.Mode()&fs.ModeCharDevice != 0 {
+			if t, err := os.Readlink(path); err == nil && t == os.DevNull {
+				// systemctl mask links a unit to /dev/null.
+				return &fs.PathError{Op: "read", Path: path, Err: errors.New("a link to /dev/null (a masked systemd unit: systemctl --user unmask it first)")}
+			}
+		}
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+	}
+	// Looked at before it is opened: opening some devices acts (a
+	// watchdog device arms), and a link may name one.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := notRegular(st); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	if st, err = f.Stat(); err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+	if err := notRegular(st); err != nil { // replaced since the first look
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFile+1))
 	if err == nil && len(data) > MaxConfigFile {

@@ -45,3 +45,14 @@ func TestReadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A masked unit (a link to /dev/null) is named as such.
+func TestReadConfigMaskedUnit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gyrum-watchdog.service")
+	if err := os.Symlink(os.DevNull, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.ReadConfig(p); err == nil || !strings.Contains(err.Error(), "masked") {
+		t.Errorf("masked unit: %v", err)
+	}
+}

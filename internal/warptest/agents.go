@@ -44,6 +44,10 @@ func StartAgentTree(t testing.TB) AgentTree {
 		return p
 	}
 	claude, codex := named("claude"), named("codex")
+	// A multi-call /bin/sh (busybox) runs under its own name only.
+	if err := exec.Command(claude, "-c", "exit 0").Run(); err != nil {
+		t.Skipf("a copy of /bin/sh does not run under another name (%v)", err)
+	}
 	cmd := exec.Command(claude, "-c",
 		codex+` -c 'sleep 1000 & echo $$; echo $!; wait' & sh -c 'sleep 1000 & echo $!; wait' & wait`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
