@@ -349,15 +349,20 @@ func checkLoops(o Options) []Check {
 	for _, b := range bad {
 		checks = append(checks, Check{Name: "loop", Status: StatusFail, Detail: b.Err.Error(), Fix: "run gyrum watchdog sweep (it removes corrupt entries)"})
 	}
-	covered := map[string]bool{}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Dir < entries[j].Dir })
 	for _, e := range entries {
-		covered[filepath.Clean(e.Dir)] = true
 		checks = append(checks, checkLoop(e))
 	}
 	if o.Cwd != "" {
-		if d, err := gyrumdir.Find(o.Cwd); err == nil && d.HasLease() && !covered[filepath.Clean(d.Worktree)] {
-			checks = append(checks, checkUnregistered(d))
+		if d, err := gyrumdir.Find(o.Cwd); err == nil && d.HasLease() {
+			// The registry may name the worktree by another path (a link).
+			covered := false
+			for _, e := range entries {
+				covered = covered || gyrumdir.SamePath(e.Dir, d.Worktree)
+			}
+			if !covered {
+				checks = append(checks, checkUnregistered(d))
+			}
 		}
 	}
 	if len(checks) == 0 {

@@ -235,3 +235,49 @@ func TestStatusShowsTheLoopsJudgement(t *testing.T) {
 	}
 	e.inproc(wt, "release")
 }
+
+// start-work run from a shell in a directory reached through a symlink
+// records the path the shell shows ($PWD); an agent's payload names the
+// real path (Claude Code's cwd, Codex's). The hook credits the worktree
+// either way, and release from the real path forgets it.
+func TestWorktreeThroughASymlink(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-link")
+	real := mkdir(t)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	e.vars["PWD"] = link // what a shell that cd'd through the link exports
+	_, w := agent(t, "sleep", "1000")
+	sr := e.startResult(e.gyrum(link, "", "start-work", "T-link", "--watch-pid", strconv.Itoa(w.PID), "--json"))
+	if sr.Dir != link {
+		t.Fatalf("start-work recorded %q, want the shell's %q (the test needs the link form)", sr.Dir, link)
+	}
+	delete(e.vars, "PWD")
+	d, _ := gyrumdir.Open(real)
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	silentOK(t, e.gyrum(t.TempDir(), hookPayload("PostToolUse", real), "touch-activity"))
+	if !touched(t, d) {
+		t.Fatal("a payload naming the real path did not credit the worktree start-work recorded through a link")
+	}
+	// Without its loop (the hook's other way to know the worktree is
+	// gyrum's), the record start-work made must still be found.
+	if r := e.gyrum(real, "", "heartbeat", "kill"); r.code != 0 {
+		t.Fatalf("heartbeat kill: %+v", r)
+	}
+	d.TouchActivity(time.Now().Add(-time.Hour))
+	silentOK(t, e.gyrum(t.TempDir(), hookPayload("PostToolUse", real), "touch-activity"))
+	if !touched(t, d) {
+		t.Fatal("without the loop, a payload naming the real path did not credit the worktree")
+	}
+	if r := e.gyrum(real, "", "release"); r.code != 0 {
+		t.Fatalf("release from the real path: %+v", r)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.home, "worktrees")); len(ents) != 0 {
+		t.Errorf("prepared entries left after the release: %v", ents)
+	}
+	if links, err := gyrumdir.NewAgentIndex(e.home).List(); err != nil || len(links) != 0 {
+		t.Errorf("agent index entries left after the release: %+v %v", links, err)
+	}
+}

@@ -94,7 +94,7 @@ func (x AgentIndex) RemoveWorktree(worktree string) error {
 	links, err := x.List()
 	var errs []error
 	for _, l := range links {
-		if l.Worktree == worktree {
+		if SamePath(l.Worktree, worktree) {
 			errs = append(errs, x.remove(l))
 		}
 	}

@@ -575,3 +575,28 @@ func TestReadOnlyWorktree(t *testing.T) {
 		t.Fatal("TouchActivity in a read-only .gyrum succeeded")
 	}
 }
+
+func TestSamePath(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{real, real + "/", true},
+		{link, real, true},
+		{filepath.Join(link, "."), real, true},
+		{real, other, false},
+		{link, other, false},
+		{"/no/such/dir", "/no/such/dir", true},
+		{"/no/such/dir", real, false},
+	} {
+		if got := gyrumdir.SamePath(c.a, c.b); got != c.want {
+			t.Errorf("SamePath(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

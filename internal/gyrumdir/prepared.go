@@ -26,7 +26,11 @@ func (p Prepared) Home() string { return filepath.Dir(p.dir) }
 
 func (p Prepared) path(worktree string) string { return filepath.Join(p.dir, linkName(worktree)) }
 
-// Add records worktree (absolute) as prepared.
+// Add records worktree (absolute) as prepared, under the path given and,
+// when it goes through a symlink, under its real path too: start-work
+// names the directory as the shell does ($PWD, links kept), an agent's
+// payload as the kernel does (Claude Code's cwd is the real path), and Has
+// stays one read either way.
 func (p Prepared) Add(worktree string) error {
 	if !filepath.IsAbs(worktree) {
 		return fmt.Errorf("prepared add: %q is not absolute", worktree)
@@ -34,15 +38,63 @@ func (p Prepared) Add(worktree string) error {
 	if err := os.MkdirAll(p.dir, DirPerm); err != nil {
 		return fmt.Errorf("prepared add: %w", err)
 	}
-	return WriteFileAtomic(p.path(worktree), []byte(worktree+"\n"))
-}
-
-// Remove forgets worktree; a missing entry is not an error.
-func (p Prepared) Remove(worktree string) error {
-	if err := os.Remove(p.path(worktree)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("prepared remove: %w", err)
+	for _, w := range pathForms(worktree) {
+		if err := WriteFileAtomic(p.path(w), []byte(w+"\n")); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// Remove forgets worktree by whatever path it was recorded (SamePath: a
+// release run from the real path forgets the entry of a start-work run
+// through a link); a missing entry is not an error.
+func (p Prepared) Remove(worktree string) error {
+	var errs []error
+	rm := func(f string) {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("prepared remove: %w", err))
+		}
+	}
+	for _, w := range pathForms(worktree) {
+		rm(p.path(w))
+	}
+	names, _ := readDirNames(p.dir)
+	for _, name := range names {
+		if strings.HasPrefix(name, ".") {
+			continue // a concurrent Add's temp file
+		}
+		f := filepath.Join(p.dir, name)
+		if data, err := readSmall(f, 4096+1); err == nil && SamePath(strings.TrimSuffix(string(data), "\n"), worktree) {
+			rm(f)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SamePath reports whether a and b name the same directory: the same
+// string, or the same real path once symlinks are resolved (start-work
+// may have recorded a worktree by a path through a link, and a later
+// command, or an agent, name it by its real path).
+func SamePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err := filepath.EvalSymlinks(a)
+	if err != nil {
+		return false
+	}
+	rb, err := filepath.EvalSymlinks(b)
+	return err == nil && ra == rb
+}
+
+// pathForms returns path and, when it differs, its real path (symlinks
+// resolved); path alone when that cannot be resolved (gone already).
+func pathForms(path string) []string {
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		return []string{path, real}
+	}
+	return []string{path}
 }
 
 // Has reports whether worktree was prepared (one small read). A worktree
@@ -64,7 +116,7 @@ func (p Prepared) Has(worktree string) bool {
 		return false
 	}
 	e, err := NewRegistry(p.Home()).Read(id.PID)
-	return err == nil && e.Dir == worktree && e.Identity() == id && id.Alive()
+	return err == nil && SamePath(e.Dir, worktree) && e.Identity() == id && id.Alive()
 }
 
 // Prune forgets the worktrees whose lease.json is gone (released,
