@@ -116,7 +116,7 @@ func Inherited(agent, from int) (nearer proc.Info, name string, ok bool) {
 		if err != nil || in.Zombie {
 			return proc.Info{}, "", false
 		}
-		if name == "" {
+		if name == "" && !shell(in.Name) {
 			args, _ := proc.Cmdline(pid)
 			if n, isAgent := Name(in.Name, args); isAgent {
 				nearer, name = in, n
@@ -125,4 +125,15 @@ func Inherited(agent, from int) (nearer proc.Info, name string, ok bool) {
 		pid = in.PPID
 	}
 	return proc.Info{}, "", false
+}
+
+// shell reports whether comm is a shell, which is never an agent: the
+// walk reads no command line of it (every hook and tool call runs under
+// one, and the hook's walk is on its hot path).
+func shell(comm string) bool {
+	switch comm {
+	case "sh", "bash", "dash", "zsh", "ksh", "fish", "busybox":
+		return true
+	}
+	return false
 }

@@ -47,3 +47,17 @@ func TestName(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInherited: the hook's walk in a Claude Code session, from the
+// tool call's process two levels below claude (what the hook pays, only
+// when its agent holds leases in the index):
+//
+//	go test ./internal/agentproc -run '^$' -bench Inherited -benchmem
+func BenchmarkInherited(b *testing.B) {
+	tr := warptest.StartAgentTree(b)
+	for b.Loop() {
+		if _, _, ok := agentproc.Inherited(tr.Claude, tr.UnderClaude); ok {
+			b.Fatal("the Claude Code's own call was taken for another agent's")
+		}
+	}
+}
