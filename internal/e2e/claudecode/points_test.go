@@ -847,6 +847,65 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	}
 }
 
+// (8b) Another agent started from the session: the Bash call runs a
+// "codex" (here a copy of /bin/sh by that name), which runs start-work.
+// Claude Code put CLAUDE_PID — its own pid — in the call's environment,
+// and codex hands it down; start-work must watch codex, the agent between
+// it and claude, not the Claude Code session. Once codex has ended (its
+// script returns right after start-work) the loop reports parent-exited
+// while the session still works.
+//
+// start-work once watched CLAUDE_PID whatever ran in between: the lease
+// of an agent that was gone stayed green for as long as the session ran.
+func TestPointNestedAgentIsWatched(t *testing.T) {
+	claudetest.Require(t)
+	ws := warptest.Start(t)
+	ws.Create("T-8b")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh")
+	}
+	codex := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(codex, sh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// "; true" keeps codex from exec-ing gyrum: it stays the parent.
+	claim := claudetest.Bash(shellquote.Quote(codex) + " -c " + shellquote.Quote(shellquote.Quote(gyrumBin)+" start-work T-8b --json; true"))
+	work := []claudetest.ToolUse{claudetest.Bash("sleep 1; echo a"), claudetest.Bash("sleep 1; echo b")}
+	turns := []claudetest.Turn{claudetest.Tools(claim)}
+	for _, c := range work {
+		turns = append(turns, claudetest.Tools(c))
+	}
+	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
+	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
+	reqs := model.WaitRequests(sessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
+	last := reqs[len(turns)].At
+	s.WaitOK(sessionTimeout)
+
+	sr := startResultOf(t, model, claim)
+	if sr.Watched != "codex" || sr.WatchedHow != "ancestor" || sr.WatchedPID == s.Pid() {
+		t.Fatalf("start-work under codex in a Claude Code session watches %d %q (%s), want codex found by the walk, not claude %d",
+			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
+	}
+	var report time.Time
+	poll(t, "the loop's parent-exited report once codex ended", func() bool {
+		for _, b := range beatsOf(ws, "T-8b") {
+			if b.Body.Exit == string(heartbeat.ExitParentExited) {
+				report = b.At
+				return true
+			}
+		}
+		return false
+	})
+	if !report.Before(last) {
+		t.Errorf("parent-exited report %v after the session's last request: the loop watched the session, not codex", report.Sub(last))
+	}
+}
+
 // (9) gyrum doctor reports hooks switched off: "disableAllHooks": true next
 // to the hook gyrum setup installed makes `gyrum doctor --json` fail the
 // hook check with a fix naming disableAllHooks — and the real CLI with
