@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes shared by both programs. A command may end with another code
@@ -83,4 +86,16 @@ func exitCode(f *Failure) int {
 		return ExitError
 	}
 	return coded.ExitCode()
+}
+
+// NoArgs is cobra.NoArgs with a usage error that says what the command
+// works on instead (hint), so `gyrum release T-8` does not read as an
+// unknown command.
+func NoArgs(hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		return Usagef("%s takes no arguments (got %q): %s", cmd.CommandPath(), Clean(strings.Join(args, " ")), hint)
+	}
 }

@@ -65,6 +65,9 @@ type App struct {
 	// run (see applyClientFlags).
 	flagURL, flagToken string
 	overrides          map[string]string
+	// withheld is the server the token was kept from this run (client):
+	// a 401 from it is that, not a wrong token.
+	withheld string
 }
 
 // Execute runs the command line args (without the program name) with the
@@ -90,7 +93,7 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	}
 	// --url / --token wrap Getenv for this run only (applyClientFlags).
 	defer func(getenv func(string) string) { a.Getenv, a.overrides = getenv, nil }(a.Getenv)
-	return clikit.Execute(ctx, a.RootCommand(), args, clikit.Report{Message: apiclient.Message, Hint: hint})
+	return clikit.Execute(ctx, a.RootCommand(), args, clikit.Report{Message: apiclient.Message, Hint: a.hint})
 }
 
 func wantsHelp(args []string) bool {
@@ -246,6 +249,7 @@ func (a *App) client(serverURL string) *client.Client {
 		fmt.Fprintf(a.Stderr, "gyrum: the token was not sent to %s: the lease names another warp than WARP_URL (%s); only the lease's own secret goes there (give --url to send it there)\n",
 			clikit.Clean(serverURL), clikit.Clean(firstOf(configured, client.DefaultURL)))
 		token = ""
+		a.withheld = clikit.Clean(serverURL)
 	}
 	return client.NewClient(serverURL, token)
 }
@@ -313,11 +317,14 @@ lease on ticket ... "}}, which Claude Code shows the model.`,
 
 // hint says what to do about a failure, "" when there is nothing useful to
 // say.
-func hint(f *clikit.Failure) string {
+func (a *App) hint(f *clikit.Failure) string {
 	var ae *client.APIError
 	if errors.As(f.Err, &ae) {
 		switch ae.Code {
 		case client.CodeUnauthorized, client.CodeForbidden:
+			if a.withheld != "" {
+				return "the token was kept from " + a.withheld + " (not WARP_URL's server): if that is your warp, run the command again with --url " + a.withheld
+			}
 			return "set WARP_TOKEN (or pass --token) to an agent token of the server (a line of its --token-file)"
 		}
 		return ""

@@ -47,6 +47,9 @@ func TestStartWorkBadInput(t *testing.T) {
 		{"unknown ticket", []string{"start-work", "T-404", "--watch-pid", wp}, nil, 1, "not found"},
 		{"unknown flag", []string{"start-work", "T-1", "--frobnicate"}, nil, 2, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, nil, 2, "unknown command"},
+		{"release with a ticket", []string{"release", "T-8"}, nil, 2, "releases the lease of this worktree (name another with --dir D)"},
+		{"complete-pr with a ticket", []string{"complete-pr", "T-8"}, nil, 2, "takes no arguments"},
+		{"wait with a length", []string{"wait", "45m"}, nil, 2, "--for 45m"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

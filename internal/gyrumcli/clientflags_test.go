@@ -57,11 +57,12 @@ func TestURLAndTokenFlagsBeatTheEnvironment(t *testing.T) {
 			t.Fatalf("the loop got %d: it did not get --token", b.Status)
 		}
 	}
-	// release uses lease.json's warp_url, not WARP_URL, and WARP_TOKEN is
-	// wrong: refused, lease.json kept.
+	// release uses lease.json's warp_url, not WARP_URL, which names
+	// another server: the token is kept from it, the server refuses, the
+	// hint says to name it with --url, and lease.json is kept.
 	r = e.gyrum(wt, "", "release")
-	if r.code != 1 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "--token") {
-		t.Fatalf("release with a wrong WARP_TOKEN: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, "run the command again with --url "+e.ws.URL()) {
+		t.Fatalf("release with WARP_URL elsewhere: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// The token goes only to the server --url (or WARP_URL) names, not
 	// to lease.json's alone (a repository can commit one).

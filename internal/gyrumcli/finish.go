@@ -28,7 +28,7 @@ answers that the lease already ended (410), belongs to someone else (409,
 including not_holder) or the ticket is unknown (404), that is reported (exit
 1) and the local state is cleaned anyway; when warp cannot be reached,
 lease.json is kept so the command can be run again.`,
-		Args: cobra.NoArgs,
+		Args: clikit.NoArgs("it completes the lease of this worktree (name another with --dir D); warp ticket complete ID is the operator's command for any ticket"),
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			return a.finish(cmd.Context(), dir, true, pr, asJSON)
 		}),
@@ -50,7 +50,7 @@ with its epoch and lease secret and cleans .gyrum/. A lease that already
 ended (410), was taken over (409) or whose ticket is unknown (404) counts as
 released: the local state is cleaned and the answer reported. When warp cannot be reached, lease.json is kept so the
 command can be run again.`,
-		Args: cobra.NoArgs,
+		Args: clikit.NoArgs("it releases the lease of this worktree (name another with --dir D); warp release ID is the operator's command for any ticket"),
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			return a.finish(cmd.Context(), dir, false, "", asJSON)
 		}),

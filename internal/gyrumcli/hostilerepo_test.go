@@ -215,3 +215,17 @@ func TestStartWorkClearsLeftovers(t *testing.T) {
 		t.Error("the old notice is still there")
 	}
 }
+
+// --worktree outside a git repository is refused before the claim.
+func TestWorktreeOutsideGitBeforeTheClaim(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-nogit")
+	_, w := agent(t, "sleep", "1000")
+	r := e.gyrum(mkdir(t), "", "start-work", "T-nogit", "--worktree", "--watch-pid", strconv.Itoa(w.PID))
+	if r.code != 2 || !strings.Contains(r.stderr, "needs a git repository") {
+		t.Fatalf("start-work --worktree outside git: %+v", r)
+	}
+	if v := e.ws.Ticket("T-nogit"); v.Ticket.State != warp.TicketOpen || v.Lease != nil {
+		t.Fatalf("T-nogit: %s, lease %+v; want open, never claimed", v.Ticket.State, v.Lease)
+	}
+}

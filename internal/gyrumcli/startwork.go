@@ -234,6 +234,13 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		if err := checkFree(base); err != nil {
 			return err
 		}
+	} else if _, err := a.planWorktree(ctx, base, "T"); err != nil {
+		return err // not a git repository: found before the claim, not after
+	}
+	if child != nil {
+		if err := findCommand(child[0]); err != nil {
+			return err
+		}
 	}
 	var watched Watched
 	if child != nil {
@@ -244,6 +251,9 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		watched = Watched{Identity: self, Name: "gyrum", How: "self"}
 	} else if watched, err = a.resolveWatched(o.watchPID); err != nil {
 		return err
+	} else if watched.How == "parent" {
+		fmt.Fprintf(a.Stderr, "gyrum: no agent process found above start-work: watching its parent, pid %d (%s); the lease ends when it exits. "+
+			"Name the agent with --watch-pid PID or CLAUDE_PID, or run it under gyrum start-work -- CMD\n", watched.PID, clikit.Clean(watched.Name))
 	}
 	agent := firstOf(o.agent, a.getenv("GYRUM_AGENT"))
 	host := firstOf(o.host, a.getenv("GYRUM_HOST"))
@@ -467,6 +477,31 @@ func printStart(w io.Writer, r StartResult, asJSON bool) error {
 // runChild runs CMD in dir with gyrum's streams, forwarding signals, and
 // returns its exit code (128+N when signal N killed it). The error is for a
 // command that could not be started.
+// findCommand refuses, before anything is claimed, a CMD that cannot be
+// found: a bare name not on $PATH, or a path that is not an executable
+// file. A relative path with a slash is looked up in the worktree when CMD
+// starts (which may not exist yet), so it is not checked here.
+func findCommand(name string) error {
+	notFound := func(err error) error {
+		return clikit.WithExitCode(127, fmt.Errorf("start %s: %w: nothing was claimed", name, err))
+	}
+	switch {
+	case !strings.ContainsRune(name, '/'):
+		if _, err := exec.LookPath(name); err != nil {
+			return notFound(err)
+		}
+	case filepath.IsAbs(name):
+		st, err := os.Stat(name)
+		if err != nil {
+			return notFound(err)
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return clikit.WithExitCode(126, fmt.Errorf("start %s: not an executable file: nothing was claimed", name))
+		}
+	}
+	return nil
+}
+
 func (a *App) runChild(args []string, d gyrumdir.Dir, sigs chan os.Signal) (int, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = d.Worktree

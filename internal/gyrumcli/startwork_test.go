@@ -320,11 +320,36 @@ func TestWrapperKilledTakesTheCommandWithIt(t *testing.T) {
 	waitFor(t, "the loop's exit report", func() bool { return e.ws.Lease("T-k").Exit == "parent-exited" })
 }
 
+// A CMD that cannot be found on $PATH or at its absolute path is refused
+// before the claim: the ticket keeps its epoch and its history.
+func TestWrapperCommandNotFoundBeforeTheClaim(t *testing.T) {
+	e := newEnv(t)
+	wt := mkdir(t)
+	notExec := filepath.Join(t.TempDir(), "data.txt")
+	os.WriteFile(notExec, []byte("x"), 0o644)
+	for i, c := range []struct {
+		cmd  string
+		code int
+	}{{"no-such-command-anywhere", 127}, {filepath.Join(t.TempDir(), "no-such-command"), 127}, {notExec, 126}} {
+		ticket := fmt.Sprintf("T-nf%d", i)
+		e.ws.Create(ticket)
+		r := e.gyrum(wt, "", "start-work", ticket, "--", c.cmd)
+		if r.code != c.code || !strings.Contains(r.stderr, c.cmd) || !strings.Contains(r.stderr, "nothing was claimed") {
+			t.Fatalf("start-work -- %s: %+v, want exit %d naming the command", c.cmd, r, c.code)
+		}
+		if v := e.ws.Ticket(ticket); v.Ticket.State != warp.TicketOpen || v.Lease != nil {
+			t.Fatalf("%s after the refusal: %s, lease %+v; want open, never claimed", ticket, v.Ticket.State, v.Lease)
+		}
+	}
+}
+
+// A CMD found only once it starts (a path relative to the worktree) that
+// fails to start: the claim is undone.
 func TestWrapperCommandNotFound(t *testing.T) {
 	e := newEnv(t)
 	e.ws.Create("T-nf")
 	wt := mkdir(t)
-	r := e.gyrum(wt, "", "start-work", "T-nf", "--", filepath.Join(t.TempDir(), "no-such-command"))
+	r := e.gyrum(wt, "", "start-work", "T-nf", "--", "./no-such-command")
 	if r.code != 127 || !strings.Contains(r.stderr, "no-such-command") {
 		t.Fatalf("got %+v, want exit 127 naming the command", r)
 	}
@@ -418,7 +443,7 @@ func TestStartWorkWorktreeFailureUndoesAll(t *testing.T) {
 	repo := initRepo(t)
 	root := t.TempDir()
 	e.vars["GYRUM_WORKTREE_ROOT"] = root
-	r := e.gyrum(repo, "", "start-work", "T-8", "--worktree", "--", filepath.Join(root, "missing-cmd"))
+	r := e.gyrum(repo, "", "start-work", "T-8", "--worktree", "--", "./missing-cmd")
 	if r.code != 127 {
 		t.Fatalf("got %+v, want 127", r)
 	}
@@ -574,6 +599,7 @@ func TestWatchedProcessResolution(t *testing.T) {
 	bin := t.TempDir()
 	// A Bash tool call: the agent runs bash -c, which runs gyrum; "; true"
 	// keeps bash from exec-ing gyrum, so gyrum's parent is the short-lived bash.
+	var lastStderr string // start-work's, of the last run
 	// via, when set, is a second agent the first starts, with CLAUDE_PID
 	// set to the first (what Claude Code hands down), which runs the call.
 	run := func(t *testing.T, agentName, ticket string, extra map[string]string, via ...string) (gyrumcli.StartResult, int) {
@@ -601,6 +627,7 @@ func TestWatchedProcessResolution(t *testing.T) {
 			t.Fatalf("%v\n%s", err, errb.String())
 		}
 		sr := e.startResult(result{stdout: out.String(), stderr: errb.String()})
+		lastStderr = errb.String()
 		if r := e.gyrum(wt, "", "release"); r.code != 0 {
 			t.Fatalf("release: %+v", r)
 		}
@@ -625,6 +652,9 @@ func TestWatchedProcessResolution(t *testing.T) {
 		sr, pid := run(t, "not-an-agent", "T-anc3", nil)
 		if sr.WatchedHow != "parent" || sr.Watched != "bash" {
 			t.Fatalf("watched %+v, want the parent bash", sr)
+		}
+		if !strings.Contains(lastStderr, "no agent process found above start-work") {
+			t.Errorf("no warning that only the parent is watched: %q", lastStderr)
 		}
 		if sr.WatchedPID == pid {
 			t.Fatal("watched the outer process, want the direct parent")

@@ -26,7 +26,7 @@ HEARTBEAT_INFLIGHT_MAX_SECS (default 7200 s); 'gyrum wait --done' ends it
 early and touches last-activity. The command returns at once.`,
 		Example: `  gyrum wait --for 45m --reason "CI on PR 12"
   gyrum wait --done`,
-		Args: cobra.NoArgs,
+		Args: clikit.NoArgs("give the length and the reason as flags: gyrum wait --for 45m --reason \"CI queue\""),
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {

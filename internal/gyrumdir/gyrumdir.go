@@ -140,7 +140,7 @@ func Find(start string) (Dir, error) {
 		}
 		up := filepath.Dir(cur)
 		if up == cur {
-			return Dir{}, fmt.Errorf("%w in %s or any parent", ErrNoDir, abs)
+			return Dir{}, fmt.Errorf("%w holding a lease in %s or any parent (none was claimed here, or it was released already)", ErrNoDir, abs)
 		}
 		cur = up
 	}
