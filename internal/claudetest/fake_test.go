@@ -319,7 +319,6 @@ func TestStallReleasesOnClose(t *testing.T) {
 		t.Fatalf("stalled request ended before Close: %v", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	start := time.Now()
 	m.Close()
 	select {
 	case err := <-errc:
@@ -328,9 +327,6 @@ func TestStallReleasesOnClose(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stalled request not released by Close")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Close took %v", d)
 	}
 	if m.Served() != 1 {
 		t.Errorf("served %d", m.Served())

@@ -122,6 +122,10 @@ func TestCompleteAndRelease(t *testing.T) {
 	sr := e.startResult(e.gyrum(wt, "", "start-work", "T-c", "--watch-pid", wp, "--json"))
 	loop, _ := proc.Lookup(sr.LoopPID)
 	waitFor(t, "a heartbeat", func() bool { return e.ws.Count() >= 1 })
+	// The helper the "no loop left" checks use sees the running loop.
+	if pids := heartbeatProcesses(wt); len(pids) != 1 || pids[0] != loop.PID {
+		t.Fatalf("heartbeatProcesses(%s) = %v, want the loop %d", wt, pids, loop.PID)
+	}
 	// The loop runs with one P unless the user's environment names a
 	// GOMAXPROCS (this test process's does not).
 	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", loop.PID)); err == nil && os.Getenv("GOMAXPROCS") == "" &&

@@ -17,6 +17,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 
 // gyrumBin is the gyrum binary built once for the package's tests.
@@ -176,20 +177,22 @@ func (e *env) loopsRunning() []gyrumdir.Entry {
 	return live
 }
 
-// heartbeatProcesses returns the pids of processes running
-// `gyrum heartbeat run --dir dir`, registered or not.
+// heartbeatProcesses returns the pids of processes running a heartbeat
+// loop of dir — `gyrum heartbeat run --dir dir` or the same words of
+// gyrum-loop, which start-work runs when it sits beside gyrum —
+// registered or not.
 func heartbeatProcesses(dir string) []int {
 	pids, _ := proc.List()
 	var out []int
 	for _, pid := range pids {
 		args, err := proc.Cmdline(pid)
-		if err != nil || len(args) < 5 {
+		if err != nil {
 			continue
 		}
 		if _, err := proc.Lookup(pid); err != nil {
 			continue // zombie
 		}
-		if filepath.Base(args[0]) == "gyrum" && args[1] == "heartbeat" && args[2] == "run" && args[4] == dir {
+		if d, ok := watchdog.LoopDir(args); ok && filepath.Clean(d) == filepath.Clean(dir) {
 			out = append(out, pid)
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -563,7 +565,10 @@ func TestStateRoundTrip(t *testing.T) {
 
 func TestReadOnlyWorktree(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root ignores permissions")
+		// Root ignores permissions (and CI runs as root): the test runs
+		// again as nobody, in a copy of this binary nobody may execute.
+		asNobody(t, "TestReadOnlyWorktree")
+		return
 	}
 	d := mustCreate(t)
 	os.Chmod(d.Path, 0o500)
@@ -598,5 +603,38 @@ func TestSamePath(t *testing.T) {
 		if got := gyrumdir.SamePath(c.a, c.b); got != c.want {
 			t.Errorf("SamePath(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// asNobody runs test name of this test binary as the user nobody (uid and
+// gid 65534) and fails when it fails. The binary is copied where nobody
+// can run it; nobody's temporary directories go under /tmp.
+func asNobody(t *testing.T, name string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "as-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.count", "1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=/tmp"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("%s as nobody: %v\n%s", name, err, out)
 	}
 }
