@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
@@ -279,5 +280,32 @@ func TestWorktreeThroughASymlink(t *testing.T) {
 	}
 	if links, err := gyrumdir.NewAgentIndex(e.home).List(); err != nil || len(links) != 0 {
 		t.Errorf("agent index entries left after the release: %+v %v", links, err)
+	}
+}
+
+// A lease whose loop is gone (killed here; after a lease ended on warp,
+// the loop exits the same way) is still listed by status: the lease.json
+// is there and the lease may still be held, and the lease-ended notice
+// sends the agent to status.
+func TestStatusListsLeasesWithoutALoop(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-gone")
+	wt := mkdir(t)
+	_, w := agent(t, "sleep", "1000")
+	e.startResult(e.gyrum(wt, "", "start-work", "T-gone", "--watch-pid", strconv.Itoa(w.PID), "--json"))
+	defer e.gyrum(wt, "", "release")
+	if r := e.gyrum(wt, "", "heartbeat", "kill"); r.code != 0 {
+		t.Fatalf("heartbeat kill: %+v", r)
+	}
+	r := e.gyrum(t.TempDir(), "", "status", "--json")
+	var hs gyrumcli.HostStatus
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &hs) != nil {
+		t.Fatalf("status: %+v", r)
+	}
+	if len(hs.Loops) != 1 || hs.Loops[0].Ticket != "T-gone" || hs.Loops[0].LoopAlive || hs.Loops[0].Dir != wt {
+		t.Fatalf("status lists %+v, want T-gone in %s without a live loop", hs.Loops, wt)
+	}
+	if r := e.gyrum(t.TempDir(), "", "status"); r.code != 0 || !strings.Contains(r.stdout, "T-gone") {
+		t.Fatalf("status text: %+v", r)
 	}
 }

@@ -22,10 +22,14 @@ func (a *App) statusCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Every lease and loop on this host (from $GYRUM_HOME/run)",
+		Short: "Every lease and loop on this host (from $GYRUM_HOME)",
 		Long: `status lists every loop in the registry ($GYRUM_HOME/run) with its lease, whether
 the loop and the watched process are alive, the activity age and the loop's
-last POST and its outcome (.gyrum/heartbeat.state).`,
+last POST and its outcome (.gyrum/heartbeat.state). It also lists every
+worktree a start-work on this host prepared ($GYRUM_HOME/worktrees) that
+still holds a lease.json but whose loop is gone: the loop exited (its last
+outcome says why, e.g. the lease ended or the agent exited) and the lease may
+still be held on warp; release it with gyrum release --dir D.`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			reg, err := a.registry()
@@ -53,6 +57,19 @@ last POST and its outcome (.gyrum/heartbeat.state).`,
 				}
 				hs.Loops = append(hs.Loops, s)
 			}
+			// Leases whose loop is gone: no registry entry, lease.json kept.
+			if home, err := gyrumdir.Home(a.getenv); err == nil {
+				wts, _ := gyrumdir.NewPrepared(home).List()
+				for _, wt := range wts {
+					covered := false
+					for _, e := range entries {
+						covered = covered || gyrumdir.SamePath(e.Dir, wt)
+					}
+					if d, err := gyrumdir.At(wt); err == nil && !covered && d.HasLease() {
+						hs.Loops = append(hs.Loops, a.inspect(d, 0))
+					}
+				}
+			}
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, hs)
 			}
@@ -68,7 +85,7 @@ func (a *App) printHostStatus(hs HostStatus) error {
 		fmt.Fprintf(a.Stderr, "gyrum: corrupt registry entry: %s\n", c)
 	}
 	if len(hs.Loops) == 0 {
-		_, err := fmt.Fprintf(a.Stdout, "no loops registered in %s\n", hs.Registry)
+		_, err := fmt.Fprintf(a.Stdout, "no leases and no loops on this host (registry %s)\n", hs.Registry)
 		return err
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)

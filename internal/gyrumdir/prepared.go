@@ -119,6 +119,37 @@ func (p Prepared) Has(worktree string) bool {
 	return err == nil && SamePath(e.Dir, worktree) && e.Identity() == id && id.Alive()
 }
 
+// List returns the recorded worktrees, each once (the forms Add records
+// of one worktree count as one); entries that cannot be read are skipped.
+func (p Prepared) List() ([]string, error) {
+	names, err := readDirNames(p.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prepared: %w", err)
+	}
+	var out []string
+	for _, name := range names {
+		if strings.HasPrefix(name, ".") {
+			continue // a concurrent Add's temp file
+		}
+		data, err := readSmall(filepath.Join(p.dir, name), 4096+1)
+		if err != nil {
+			continue
+		}
+		w := strings.TrimSuffix(string(data), "\n")
+		dup := false
+		for _, o := range out {
+			dup = dup || SamePath(o, w)
+		}
+		if !dup {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
 // Prune forgets the worktrees whose lease.json is gone (released,
 // completed, deleted) and returns how many.
 func (p Prepared) Prune() (int, error) {
