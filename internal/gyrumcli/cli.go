@@ -320,6 +320,9 @@ lease on ticket ... "}}, which Claude Code shows the model.`,
 func (a *App) hint(f *clikit.Failure) string {
 	var ae *client.APIError
 	if errors.As(f.Err, &ae) {
+		if ae.Guessed {
+			return "" // not warp's answer: its codes' hints do not apply (Message says where to look)
+		}
 		switch ae.Code {
 		case client.CodeUnauthorized, client.CodeForbidden:
 			if a.withheld != "" {

@@ -103,6 +103,9 @@ func hint(f *clikit.Failure) string {
 	err := f.Err
 	var ae *client.APIError
 	if errors.As(err, &ae) {
+		if ae.Guessed {
+			return "" // not warp's answer: its codes' hints do not apply (Message says where to look)
+		}
 		switch ae.Code {
 		case client.CodeUnauthorized:
 			return "pass a token with --token or WARP_TOKEN (a line of the server's --token-file, or the server's WARP_TOKEN)"

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
@@ -20,9 +22,28 @@ import (
 func Message(err error) string {
 	var ae *client.APIError
 	if errors.As(err, &ae) {
+		if ae.Guessed {
+			// Not warp's error body: another server (or a proxy) answered.
+			// Its page is cut to one short line, and the reader is told
+			// where to look instead of being shown a page of HTML.
+			return fmt.Sprintf("%s (HTTP %d without warp's error body: is WARP_URL, or --url, a warp server?)", oneLine(ae.Message, 120), ae.Status)
+		}
 		return fmt.Sprintf("%s (HTTP %d %s)", ae.Message, ae.Status, ae.Code)
 	}
 	return err.Error()
+}
+
+// oneLine is s with every run of white space made one space, cut to at
+// most n bytes (on a rune boundary) with "…" when cut.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // ValidURL reports whether u can be a server's URL (WARP_URL, --url): an

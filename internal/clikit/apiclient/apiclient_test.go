@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/client/wire"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 )
@@ -57,5 +59,16 @@ func TestCheckTicketID(t *testing.T) {
 	var ue *clikit.UsageError
 	if !errors.As(err, &ue) || err.Error() != `ticket id "bad id!" is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit` {
 		t.Errorf("bad id!: %v", err)
+	}
+}
+
+// An answer without warp's error body (another server at WARP_URL) is one
+// short line that says where to look, not the other server's page.
+func TestMessageOfAnotherServer(t *testing.T) {
+	page := "<!DOCTYPE HTML>\n<html>\n<head><title>Error response</title></head>\n<body>" + strings.Repeat("x", 300) + "</body></html>"
+	err := wire.Decode(http.MethodGet, "/v1/tickets", 404, []byte(page), nil)
+	got := apiclient.Message(err)
+	if strings.Contains(got, "\n") || len(got) > 260 || !strings.Contains(got, "is WARP_URL, or --url, a warp server?") || !strings.Contains(got, "HTTP 404") {
+		t.Errorf("Message = %q", got)
 	}
 }
