@@ -157,7 +157,7 @@ left alone when it is current; the rest of FILE is kept byte for byte. With
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&project, "project", "", "wire DIR/.claude/settings.json instead of the user's settings")
+	f.StringVar(&project, "project", "", "wire DIR/.claude/settings.json instead of the user's settings (the watchdog is still the user's: add --watchdog none to leave it alone)")
 	f.StringVar(&watchdog, "watchdog", setup.WatchdogAuto, "watchdog schedule: auto, systemd, cron or none")
 	f.BoolVar(&uninstall, "uninstall", false, "remove what setup added")
 	f.BoolVar(&dryRun, "dry-run", false, "print every change, make none")
