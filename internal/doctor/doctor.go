@@ -192,7 +192,7 @@ func checkHook(o Options) (Check, []string) {
 			missing = append(missing, ev)
 		}
 	}
-	where := "no settings file exists (" + strings.Join(settingsFiles(o), ", ") + ")"
+	where := "(no settings file exists: " + strings.Join(settingsFiles(o), ", ") + ")"
 	if len(read) > 0 {
 		where = "in " + strings.Join(read, ", ")
 	}
