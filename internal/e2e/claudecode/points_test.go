@@ -801,15 +801,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	claim := claudetest.Bash("env -u CLAUDE_PID " + shellquote.Quote(gyrumBin) + " start-work T-8 --json")
 	work := []claudetest.ToolUse{claudetest.Bash("sleep 0.5; echo a"), claudetest.Write(filepath.Join(project, "b.md"), "b\n"),
 		claudetest.Bash("sleep 0.5; echo c")}
-	turns := []claudetest.Turn{claudetest.Tools(claim)}
-	for _, c := range work {
-		turns = append(turns, claudetest.Tools(c))
-	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	reqs := model.WaitRequests(sessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
-	last := reqs[len(turns)].At
-	s.WaitOK(sessionTimeout)
+	model, s, last := claimAndWork(t, ws, project, claim, work)
 
 	sr := startResultOf(t, model, claim)
 	if sr.WatchedPID != s.Pid() || sr.WatchedHow != "ancestor" || sr.Watched != "claude" {
@@ -847,6 +839,23 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	}
 }
 
+// claimAndWork runs a session in project against ws whose model makes the
+// claim call, then each work call, one a turn, then ends; it returns the
+// model, the session (ended) and when the session's last request came.
+func claimAndWork(t *testing.T, ws *warptest.Server, project string, claim claudetest.ToolUse, work []claudetest.ToolUse) (*claudetest.FakeModel, *claudetest.Session, time.Time) {
+	t.Helper()
+	turns := []claudetest.Turn{claudetest.Tools(claim)}
+	for _, c := range work {
+		turns = append(turns, claudetest.Tools(c))
+	}
+	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
+	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
+	reqs := model.WaitRequests(sessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
+	last := reqs[len(turns)].At
+	s.WaitOK(sessionTimeout)
+	return model, s, last
+}
+
 // (8b) Another agent started from the session: the Bash call runs a
 // "codex" (here a copy of /bin/sh by that name), which runs start-work.
 // Claude Code put CLAUDE_PID — its own pid — in the call's environment,
@@ -876,15 +885,7 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 	// "; true" keeps codex from exec-ing gyrum: it stays the parent.
 	claim := claudetest.Bash(shellquote.Quote(codex) + " -c " + shellquote.Quote(shellquote.Quote(gyrumBin)+" start-work T-8b --json; true"))
 	work := []claudetest.ToolUse{claudetest.Bash("sleep 1; echo a"), claudetest.Bash("sleep 1; echo b")}
-	turns := []claudetest.Turn{claudetest.Tools(claim)}
-	for _, c := range work {
-		turns = append(turns, claudetest.Tools(c))
-	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	reqs := model.WaitRequests(sessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
-	last := reqs[len(turns)].At
-	s.WaitOK(sessionTimeout)
+	model, s, last := claimAndWork(t, ws, project, claim, work)
 
 	sr := startResultOf(t, model, claim)
 	if sr.Watched != "codex" || sr.WatchedHow != "ancestor" || sr.WatchedPID == s.Pid() {
