@@ -378,7 +378,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 	if !id.Alive() {
 		c.Status = StatusFail
 		c.Detail = who + " is not running (its registry entry is stale)"
-		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: " + runLoop(e.Dir)
 		return c
 	}
 	argv, _ := proc.Cmdline(e.PID)
@@ -404,11 +404,11 @@ func checkLoop(e gyrumdir.Entry) Check {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = StatusFail, who+" is running but "+d.File(gyrumdir.LoopPIDFile)+" is missing"
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
 		return c
 	case err != nil:
 		c.Status, c.Detail = StatusFail, who+": "+err.Error()
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
 		return c
 	case pidFile != id:
 		c.Status = StatusFail
@@ -425,7 +425,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
-		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && gyrum heartbeat run --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
 	case st.LastOutcome == "corrupt-lease":
 		c.Status = StatusFail
 		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"
@@ -448,12 +448,12 @@ func checkUnregistered(d gyrumdir.Dir) Check {
 	if err == nil && id.Alive() {
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry", ticket, d.Worktree, id.PID)
-		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + " && gyrum heartbeat run --dir " + shellquote.Quote(d.Worktree)
+		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + " && " + runLoop(d.Worktree)
 		return c
 	}
 	c.Status = StatusFail
 	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it", d.Worktree, ticket)
-	c.Fix = "restart the loop: gyrum heartbeat run --dir " + shellquote.Quote(d.Worktree) + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
+	c.Fix = "restart the loop: " + runLoop(d.Worktree) + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
 	return c
 }
 
@@ -547,4 +547,12 @@ func settingsFlags(path string) (hookFlags, error) {
 		return hookFlags{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return hookFlags{disableAll: v.DisableAllHooks, managedOnly: v.AllowManagedHooksOnly}, nil
+}
+
+// runLoop is the command that starts dir's loop again from a shell: in
+// the background and detached from the terminal (gyrum heartbeat run runs
+// in the foreground and prints nothing, which pasted as it is looks hung
+// and ends with the terminal).
+func runLoop(dir string) string {
+	return "nohup gyrum heartbeat run --dir " + shellquote.Quote(dir) + " >/dev/null 2>&1 &"
 }

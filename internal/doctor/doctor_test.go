@@ -506,7 +506,9 @@ func TestFixQuotesTheWorktree(t *testing.T) {
 	wt, _ := h.lease("wt of jane's", "T-here", false)
 	h.opts.Cwd = wt
 	c := wantStatus(t, h.run(), "loop (this worktree)", doctor.StatusFail, "no heartbeat loop runs for it")
-	if want := "gyrum heartbeat run --dir " + shellquote.Quote(wt) + " "; !strings.Contains(c.Fix, want) || !strings.Contains(wt, " ") {
+	// Detached, so that pasted into a terminal it neither blocks it nor
+	// ends with it.
+	if want := "nohup gyrum heartbeat run --dir " + shellquote.Quote(wt) + " >/dev/null 2>&1 &"; !strings.Contains(c.Fix, want) || !strings.Contains(wt, " ") {
 		t.Errorf("fix %q lacks %q", c.Fix, want)
 	}
 }
