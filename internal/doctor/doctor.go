@@ -404,11 +404,11 @@ func checkLoop(e gyrumdir.Entry) Check {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = StatusFail, who+" is running but "+d.File(gyrumdir.LoopPIDFile)+" is missing"
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
 		return c
 	case err != nil:
 		c.Status, c.Detail = StatusFail, who+": "+err.Error()
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
+		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
 		return c
 	case pidFile != id:
 		c.Status = StatusFail
@@ -425,7 +425,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
-		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + " && " + runLoop(e.Dir)
+		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
 	case st.LastOutcome == "corrupt-lease":
 		c.Status = StatusFail
 		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"
@@ -448,7 +448,7 @@ func checkUnregistered(d gyrumdir.Dir) Check {
 	if err == nil && id.Alive() {
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry", ticket, d.Worktree, id.PID)
-		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + " && " + runLoop(d.Worktree)
+		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + "; " + runLoop(d.Worktree)
 		return c
 	}
 	c.Status = StatusFail
@@ -550,9 +550,11 @@ func settingsFlags(path string) (hookFlags, error) {
 }
 
 // runLoop is the command that starts dir's loop again from a shell: in
-// the background and detached from the terminal (gyrum heartbeat run runs
-// in the foreground and prints nothing, which pasted as it is looks hung
-// and ends with the terminal).
+// the background and immune to the terminal's hangup (gyrum heartbeat run
+// runs in the foreground and prints nothing, which pasted as it is looks
+// hung and ends with the terminal). After a kill it follows a ";", not
+// "&&": a trailing "&" would put the kill in the background too, and a
+// second loop refuses to start anyway.
 func runLoop(dir string) string {
 	return "nohup gyrum heartbeat run --dir " + shellquote.Quote(dir) + " >/dev/null 2>&1 &"
 }

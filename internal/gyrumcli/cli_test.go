@@ -248,7 +248,7 @@ func TestStatusHeartbeatStatusAndKill(t *testing.T) {
 		t.Fatalf("status: %+v", hs)
 	}
 	s := hs.Loops[0]
-	if s.Ticket != "T-st" || s.Epoch != sr.Epoch || s.LoopPID != sr.LoopPID || !s.LoopAlive || s.ParentPID != watched.PID ||
+	if s.Ticket != "T-st" || s.Epoch != sr.Epoch || s.LoopPID != sr.LoopPID || !s.LoopAlive || !s.Registered || s.ParentPID != watched.PID ||
 		!s.ParentOK || s.ActivityS == nil || s.LastPOST == nil || s.Outcome != "ok" || s.Dir != wt {
 		t.Fatalf("status loop: %+v", s)
 	}
@@ -259,6 +259,10 @@ func TestStatusHeartbeatStatusAndKill(t *testing.T) {
 	r = e.gyrum(wt, "", "heartbeat", "status")
 	if r.code != 0 || !strings.Contains(r.stdout, "T-st epoch 1") || !strings.Contains(r.stdout, "(ok)") {
 		t.Fatalf("heartbeat status: %+v", r)
+	}
+	r = e.gyrum(wt, "", "heartbeat", "status", "--json")
+	if hbs := (gyrumcli.LoopStatus{}); r.code != 0 || json.Unmarshal([]byte(r.stdout), &hbs) != nil || !hbs.Registered || !hbs.LoopAlive {
+		t.Fatalf("heartbeat status --json of a running loop: %+v", r)
 	}
 	r = e.gyrum(wt, "", "heartbeat", "kill")
 	if r.code != 0 || !strings.Contains(r.stdout, "terminated") {
@@ -272,7 +276,7 @@ func TestStatusHeartbeatStatusAndKill(t *testing.T) {
 	}
 	r = e.gyrum(wt, "", "heartbeat", "status", "--json")
 	var ls gyrumcli.LoopStatus
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ls) != nil || ls.LoopAlive || ls.Outcome != "exit: signal" {
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ls) != nil || ls.LoopAlive || ls.Registered || ls.Outcome != "exit: signal" {
 		t.Fatalf("heartbeat status after kill: %+v %+v", r, ls)
 	}
 	r = e.gyrum(wt, "", "heartbeat", "kill")

@@ -88,20 +88,23 @@ func (a *App) heartbeatRun(ctx context.Context, dirFlag string, schema int) erro
 
 // LoopStatus is what heartbeat status and status report for one worktree.
 type LoopStatus struct {
-	Dir       string              `json:"dir"`
-	Ticket    string              `json:"ticket,omitempty"`
-	Epoch     int64               `json:"epoch,omitempty"`
-	WarpURL   string              `json:"warp_url,omitempty"`
-	LeaseErr  string              `json:"lease_error,omitempty"`
-	LoopPID   int                 `json:"loop_pid,omitempty"`
-	LoopAlive bool                `json:"loop_alive"`
-	ParentPID int                 `json:"parent_pid,omitempty"`
-	ParentOK  bool                `json:"parent_alive"`
-	ActivityS *float64            `json:"activity_age_s,omitempty"`
-	InFlight  string              `json:"in_flight,omitempty"`
-	LastPOST  *time.Time          `json:"last_post_at,omitempty"`
-	Outcome   string              `json:"last_outcome,omitempty"`
-	State     *gyrumdir.LoopState `json:"state,omitempty"`
+	Dir string `json:"dir"`
+	// Registered: the loop is in the registry ($GYRUM_HOME/run); false for
+	// a lease status lists from $GYRUM_HOME/worktrees whose loop is gone.
+	Registered bool                `json:"registered"`
+	Ticket     string              `json:"ticket,omitempty"`
+	Epoch      int64               `json:"epoch,omitempty"`
+	WarpURL    string              `json:"warp_url,omitempty"`
+	LeaseErr   string              `json:"lease_error,omitempty"`
+	LoopPID    int                 `json:"loop_pid,omitempty"`
+	LoopAlive  bool                `json:"loop_alive"`
+	ParentPID  int                 `json:"parent_pid,omitempty"`
+	ParentOK   bool                `json:"parent_alive"`
+	ActivityS  *float64            `json:"activity_age_s,omitempty"`
+	InFlight   string              `json:"in_flight,omitempty"`
+	LastPOST   *time.Time          `json:"last_post_at,omitempty"`
+	Outcome    string              `json:"last_outcome,omitempty"`
+	State      *gyrumdir.LoopState `json:"state,omitempty"`
 }
 
 // inspect reads everything gyrum knows locally about worktree d.
@@ -160,6 +163,10 @@ func (a *App) heartbeatStatusCommand() *cobra.Command {
 				return err
 			}
 			s := a.inspect(d, 0)
+			if reg, err := a.registry(); err == nil && s.LoopPID != 0 {
+				e, err := reg.Read(s.LoopPID)
+				s.Registered = err == nil && gyrumdir.SamePath(e.Dir, d.Worktree)
+			}
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, s)
 			}

@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // Claude Code's documented hook input (code.claude.com/docs/en/hooks).
@@ -302,10 +305,64 @@ func TestStatusListsLeasesWithoutALoop(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &hs) != nil {
 		t.Fatalf("status: %+v", r)
 	}
-	if len(hs.Loops) != 1 || hs.Loops[0].Ticket != "T-gone" || hs.Loops[0].LoopAlive || hs.Loops[0].Dir != wt {
+	if len(hs.Loops) != 1 || hs.Loops[0].Ticket != "T-gone" || hs.Loops[0].LoopAlive || hs.Loops[0].Registered || !gyrumdir.SamePath(hs.Loops[0].Dir, wt) {
 		t.Fatalf("status lists %+v, want T-gone in %s without a live loop", hs.Loops, wt)
 	}
 	if r := e.gyrum(t.TempDir(), "", "status"); r.code != 0 || !strings.Contains(r.stdout, "T-gone") {
 		t.Fatalf("status text: %+v", r)
+	}
+}
+
+// doctor's restart command, `nohup gyrum heartbeat run --dir D >/dev/null
+// 2>&1 &`, gives a loop that outlives the terminal: SIGHUP, which nohup
+// ignores, must not end it (the loop's own signal handling once undid
+// nohup's).
+func TestLoopUnderNohupOutlivesHangup(t *testing.T) {
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("no nohup")
+	}
+	e := newEnv(t)
+	e.ws.Create("T-hup")
+	wt := mkdir(t)
+	_, w := agent(t, "sleep", "1000")
+	e.startResult(e.gyrum(wt, "", "start-work", "T-hup", "--watch-pid", strconv.Itoa(w.PID), "--json"))
+	defer e.gyrum(wt, "", "release")
+	if r := e.gyrum(wt, "", "heartbeat", "kill"); r.code != 0 {
+		t.Fatalf("heartbeat kill: %+v", r)
+	}
+	logf := filepath.Join(t.TempDir(), "nohup.out")
+	cmd := exec.Command("/bin/sh", "-c", "nohup "+shellquote.Quote(gyrumBin)+" heartbeat run --dir "+shellquote.Quote(wt)+" >"+shellquote.Quote(logf)+" 2>&1 & echo $!")
+	cmd.Env = e.environ()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("pid %q: %v", out, err)
+	}
+	loop, err := proc.Lookup(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	before := len(e.ws.Beats())
+	waitFor(t, "the restarted loop's heartbeat", func() bool { return len(e.ws.Beats()) > before || !loop.Alive() })
+	if !loop.Alive() {
+		out, _ := os.ReadFile(logf)
+		t.Fatalf("the restarted loop ended before the hangup: %s", out)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	hup := time.Now()
+	waitFor(t, "a heartbeat after the hangup", func() bool {
+		bs := e.ws.Beats()
+		return bs[len(bs)-1].At.After(hup) && bs[len(bs)-1].Body.Exit == "" || !loop.Alive()
+	})
+	if !loop.Alive() {
+		d, _ := gyrumdir.Open(wt)
+		st, _ := d.ReadState()
+		t.Fatalf("the loop under nohup ended on SIGHUP (last outcome %q)", st.LastOutcome)
 	}
 }

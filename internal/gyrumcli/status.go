@@ -51,7 +51,7 @@ still be held on warp; release it with gyrum release --dir D.`,
 				}
 				s := a.inspect(d, e.PID)
 				// The registry is the authority on which loop this is.
-				s.LoopPID, s.LoopAlive = e.PID, e.Identity().Alive()
+				s.LoopPID, s.LoopAlive, s.Registered = e.PID, e.Identity().Alive(), true
 				if s.Ticket == "" {
 					s.Ticket = e.Ticket
 				}

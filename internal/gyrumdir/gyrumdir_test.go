@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -636,5 +637,40 @@ func asNobody(t *testing.T, name string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
 		t.Fatalf("%s as nobody: %v\n%s", name, err, out)
+	}
+}
+
+// A worktree recorded through a link is found by its real path too, and
+// listed once, by the path start-work was given. Eight of them: the two
+// entries of one are listed in their hashes' order, so each pair has
+// even odds of putting the real path first.
+func TestPreparedThroughALink(t *testing.T) {
+	p := gyrumdir.NewPrepared(t.TempDir())
+	var links, reals []string
+	for range 8 {
+		real := t.TempDir()
+		link := filepath.Join(t.TempDir(), "link")
+		if err := os.Symlink(real, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Add(link); err != nil {
+			t.Fatal(err)
+		}
+		if !p.Has(link) || !p.Has(real) {
+			t.Errorf("Has(link) %v, Has(real) %v: want both", p.Has(link), p.Has(real))
+		}
+		links, reals = append(links, link), append(reals, real)
+	}
+	got, err := p.List()
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(links))
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("List = %q, %v; want the links %q", got, err, want)
+	}
+	if err := p.Remove(reals[0]); err != nil {
+		t.Fatal(err)
+	}
+	if p.Has(links[0]) || p.Has(reals[0]) {
+		t.Error("Remove by the real path left an entry")
 	}
 }

@@ -88,6 +88,13 @@ func SamePath(a, b string) bool {
 	return err == nil && ra == rb
 }
 
+// isRealPath reports whether path is its own real path (no symlink on
+// the way); false when it cannot be resolved.
+func isRealPath(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && real == path
+}
+
 // pathForms returns path and, when it differs, its real path (symlinks
 // resolved); path alone when that cannot be resolved (gone already).
 func pathForms(path string) []string {
@@ -139,12 +146,22 @@ func (p Prepared) List() ([]string, error) {
 			continue
 		}
 		w := strings.TrimSuffix(string(data), "\n")
-		dup := false
-		for _, o := range out {
-			dup = dup || SamePath(o, w)
+		if !filepath.IsAbs(w) {
+			continue // Add writes absolute paths only
 		}
-		if !dup {
+		dup := -1
+		for i, o := range out {
+			if SamePath(o, w) {
+				dup = i
+			}
+		}
+		switch {
+		case dup < 0:
 			out = append(out, w)
+		case isRealPath(out[dup]) && !isRealPath(w):
+			// Of a worktree's two forms, the one start-work was given (the
+			// registry's and the user's), not the real path Add added.
+			out[dup] = w
 		}
 	}
 	return out, nil

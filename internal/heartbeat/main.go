@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
@@ -21,7 +22,7 @@ var ErrSettings = errors.New("bad settings")
 // whichever binary runs it (gyrum, or the small gyrum-loop): it logs to
 // .gyrum/heartbeat.log, reads its settings (HEARTBEAT_*, GYRUM_HOME,
 // WARP_TOKEN and the WARP_URL it is for) through getenv, runs on one P unless GOMAXPROCS is set, and
-// ends on SIGTERM, SIGINT or SIGHUP. tls makes an https server reachable
+// ends on SIGTERM, SIGINT or SIGHUP (unless started with SIGHUP ignored: nohup). tls makes an https server reachable
 // (nil in a binary that speaks plain http only). The error is for a loop
 // that could not start; it is logged too.
 func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(string) string, tls TLSFunc) error {
@@ -59,7 +60,13 @@ func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(strin
 		// collection of so small a heap costs tens of microseconds.
 		debug.SetGCPercent(25)
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		// A loop started under nohup (doctor's restart command) must
+		// outlive the terminal: Notify would undo nohup's ignoring it.
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 	if _, err := loop.Run(ctx); err != nil {
 		return fail(err)

@@ -26,7 +26,7 @@ func Message(err error) string {
 			// Not warp's error body: another server (or a proxy) answered.
 			// Its page is cut to one short line, and the reader is told
 			// where to look instead of being shown a page of HTML.
-			return fmt.Sprintf("%s (HTTP %d without warp's error body: is WARP_URL, or --url, a warp server?)", oneLine(ae.Message, 120), ae.Status)
+			return fmt.Sprintf("%s (HTTP %d without warp's error body: is the server asked a warp server? check WARP_URL, --url, or the lease's warp_url)", oneLine(ae.Message, 120), ae.Status)
 		}
 		return fmt.Sprintf("%s (HTTP %d %s)", ae.Message, ae.Status, ae.Code)
 	}

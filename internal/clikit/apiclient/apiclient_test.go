@@ -68,7 +68,7 @@ func TestMessageOfAnotherServer(t *testing.T) {
 	page := "<!DOCTYPE HTML>\n<html>\n<head><title>Error response</title></head>\n<body>" + strings.Repeat("x", 300) + "</body></html>"
 	err := wire.Decode(http.MethodGet, "/v1/tickets", 404, []byte(page), nil)
 	got := apiclient.Message(err)
-	if strings.Contains(got, "\n") || len(got) > 260 || !strings.Contains(got, "is WARP_URL, or --url, a warp server?") || !strings.Contains(got, "HTTP 404") {
+	if strings.Contains(got, "\n") || len(got) > 260 || !strings.Contains(got, "is the server asked a warp server?") || !strings.Contains(got, "HTTP 404") {
 		t.Errorf("Message = %q", got)
 	}
 }
