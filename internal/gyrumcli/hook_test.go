@@ -286,20 +286,29 @@ func TestWorktreeThroughASymlink(t *testing.T) {
 	}
 }
 
+// leaseWithoutLoop claims ticket in a new worktree with start-work (a
+// live agent watched), then kills its loop: the lease stays, the loop is
+// gone. It is released at the end of the test.
+func leaseWithoutLoop(t *testing.T, e *env, ticket string) string {
+	t.Helper()
+	e.ws.Create(ticket)
+	wt := mkdir(t)
+	_, w := agent(t, "sleep", "1000")
+	e.startResult(e.gyrum(wt, "", "start-work", ticket, "--watch-pid", strconv.Itoa(w.PID), "--json"))
+	t.Cleanup(func() { e.gyrum(wt, "", "release") })
+	if r := e.gyrum(wt, "", "heartbeat", "kill"); r.code != 0 {
+		t.Fatalf("heartbeat kill: %+v", r)
+	}
+	return wt
+}
+
 // A lease whose loop is gone (killed here; after a lease ended on warp,
 // the loop exits the same way) is still listed by status: the lease.json
 // is there and the lease may still be held, and the lease-ended notice
 // sends the agent to status.
 func TestStatusListsLeasesWithoutALoop(t *testing.T) {
 	e := newEnv(t)
-	e.ws.Create("T-gone")
-	wt := mkdir(t)
-	_, w := agent(t, "sleep", "1000")
-	e.startResult(e.gyrum(wt, "", "start-work", "T-gone", "--watch-pid", strconv.Itoa(w.PID), "--json"))
-	defer e.gyrum(wt, "", "release")
-	if r := e.gyrum(wt, "", "heartbeat", "kill"); r.code != 0 {
-		t.Fatalf("heartbeat kill: %+v", r)
-	}
+	wt := leaseWithoutLoop(t, e, "T-gone")
 	r := e.gyrum(t.TempDir(), "", "status", "--json")
 	var hs gyrumcli.HostStatus
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &hs) != nil {
@@ -322,14 +331,7 @@ func TestLoopUnderNohupOutlivesHangup(t *testing.T) {
 		t.Skip("no nohup")
 	}
 	e := newEnv(t)
-	e.ws.Create("T-hup")
-	wt := mkdir(t)
-	_, w := agent(t, "sleep", "1000")
-	e.startResult(e.gyrum(wt, "", "start-work", "T-hup", "--watch-pid", strconv.Itoa(w.PID), "--json"))
-	defer e.gyrum(wt, "", "release")
-	if r := e.gyrum(wt, "", "heartbeat", "kill"); r.code != 0 {
-		t.Fatalf("heartbeat kill: %+v", r)
-	}
+	wt := leaseWithoutLoop(t, e, "T-hup")
 	logf := filepath.Join(t.TempDir(), "nohup.out")
 	cmd := exec.Command("/bin/sh", "-c", "nohup "+shellquote.Quote(gyrumBin)+" heartbeat run --dir "+shellquote.Quote(wt)+" >"+shellquote.Quote(logf)+" 2>&1 & echo $!")
 	cmd.Env = e.environ()
