@@ -117,14 +117,7 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	}
 
 	// The session is over: the loop sees its agent gone and says so.
-	poll(t, "the loop's parent-exited report", func() bool {
-		for _, b := range ws.Beats() {
-			if b.Body.Exit == "parent-exited" {
-				return true
-			}
-		}
-		return false
-	})
+	parentExitedAt(t, ws, "T-1", "")
 	poll(t, "the loop to remove heartbeat.pid", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
 	if res := s.Results(); len(res) != 1 || res[0].Subtype() != "success" {
 		t.Errorf("results %v", res)

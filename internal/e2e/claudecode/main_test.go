@@ -21,6 +21,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
@@ -424,6 +425,23 @@ func startSweeps(t *testing.T, svc *warp.Service) *expiry.Job {
 const sweepEvery = 50 * time.Millisecond
 
 // beatsOf returns the answered heartbeats of ticket.
+// parentExitedAt waits for the loop of ticket to report parent-exited
+// (when, if not "", says after what) and returns when that report came.
+func parentExitedAt(t *testing.T, ws *warptest.Server, ticket, when string) time.Time {
+	t.Helper()
+	var at time.Time
+	poll(t, strings.TrimSpace("the loop's parent-exited report "+when), func() bool {
+		for _, b := range beatsOf(ws, ticket) {
+			if b.Body.Exit == string(heartbeat.ExitParentExited) {
+				at = b.At
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
 func beatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
 	var out []warptest.Beat
 	for _, b := range ws.Answered() {

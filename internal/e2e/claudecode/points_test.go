@@ -762,14 +762,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	}
 	claudetest.Poll(t, 10*time.Second, "claude to die with its wrapper", func() bool { return !alive(claude) })
 	t.Logf("claude gone %v after the wrapper's SIGKILL", time.Since(killed).Round(time.Millisecond))
-	poll(t, "the loop's parent-exited report", func() bool {
-		for _, b := range beatsOf(ws, "T-7") {
-			if b.Body.Exit == string(heartbeat.ExitParentExited) {
-				return true
-			}
-		}
-		return false
-	})
+	parentExitedAt(t, ws, "T-7", "")
 	if v := ws.Ticket("T-7"); v.Verdict != warp.VerdictExited {
 		t.Errorf("verdict %s after the exit report, want exited", v.Verdict)
 	}
@@ -824,16 +817,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	// (claude was still working then). It is not compared with s.Ended():
 	// the loop may see claude gone (a zombie) before the test's Wait reaps
 	// it and records the end, which made this assertion flaky in CI.
-	var report time.Time
-	poll(t, "the loop's parent-exited report once claude exited", func() bool {
-		for _, b := range beatsOf(ws, "T-8") {
-			if b.Body.Exit == string(heartbeat.ExitParentExited) {
-				report = b.At
-				return true
-			}
-		}
-		return false
-	})
+	report := parentExitedAt(t, ws, "T-8", "once claude exited")
 	if report.Before(last) {
 		t.Errorf("parent-exited report %v before the session's last request", last.Sub(report))
 	}
@@ -892,16 +876,7 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 		t.Fatalf("start-work under codex in a Claude Code session watches %d %q (%s), want codex found by the walk, not claude %d",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
 	}
-	var report time.Time
-	poll(t, "the loop's parent-exited report once codex ended", func() bool {
-		for _, b := range beatsOf(ws, "T-8b") {
-			if b.Body.Exit == string(heartbeat.ExitParentExited) {
-				report = b.At
-				return true
-			}
-		}
-		return false
-	})
+	report := parentExitedAt(t, ws, "T-8b", "once codex ended")
 	if !report.Before(last) {
 		t.Errorf("parent-exited report %v after the session's last request: the loop watched the session, not codex", report.Sub(last))
 	}
