@@ -29,6 +29,7 @@ func TestInherited(t *testing.T) {
 	}
 }
 
+// The walk knows agents by the names their real processes have.
 func TestName(t *testing.T) {
 	for _, c := range []struct {
 		comm string
@@ -36,10 +37,20 @@ func TestName(t *testing.T) {
 		want string
 	}{
 		{"claude.exe", []string{"/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "-p", "x"}, "claude"},
+		{"claude", []string{"claude"}, "claude"},
+		{"node", []string{"node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"}, "claude"},
+		{"MainThread", []string{"/home/u/.local/bin/claude"}, "claude"}, // a renamed thread: argv[0] decides
+		{"codex", []string{"codex", "exec"}, "codex"},
 		{"node", []string{"node", "/usr/local/lib/node_modules/@openai/codex/bin/codex.js"}, "codex"},
+		{"node", []string{"/usr/bin/node", "/usr/local/lib/node_modules/@google/gemini-cli/dist/index.js"}, "gemini"},
+		{"gemini", []string{"gemini"}, "gemini"},
+		{"cursor-agent", []string{"cursor-agent"}, "cursor-agent"},
 		{"python3", []string{"python3", "-m", "aider"}, "aider"},
+		{"python3", []string{"/usr/bin/python3", "/home/u/.local/bin/aider"}, "aider"},
+		{"bash", []string{"/bin/bash", "-c", "claude"}, ""},
 		{"bash", []string{"/bin/bash", "-c", "source /root/.claude/shell-snapshots/s.sh && eval 'claude'"}, ""},
 		{"node", []string{"node", "server.js"}, ""},
+		{"sh", nil, ""},
 	} {
 		got, ok := agentproc.Name(c.comm, c.args)
 		if got != c.want || ok != (c.want != "") {
