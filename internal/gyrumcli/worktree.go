@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/clikit"
@@ -104,6 +102,11 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
+// maxExclude bounds the info/exclude start-work reads (gyrumdir's rules:
+// no symlink, regular files only, so a planted link or FIFO can neither
+// redirect the append nor hang it).
+const maxExclude = 1 << 20
+
 // excludeLine is what start-work adds to the repository's info/exclude:
 // .gyrum/ at any depth, so a --dir below the top level is covered too.
 const excludeLine = gyrumdir.DirName + "/"
@@ -153,7 +156,7 @@ func excludeGyrum(ctx context.Context, dir string) (string, bool, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	data, err := readExclude(p)
+	data, err := gyrumdir.ReadRegular(p, maxExclude)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return p, false, fmt.Errorf("read %s: %w", p, err)
 	}
@@ -170,7 +173,7 @@ func excludeGyrum(ctx context.Context, dir string) (string, bool, error) {
 		add = append(add, '\n')
 	}
 	add = append(add, "# gyrum start-work: lease files and loop state\n"+excludeLine+"\n"...)
-	f, err := openExclude(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, err := gyrumdir.OpenRegular(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return p, false, fmt.Errorf("open %s: %w", p, err)
 	}
@@ -179,40 +182,4 @@ func excludeGyrum(ctx context.Context, dir string) (string, bool, error) {
 		return p, false, fmt.Errorf("write %s: %w", p, err)
 	}
 	return p, true, nil
-}
-
-// maxExclude bounds the info/exclude start-work reads.
-const maxExclude = 1 << 20
-
-// openExclude opens the info/exclude file p as start-work may touch it:
-// not through a symlink (a planted one would have start-work append to
-// whatever file it names) and only a regular file (a FIFO would hang it).
-func openExclude(p string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(p, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
-// readExclude reads the info/exclude file p (openExclude), at most
-// maxExclude bytes: a larger one is refused.
-func readExclude(p string) ([]byte, error) {
-	f, err := openExclude(p, os.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxExclude+1))
-	if err == nil && len(data) > maxExclude {
-		err = fmt.Errorf("larger than %d bytes", maxExclude)
-	}
-	return data, err
 }

@@ -101,6 +101,18 @@ func kind(mode uint32) string {
 	return "special file"
 }
 
+// OpenRegular is how gyrum opens a file a repository may have planted,
+// also outside .gyrum/ (the repository's info/exclude): not through a
+// symlink in its last component, without blocking on a FIFO, and only a
+// regular file (else an error wrapping ErrUnsafe).
+func OpenRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return openFile(path, flag, perm)
+}
+
+// ReadRegular reads such a file (OpenRegular's rules), at most limit
+// bytes: a larger one is an error wrapping ErrCorrupt.
+func ReadRegular(path string, limit int64) ([]byte, error) { return readSmall(path, limit) }
+
 // readFD reads fd to its end, at most limit bytes; more is corrupt.
 func readFD(fd int, path string, limit int64) ([]byte, error) {
 	data, err := proc.ReadFD(fd, path, limit)
