@@ -211,6 +211,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	unlock := func() {}
 	defer func() { unlock() }()
+	var repo string // with --worktree: the top level of base's repository
 	if !o.worktree {
 		// Held until the loop is up: a second start-work here meanwhile
 		// would pass checkFree too.
@@ -234,7 +235,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		if err := checkFree(base); err != nil {
 			return err
 		}
-	} else if _, err := a.planWorktree(ctx, base, "T"); err != nil {
+	} else if repo, err = worktreeRepo(ctx, base); err != nil {
 		return err // not a git repository: found before the claim, not after
 	}
 	if child != nil {
@@ -305,7 +306,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		WatchedPID: watched.PID, Watched: watched.Name, WatchedHow: watched.How}
 	wt := base
 	if o.worktree {
-		plan, err := a.planWorktree(steps, base, t.ID)
+		plan, err := a.planWorktree(repo, t.ID)
 		if err != nil {
 			return firstErr(stopIfInterrupted(), err)
 		}
@@ -317,8 +318,10 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	}
 	res.Dir = wt
 
-	if err := refuseTracked(steps, wt); err != nil {
-		return firstErr(stopIfInterrupted(), err)
+	if o.worktree { // without, refuseTracked looked at base before the claim
+		if err := refuseTracked(steps, wt); err != nil {
+			return firstErr(stopIfInterrupted(), err)
+		}
 	}
 	d, err := gyrumdir.Create(wt)
 	if err != nil {

@@ -27,20 +27,26 @@ type worktreePlan struct {
 	Branch string
 }
 
-// planWorktree computes the worktree of ticket for the repository holding
-// from: directory <root>/<repo>-<ticket> on branch gyrum/<ticket>, where
-// root is GYRUM_WORKTREE_ROOT, else the repository's parent directory (a
-// sibling of the checkout).
-func (a *App) planWorktree(ctx context.Context, from, ticket string) (worktreePlan, error) {
+// worktreeRepo returns the top level of the repository holding from, a
+// usage error when there is none: start-work asks before it claims.
+func worktreeRepo(ctx context.Context, from string) (string, error) {
 	top, err := git(ctx, from, "rev-parse", "--show-toplevel")
 	if err != nil {
-		return worktreePlan{}, clikit.Usagef("--worktree needs a git repository: %v", err)
+		return "", clikit.Usagef("--worktree needs a git repository: %v", err)
 	}
+	return top, nil
+}
+
+// planWorktree computes the worktree of ticket for the repository whose
+// top level is top (worktreeRepo): directory <root>/<repo>-<ticket> on
+// branch gyrum/<ticket>, where root is GYRUM_WORKTREE_ROOT, else the
+// repository's parent directory (a sibling of the checkout).
+func (a *App) planWorktree(top, ticket string) (worktreePlan, error) {
 	root := a.getenv("GYRUM_WORKTREE_ROOT")
 	if root == "" {
 		root = filepath.Dir(top)
 	}
-	root, err = filepath.Abs(root)
+	root, err := filepath.Abs(root)
 	if err != nil {
 		return worktreePlan{}, err
 	}
