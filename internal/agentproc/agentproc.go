@@ -16,12 +16,12 @@ import (
 // MaxDepth bounds an ancestor walk.
 const MaxDepth = 64
 
-// Known returns the agent an executable (or script) base name is: Claude
+// known returns the agent an executable (or script) base name is: Claude
 // Code's npm package runs the native bin/claude.exe (the `claude`
 // symlink's target), older ones cli.js under node; Codex ships a native
 // `codex` (and codex.js for node); Gemini CLI and cursor-agent are node
 // scripts or binaries of their name; aider is a Python entry point.
-func Known(name string) (string, bool) {
+func known(name string) (string, bool) {
 	switch name {
 	case "claude", "claude.exe":
 		return "claude", true
@@ -46,10 +46,10 @@ var packages = []struct{ fragment, agent string }{
 	{"/aider/", "aider"},
 }
 
-// Interpreter reports whether name runs agents written as scripts: for
+// interpreter reports whether name runs agents written as scripts: for
 // them the script's name (argv[1], or the module after -m) is looked at
 // too.
-func Interpreter(name string) bool {
+func interpreter(name string) bool {
 	switch name {
 	case "node", "nodejs", "bun", "deno", "python", "python3", "ruby":
 		return true
@@ -65,7 +65,7 @@ func Candidates(comm string, args []string) []string {
 	if len(args) > 0 {
 		b := filepath.Base(args[0])
 		cands = append(cands, b)
-		if Interpreter(b) && len(args) > 1 {
+		if interpreter(b) && len(args) > 1 {
 			cands = append(cands, filepath.Base(script(args)))
 		}
 	}
@@ -82,7 +82,7 @@ func script(args []string) string {
 // Name reports whether a process with kernel name comm and command line
 // args is a known agent, and which.
 func Name(comm string, args []string) (string, bool) {
-	if len(args) > 1 && Interpreter(filepath.Base(args[0])) {
+	if len(args) > 1 && interpreter(filepath.Base(args[0])) {
 		s := filepath.ToSlash(script(args))
 		for _, p := range packages {
 			if strings.Contains(s, p.fragment) {
@@ -91,7 +91,7 @@ func Name(comm string, args []string) (string, bool) {
 		}
 	}
 	for _, c := range Candidates(comm, args) {
-		if name, ok := Known(c); ok {
+		if name, ok := known(c); ok {
 			return name, true
 		}
 	}
