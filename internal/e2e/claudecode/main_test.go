@@ -38,6 +38,10 @@ var (
 // `TESTBIN __record-hook EVENT` (see recordHook).
 const recordArg = "__record-hook"
 
+// mcpArg makes the test binary a stdio MCP server (claudetest.ServeMCP)
+// that records its calls into $E2E_RECORD_DIR.
+const mcpArg = "__mcp-server"
+
 // recordDirVar names the directory the recorder writes to and reads its
 // replies from.
 const recordDirVar = "E2E_RECORD_DIR"
@@ -45,6 +49,13 @@ const recordDirVar = "E2E_RECORD_DIR"
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == recordArg {
 		os.Exit(recordHook(os.Args[2]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == mcpArg {
+		if err := claudetest.ServeMCP(context.Background(), os.Getenv(recordDirVar)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	exe, err := os.Executable()
 	if err != nil {
