@@ -122,12 +122,13 @@ func (c *Client) Ticket(ctx context.Context, id string) (Ticket, error) {
 }
 
 // ListOptions selects tickets for ListTickets.
+// Every field is optional: its zero value selects nothing.
 type ListOptions struct {
-	State   string
-	Verdict string
-	Host    string
-	Limit   int
-	Cursor  string
+	State   string // open, claimed or completed
+	Verdict string // of the held lease: active, stalled, silent, exited or unwired
+	Host    string // the held lease's host
+	Limit   int    // tickets per page (0: the server's default)
+	Cursor  string // TicketList.NextCursor of the previous page
 }
 
 // ListTickets returns one page of tickets.
