@@ -11,12 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gyrum-labs/warp/client/wire"
 )
-
-// DefaultURL is where clients look for warp when WARP_URL is unset.
-const DefaultURL = wire.DefaultURL
 
 // Client talks to a warp server. The zero value is not usable: use NewClient.
 type Client struct {
@@ -109,7 +104,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	return wire.Decode(method, path, resp.StatusCode, data, out)
+	return Decode(method, path, resp.StatusCode, data, out)
 }
 
 // CreateTicket creates a ticket.
@@ -127,12 +122,13 @@ func (c *Client) Ticket(ctx context.Context, id string) (Ticket, error) {
 }
 
 // ListOptions selects tickets for ListTickets.
+// Every field is optional: its zero value selects nothing.
 type ListOptions struct {
-	State   string
-	Verdict string
-	Host    string
-	Limit   int
-	Cursor  string
+	State   string // open, claimed or completed
+	Verdict string // of the held lease: active, stalled, silent, exited or unwired
+	Host    string // the held lease's host
+	Limit   int    // tickets per page (0: the server's default)
+	Cursor  string // TicketList.NextCursor of the previous page
 }
 
 // ListTickets returns one page of tickets.

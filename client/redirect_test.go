@@ -18,9 +18,9 @@ import (
 // resend the lease secret header, and for 307 and 308 the body, to another
 // host.
 func TestClientRefusesRedirects(t *testing.T) {
-	var reached atomic.Int32
+	var reached int32 // sync/atomic's Int32 would need Go 1.19
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached.Add(1)
+		atomic.AddInt32(&reached, 1)
 		t.Errorf("followed to %s with lease secret %q", r.URL, r.Header.Get(client.HeaderLeaseSecret))
 	}))
 	defer elsewhere.Close()
@@ -39,7 +39,7 @@ func TestClientRefusesRedirects(t *testing.T) {
 			t.Errorf("%s: release through a redirect: %v, want an error saying it was not followed", name, err)
 		}
 	}
-	if n := reached.Load(); n != 0 {
+	if n := atomic.LoadInt32(&reached); n != 0 {
 		t.Errorf("the redirect's target got %d requests", n)
 	}
 }
@@ -51,18 +51,18 @@ func TestAllTicketsStopsOnCursorsThatDoNotMoveOn(t *testing.T) {
 		"the same cursor": func(int64) string { return `{"tickets":[{"id":"T-1"}],"next_cursor":"same"}` },
 		"empty pages":     func(n int64) string { return fmt.Sprintf(`{"tickets":[],"next_cursor":"c%d"}`, n) },
 	} {
-		var n atomic.Int64
+		var n int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(page(n.Add(1))))
+			w.Write([]byte(page(atomic.AddInt64(&n, 1))))
 		}))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := client.NewClient(srv.URL, "").AllTickets(ctx, client.ListOptions{})
 		timedOut := ctx.Err() != nil
 		cancel()
 		srv.Close()
-		if err == nil || timedOut || n.Load() > 3 {
-			t.Errorf("%s: %d requests, err %v; want an error within a few pages", name, n.Load(), err)
+		if err == nil || timedOut || atomic.LoadInt64(&n) > 3 {
+			t.Errorf("%s: %d requests, err %v; want an error within a few pages", name, atomic.LoadInt64(&n), err)
 		}
 	}
 }

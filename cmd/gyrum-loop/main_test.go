@@ -2,10 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -53,21 +49,5 @@ func TestRunExitCodes(t *testing.T) {
 	empty := t.TempDir()
 	if code := run([]string{"heartbeat", "run", "--dir", empty}, &stderr, func(string) string { return "" }); code != 2 || !strings.Contains(stderr.String(), "was start-work run there?") {
 		t.Errorf("a directory without .gyrum: exit %d, %q", code, stderr.String())
-	}
-}
-
-// The loop alone exists to stay small: it must not link net/http (about
-// 3 MiB of resident memory) nor the CLI's libraries. A new import that
-// drags them in fails here, not in a benchmark months later.
-func TestLinksNoNetHTTP(t *testing.T) {
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	for _, banned := range []string{"net/http", "github.com/spf13/cobra", "github.com/gyrum-labs/warp/client", "github.com/gyrum-labs/warp/internal/warp"} {
-		if slices.Contains(deps, banned) {
-			t.Errorf("gyrum-loop links %s", banned)
-		}
 	}
 }

@@ -255,7 +255,7 @@ func TestDockerignore(t *testing.T) {
 	if !ignored[".git"] {
 		t.Errorf(".git is sent to the builder")
 	}
-	for _, need := range []string{"go.mod", "go.sum", "cmd", "internal", "*.go", "**/*.go"} {
+	for _, need := range []string{"go.mod", "go.sum", "client", "cmd", "internal", "*.go", "**/*.go"} {
 		if ignored[need] {
 			t.Errorf("%s is ignored but the build needs it", need)
 		}

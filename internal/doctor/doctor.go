@@ -26,7 +26,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 
@@ -319,7 +318,7 @@ func checkWarp(ctx context.Context, o Options) Check {
 		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats", api.BaseURL())
 	case errors.Is(err, client.ErrUnsupportedSchema):
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", api.BaseURL(), warp.ErrorMessage(err))
+		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", api.BaseURL(), err)
 		c.Fix = "upgrade warp on that server (loops fall back to v1 meanwhile, which activity mode does not count)"
 	case errors.As(err, &ae) && (ae.Code == client.CodeUnauthorized || ae.Code == client.CodeForbidden):
 		c.Status = StatusFail

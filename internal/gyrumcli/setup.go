@@ -11,7 +11,6 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/setup"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // homeDir returns $HOME, else the user's home directory.
@@ -150,8 +149,6 @@ left alone when it is current; the rest of FILE is kept byte for byte. With
 				return nil
 			case errors.As(err, &pe):
 				return clikit.Fail(err)
-			case errors.Is(err, warp.ErrInvalid):
-				return clikit.Usagef("%s", warp.ErrorMessage(err))
 			}
 			return err
 		}),

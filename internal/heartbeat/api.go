@@ -9,16 +9,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/quiet"
 	"github.com/gyrum-labs/warp/internal/rawhttp"
 )
 
 // API is the part of warp's HTTP API a loop uses. Errors are the wire
-// package's: an answer of 300 or more is a *wire.APIError.
+// package's: an answer of 300 or more is a *client.APIError.
 type API interface {
-	Heartbeat(ctx context.Context, r wire.HeartbeatRequest) (wire.HeartbeatResponse, error)
-	Ticket(ctx context.Context, id string) (wire.Ticket, error)
+	Heartbeat(ctx context.Context, r client.HeartbeatRequest) (client.HeartbeatResponse, error)
+	Ticket(ctx context.Context, id string) (client.Ticket, error)
 }
 
 // TLSFunc secures a connection for https (rawhttp.Client.TLS; rawtls
@@ -53,14 +53,14 @@ type rawAPI struct {
 	c                   rawhttp.Client
 }
 
-func (a *rawAPI) Heartbeat(ctx context.Context, r wire.HeartbeatRequest) (wire.HeartbeatResponse, error) {
-	var res wire.HeartbeatResponse
+func (a *rawAPI) Heartbeat(ctx context.Context, r client.HeartbeatRequest) (client.HeartbeatResponse, error) {
+	var res client.HeartbeatResponse
 	err := a.do(ctx, "POST", "/v1/heartbeat", r, &res)
 	return res, err
 }
 
-func (a *rawAPI) Ticket(ctx context.Context, id string) (wire.Ticket, error) {
-	var t wire.Ticket
+func (a *rawAPI) Ticket(ctx context.Context, id string) (client.Ticket, error) {
+	var t client.Ticket
 	err := a.do(ctx, "GET", "/v1/tickets/"+url.PathEscape(id), nil, &t)
 	return t, err
 }
@@ -81,11 +81,11 @@ func (a *rawAPI) do(ctx context.Context, method, path string, in, out any) error
 		req.Header = append(req.Header, rawhttp.Header{Key: "Authorization", Value: "Bearer " + a.token})
 	}
 	if a.secret != "" {
-		req.Header = append(req.Header, rawhttp.Header{Key: wire.HeaderLeaseSecret, Value: a.secret})
+		req.Header = append(req.Header, rawhttp.Header{Key: client.HeaderLeaseSecret, Value: a.secret})
 	}
 	resp, err := a.c.Do(ctx, req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	return wire.Decode(method, path, resp.Status, resp.Body, out)
+	return client.Decode(method, path, resp.Status, resp.Body, out)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -203,14 +203,14 @@ func TestBackedMarkers(t *testing.T) {
 // they must stay equal.
 func TestWireNamesMatchTheDomain(t *testing.T) {
 	pairs := [][2]string{
-		{wire.ExitParentExited, warp.ExitParentExited},
-		{wire.ExitWorktreeGone, warp.ExitWorktreeGone},
-		{wire.LeaseHeld, string(warp.LeaseHeld)},
-		{wire.LeaseReleased, string(warp.LeaseReleased)},
-		{wire.LeaseCompleted, string(warp.LeaseCompleted)},
-		{wire.LeaseLapsed, string(warp.LeaseLapsed)},
-		{wire.DetailLeaseState, warp.DetailLeaseState},
-		{wire.DetailEndReason, warp.DetailEndReason},
+		{client.ExitParentExited, warp.ExitParentExited},
+		{client.ExitWorktreeGone, warp.ExitWorktreeGone},
+		{client.LeaseHeld, string(warp.LeaseHeld)},
+		{client.LeaseReleased, string(warp.LeaseReleased)},
+		{client.LeaseCompleted, string(warp.LeaseCompleted)},
+		{client.LeaseLapsed, string(warp.LeaseLapsed)},
+		{client.DetailLeaseState, warp.DetailLeaseState},
+		{client.DetailEndReason, warp.DetailEndReason},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {

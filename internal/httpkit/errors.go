@@ -48,51 +48,51 @@ var (
 	ErrMethodNotAllowed = errors.New("method not allowed")
 )
 
-// errorRow is one line of the single error → status table.
+// errorRow is one line of the single error table: the error the server
+// answers with code.
 type errorRow struct {
-	kind   error // sentinel; nil for internal
-	code   string
-	status int
+	kind error
+	code string
 }
 
-// errorTable maps domain sentinels to wire codes and HTTP statuses: servers
-// answer with it (ErrorStatus); package client keeps the same codes and
-// statuses (a test checks) and its own error values for them.
+// errorTable maps the domain's sentinels and the HTTP layer's own errors
+// to wire codes. Each code's HTTP status and the error value a Go client
+// reads it back into are the public client package's (client.StatusOf,
+// client.ErrorOf): the server does not keep a second copy of them.
 var errorTable = []errorRow{
-	{warp.ErrInvalid, CodeInvalid, http.StatusBadRequest},
-	{warp.ErrUnsupportedSchema, CodeUnsupportedSchema, http.StatusBadRequest},
-	{warp.ErrNotFound, CodeNotFound, http.StatusNotFound},
-	{warp.ErrNoOpenTicket, CodeNoOpenTicket, http.StatusNotFound},
-	{warp.ErrConflict, CodeConflict, http.StatusConflict},
-	{warp.ErrStaleEpoch, CodeStaleEpoch, http.StatusConflict},
-	{warp.ErrNotHolder, CodeNotHolder, http.StatusConflict},
-	{warp.ErrTooManyHosts, CodeTooManyHosts, http.StatusTooManyRequests},
-	{warp.ErrLeaseEnded, CodeLeaseEnded, http.StatusGone},
-	{warp.ErrAdoptionIncomplete, CodeAdoptionIncomplete, http.StatusConflict},
-	{warp.ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
-	{ErrUnauthorized, CodeUnauthorized, http.StatusUnauthorized},
-	{ErrForbidden, CodeForbidden, http.StatusForbidden},
-	{ErrBodyTooLarge, CodeBodyTooLarge, http.StatusRequestEntityTooLarge},
-	{ErrMethodNotAllowed, CodeMethodNotAllowed, http.StatusMethodNotAllowed},
-	{nil, CodeInternal, http.StatusInternalServerError},
+	{warp.ErrInvalid, CodeInvalid},
+	{warp.ErrUnsupportedSchema, CodeUnsupportedSchema},
+	{warp.ErrNotFound, CodeNotFound},
+	{warp.ErrNoOpenTicket, CodeNoOpenTicket},
+	{warp.ErrConflict, CodeConflict},
+	{warp.ErrStaleEpoch, CodeStaleEpoch},
+	{warp.ErrNotHolder, CodeNotHolder},
+	{warp.ErrTooManyHosts, CodeTooManyHosts},
+	{warp.ErrLeaseEnded, CodeLeaseEnded},
+	{warp.ErrAdoptionIncomplete, CodeAdoptionIncomplete},
+	{warp.ErrUnavailable, CodeUnavailable},
+	{ErrUnauthorized, CodeUnauthorized},
+	{ErrForbidden, CodeForbidden},
+	{ErrBodyTooLarge, CodeBodyTooLarge},
+	{ErrMethodNotAllowed, CodeMethodNotAllowed},
 }
 
 // ErrorStatus returns the wire code and HTTP status for err: the row of the
-// first sentinel err matches, else internal / 500.
+// first error err matches, else internal / 500.
 func ErrorStatus(err error) (code string, status int) {
 	for _, r := range errorTable {
-		if r.kind != nil && errors.Is(err, r.kind) {
-			return r.code, r.status
+		if errors.Is(err, r.kind) {
+			return r.code, client.StatusOf(r.code)
 		}
 	}
 	return CodeInternal, http.StatusInternalServerError
 }
 
-// Rows returns the table's codes with their HTTP statuses, in order (the
-// test that keeps the public client package's table equal reads it).
+// Rows returns every code the table answers with, internal last, with
+// their HTTP statuses, in order.
 func Rows() (codes []string, statuses []int) {
 	for _, r := range errorTable {
-		codes, statuses = append(codes, r.code), append(statuses, r.status)
+		codes, statuses = append(codes, r.code), append(statuses, client.StatusOf(r.code))
 	}
-	return codes, statuses
+	return append(codes, CodeInternal), append(statuses, http.StatusInternalServerError)
 }

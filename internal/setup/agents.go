@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/clikit"
 )
 
 // Agents lists the agents besides Claude Code whose public hook formats
@@ -101,7 +101,7 @@ func agentTarget(o Options, agent string) (hookTarget, error) {
 		f := cursorFormat()
 		return hookTarget{agent: agent, path: scope(".cursor", filepath.Join(o.Home, ".cursor"), "hooks.json"), install: f.install, uninstall: f.uninstall}, nil
 	default:
-		return hookTarget{}, warp.Errorf(warp.ErrInvalid, "--agents: unknown agent %q (want codex, gemini or cursor)", agent)
+		return hookTarget{}, clikit.Usagef("--agents: unknown agent %q (want codex, gemini or cursor)", agent)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/setup"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // agentFile is where each agent's project-scope file lives.
@@ -174,7 +174,8 @@ func TestAgentsRefusals(t *testing.T) {
 	o := hookOptions(dir)
 	o.Agents = []string{"aider"}
 	_, err := setup.Run(context.Background(), o)
-	if !errors.Is(err, warp.ErrInvalid) || !strings.Contains(err.Error(), `unknown agent "aider"`) {
+	var ue *clikit.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `unknown agent "aider"`) {
 		t.Errorf("err = %v, want the unknown-agent refusal", err)
 	}
 

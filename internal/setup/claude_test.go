@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/setup"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/ (review them before committing)")
@@ -258,8 +258,8 @@ func TestClaudeSettingsRefused(t *testing.T) {
 					if !errors.As(err, &pe) {
 						t.Fatalf("err = %v, want a *setup.ParseError", err)
 					}
-					if !errors.Is(err, warp.ErrInvalid) {
-						t.Errorf("err does not match warp.ErrInvalid")
+					if ue := (*clikit.UsageError)(nil); errors.As(err, &ue) {
+						t.Errorf("err is a usage error; a broken file is not a mistake in the command line")
 					}
 					if !strings.Contains(err.Error(), path+tc.pos) {
 						t.Errorf("err = %q, want it to name %s%s", err, path, tc.pos)

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // ParseError reports a settings file that is not JSON the installer can
 // merge into: a syntax error (comments, a trailing comma, a truncated file)
 // or an unexpected shape ("hooks" that is not an object). The file is left
-// as it was. It unwraps to warp.ErrInvalid.
+// as it was.
 type ParseError struct {
 	Path   string // the file
 	Line   int    // 1-based line of the offending byte
@@ -25,9 +23,6 @@ type ParseError struct {
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s (file left unchanged; fix it by hand and run again)", e.Path, e.Line, e.Column, e.Msg)
 }
-
-// Unwrap returns warp.ErrInvalid.
-func (e *ParseError) Unwrap() error { return warp.ErrInvalid }
 
 // position turns a byte offset of data into a 1-based line and column.
 func position(data []byte, off int) (line, col int) {

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // Watchdog schedule choices of Options.Watchdog.
@@ -141,13 +141,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	switch o.Watchdog {
 	case WatchdogAuto, WatchdogSystemd, WatchdogCron, WatchdogNone:
 	default:
-		return Report{}, warp.Errorf(warp.ErrInvalid, "--watchdog %q: want auto, systemd, cron or none", o.Watchdog)
+		return Report{}, clikit.Usagef("--watchdog %q: want auto, systemd, cron or none", o.Watchdog)
 	}
 	if !o.Uninstall && !filepath.IsAbs(o.Binary) {
-		return Report{}, warp.Errorf(warp.ErrInvalid, "gyrum binary path %q is not absolute", o.Binary)
+		return Report{}, clikit.Usagef("gyrum binary path %q is not absolute", o.Binary)
 	}
 	if o.Home == "" && (o.Project == "" || o.ClaudeConfigDir == "") {
-		return Report{}, warp.Errorf(warp.ErrInvalid, "no home directory to find the settings in")
+		return Report{}, clikit.Usagef("no home directory to find the settings in")
 	}
 
 	var rep Report

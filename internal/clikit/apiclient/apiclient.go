@@ -14,7 +14,7 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
-	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
 // Message returns what a command prints of err after "PROG: ": an answer
@@ -63,9 +63,9 @@ func Unreachable(err error) bool {
 }
 
 // CheckTicketID returns a usage error, saying what a ticket id is, when id
-// is not one (warp.ValidTicketID); nil otherwise.
+// is not one (ticketid.Valid); nil otherwise.
 func CheckTicketID(id string) error {
-	if warp.ValidTicketID(id) {
+	if ticketid.Valid(id) {
 		return nil
 	}
 	return clikit.Usagef("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", id)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/client/wire"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 )
@@ -66,7 +65,7 @@ func TestCheckTicketID(t *testing.T) {
 // short line that says where to look, not the other server's page.
 func TestMessageOfAnotherServer(t *testing.T) {
 	page := "<!DOCTYPE HTML>\n<html>\n<head><title>Error response</title></head>\n<body>" + strings.Repeat("x", 300) + "</body></html>"
-	err := wire.Decode(http.MethodGet, "/v1/tickets", 404, []byte(page), nil)
+	err := client.Decode(http.MethodGet, "/v1/tickets", 404, []byte(page), nil)
 	got := apiclient.Message(err)
 	if strings.Contains(got, "\n") || len(got) > 260 || !strings.Contains(got, "is the server asked a warp server?") || !strings.Contains(got, "HTTP 404") {
 		t.Errorf("Message = %q", got)

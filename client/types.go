@@ -1,4 +1,4 @@
-package wire
+package client
 
 import "time"
 
@@ -119,6 +119,22 @@ type HeartbeatRequest struct {
 	// verdict "stalled" (not "silent") and never extends the lease.
 	Stale bool `json:"stale,omitempty"`
 }
+
+// SchemaV2 is the heartbeat schema version whose bodies carry the agent's
+// activity (HeartbeatRequest.ActivityAgeS): the one activity mode counts.
+const SchemaV2 = 2
+
+// NewHeartbeat returns a schema version 2 heartbeat for the lease epoch of
+// ticket, whose agent last showed activity activityAge ago: the body an
+// agent's loop sends every interval. Set the other optional fields on the
+// result (HookSeen with Ptr).
+func NewHeartbeat(ticket string, epoch int64, activityAge time.Duration) HeartbeatRequest {
+	return HeartbeatRequest{SchemaVersion: Ptr(SchemaV2), Ticket: ticket, Epoch: epoch, ActivityAgeS: Ptr(activityAge.Seconds())}
+}
+
+// Ptr returns a pointer to a copy of v: the value of an optional field,
+// such as HeartbeatRequest.HookSeen (Ptr(true)).
+func Ptr[T any](v T) *T { return &v }
 
 // HeartbeatResponse is the 200 answer to a heartbeat.
 type HeartbeatResponse struct {
@@ -248,15 +264,21 @@ type Health struct {
 
 // Exit reports: the values of HeartbeatRequest.Exit.
 const (
-	ExitParentExited = "parent-exited" // the watched agent process is gone
-	ExitWorktreeGone = "worktree-gone" // the worktree's lease file is gone
+	// ExitParentExited reports that the watched agent process is gone.
+	ExitParentExited = "parent-exited"
+	// ExitWorktreeGone reports that the worktree's lease file is gone.
+	ExitWorktreeGone = "worktree-gone"
 )
 
 // Lease states: the values of Lease.State and of the lease_ended detail
 // DetailLeaseState.
 const (
-	LeaseHeld      = "held"
-	LeaseReleased  = "released"
+	// LeaseHeld is the state of the lease an agent holds.
+	LeaseHeld = "held"
+	// LeaseReleased is the state of a lease its holder or an admin released.
+	LeaseReleased = "released"
+	// LeaseCompleted is the state of a lease whose ticket was completed.
 	LeaseCompleted = "completed"
-	LeaseLapsed    = "lapsed"
+	// LeaseLapsed is the state of a lease the server expired.
+	LeaseLapsed = "lapsed"
 )

@@ -1,24 +1,25 @@
-package client_test
+package httpapi_test
 
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/internal/warpcli"
-	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // The public client against a real warp with tokens, the way an
 // integrator's loop uses it: create, claim with a lease secret, heartbeat
 // with it, and read every refusal through the package's error values.
 func TestClientAgainstARealServer(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	writeFile(t, tokens, "admin:admin-secret\nagent:agent-one\nagent:agent-two\n")
-	srv := warpclitest.Start(t, func(c *warpcli.ServeConfig) { c.TokenFile = tokens })
+	srv := warptest.StartWithTokens(t, warp.DefaultPolicy(), []httpapi.Token{
+		{Role: httpapi.RoleAdmin, Secret: "admin-secret"},
+		{Role: httpapi.RoleAgent, Secret: "agent-one"},
+		{Role: httpapi.RoleAgent, Secret: "agent-two"},
+	})
 	ctx := context.Background()
 	admin := client.NewClient(srv.URL(), "admin-secret")
 	if _, err := admin.CreateTicket(ctx, client.CreateTicketRequest{ID: "T-1", Title: "one"}); err != nil {
@@ -67,12 +68,5 @@ func TestClientAgainstARealServer(t *testing.T) {
 	mode, err := admin.Mode(ctx)
 	if err != nil || mode == "" {
 		t.Errorf("mode: %q %v", mode, err)
-	}
-}
-
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,0 +1,3 @@
+module github.com/gyrum-labs/warp/client
+
+go 1.18
