@@ -78,19 +78,14 @@ func ServeMCP(ctx context.Context, recordDir string) error {
 			defer deadline.Stop()
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()
-			for {
-				if _, err := os.Stat(in.File); err == nil {
-					break
-				}
+			for !exists(in.File) {
 				select {
 				case <-ctx.Done():
 					return nil, nil, ctx.Err()
 				case <-deadline.C:
 					return nil, nil, errors.New("timed out waiting for " + in.File)
 				case <-tick.C:
-					continue
 				}
-				break
 			}
 			record(req, began, time.Now())
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wait done"}}}, nil, nil
@@ -135,4 +130,9 @@ func MCPCalls(dir string) []MCPCall {
 		}
 	}
 	return out
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
