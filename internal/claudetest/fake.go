@@ -10,7 +10,7 @@
 // process tree, and kills everything it spawned at the end of the test.
 //
 // What the fake takes as the main conversation, measured on 2.1.328 (see
-// internal/e2e/claudecode/FINDINGS.md): a POST /v1/messages whose body has
+// docs/agents/claude-code.md): a POST /v1/messages whose body has
 // a non-empty "tools" list and whose system prompt does not carry the
 // subagent billing marker "cc_is_subagent=true". Everything else —
 // subagent conversations, tool-less small-model calls, token counting,

@@ -1,7 +1,7 @@
 package claudecode_test
 
 // These tests pin down the behaviour of the real Claude Code CLI that
-// FINDINGS.md reports; each names the finding it proves.
+// docs/agents/claude-code.md reports; each names the finding it proves.
 
 import (
 	"encoding/json"

@@ -1,7 +1,7 @@
 package claudecode_test
 
-// Real-client proofs of the activity rules (README "What counts as
-// activity" and "The hook"): each test drives the real Claude Code CLI
+// Real-client proofs of the activity rules (docs/DESIGN.md section 4, "The
+// loop" and "The hook"): each test drives the real Claude Code CLI
 // against the scripted fake model, with the real gyrum binary (the hook
 // gyrum setup wires and the detached heartbeat loop start-work spawns)
 // and a real warp on scaled timings. The comment of each test says what
@@ -210,9 +210,10 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 }
 
 // (2) A denied or blocked call leaks no lease. Both ways fire PreToolUse
-// and no Post event (FINDINGS e), so gyrum's in-flight marker of the call
-// stays; after it the model stalls (no process under claude). The marker
-// is backed by no process: it proves only that the call started, so the
+// and no Post event (docs/agents/claude-code.md, finding e), so gyrum's
+// in-flight marker of the call stays; after it the model stalls (no
+// process under claude). The marker is backed by no process: it proves
+// only that the call started, so the
 // loop reports stale one staleness limit after the call's start and the
 // lease lapses within staleness + window + a sweep — far before the
 // in-flight cap (60 s here).
