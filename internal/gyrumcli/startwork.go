@@ -57,7 +57,34 @@ func (a *App) startWorkCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start-work (TICKET | --next [--label L]) [flags] [-- CMD ARGS...]",
 		Short: "Claim a ticket, prepare .gyrum/ and spawn the heartbeat loop",
-		Long: `start-work claims TICKET (or, with --next, the oldest open ticket carrying every
+		Long:  startWorkLong,
+		Example: `  gyrum start-work T-42
+  gyrum start-work --next --label backend --worktree
+  gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
+  gyrum start-work T-42 -- claude -p "fix T-42"`,
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			ticket, child, err := o.parseArgs(args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			return a.startWork(cmd.Context(), o, ticket, child)
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.next, "next", false, "claim the oldest open ticket (with every --label)")
+	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
+	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
+	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
+	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
+	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
+	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
+	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// startWorkLong is the help of gyrum start-work.
+const startWorkLong = `start-work claims TICKET (or, with --next, the oldest open ticket carrying every
 --label) and prepares the worktree's .gyrum/: lease.json, the watched agent
 process with its start time (heartbeat.parent.pid) and a fresh last-activity.
 It then spawns 'gyrum heartbeat run' detached (new session, every stream on
@@ -88,31 +115,7 @@ start-work itself is killed (SIGKILL, the OOM killer), Linux ends CMD too
 (parent-death signal SIGTERM); macOS cannot, and CMD runs on without a lease.
 
 If anything fails after the claim, start-work undoes it: the loop is reaped,
-the lease released, the files and the new worktree removed.`,
-		Example: `  gyrum start-work T-42
-  gyrum start-work --next --label backend --worktree
-  gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
-  gyrum start-work T-42 -- claude -p "fix T-42"`,
-		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			ticket, child, err := o.parseArgs(args, cmd.ArgsLenAtDash())
-			if err != nil {
-				return err
-			}
-			return a.startWork(cmd.Context(), o, ticket, child)
-		}),
-	}
-	f := cmd.Flags()
-	f.BoolVar(&o.next, "next", false, "claim the oldest open ticket (with every --label)")
-	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
-	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
-	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
-	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
-	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
-	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
-	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
-	f.BoolVar(&o.json, "json", false, "print the result as JSON")
-	return cmd
-}
+the lease released, the files and the new worktree removed.`
 
 // parseArgs checks the arguments (dash: where -- was, -1 without) and flags
 // that go together, and returns TICKET ("" with --next) and CMD ARGS (nil
