@@ -339,3 +339,30 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The server binary carries no simulator: nothing of internal/sim is linked
+// into it, so no argument or environment variable can turn it into the
+// simulator's fake agent; 'warp simulate' says in one line where the
+// simulator went.
+func TestNoSimulatorInTheServerBinary(t *testing.T) {
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasSuffix(pkg, "/internal/sim") || strings.HasSuffix(pkg, "/internal/simcli") {
+			t.Errorf("warp links %s", pkg)
+		}
+	}
+	cmd := exec.Command(warpBin, "simulate", "--agents", "8")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "WARP_SIM_HELPER=agent"}
+	cmd.Stdin = strings.NewReader("fg 1 0\n")
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("warp simulate: %v, want exit 2\n%s", err, b)
+	}
+	if got := strings.TrimSpace(string(b)); strings.Count(got, "\n") != 0 || !strings.HasPrefix(got, "warp: ") || !strings.Contains(got, "run warpsim") {
+		t.Errorf("warp simulate printed %q, want one line that points to warpsim", got)
+	}
+}

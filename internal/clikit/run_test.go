@@ -33,7 +33,7 @@ func program(stdout, stderr *bytes.Buffer, ret error) *cobra.Command {
 	return root
 }
 
-// codedErr has an exit code of its own, as warp simulate's outcome does.
+// codedErr has an exit code of its own, as warpsim's outcome does.
 type codedErr struct{}
 
 func (codedErr) Error() string { return "too loaded" }

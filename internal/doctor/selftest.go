@@ -145,63 +145,139 @@ func firstLine(s string) string {
 // The hook passes when it exits 0 within the timeout and last-activity
 // moved.
 func checkHookRun(ctx context.Context, e setup.HookEntry, prepared gyrumdir.Prepared) Check {
-	c := Check{Name: "hook-run"}
 	timeout := DefaultHookTimeout
 	if e.Timeout > 0 {
 		timeout = time.Duration(e.Timeout * float64(time.Second))
 	}
-	fail := func(detail, fix string) Check {
-		c.Status, c.Detail, c.Fix = StatusFail, detail, fix
-		return c
+	s, f := makeScratch(prepared)
+	if f != nil {
+		return f.check()
+	}
+	defer s.remove()
+	run, f := runHook(ctx, s, e.Command, timeout)
+	if f == nil {
+		f = run.fault()
+	}
+	if f != nil {
+		return f.check()
+	}
+	rec, ok, mtime, err := s.d.ReadActivity()
+	if err != nil || !mtime.After(s.old) {
+		return hookFault{fmt.Sprintf("the hook %q exited 0 in %s but did not move %s: it is not the activity hook, or it looks for .gyrum/ elsewhere",
+			e.Command, run.took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum's hook"}.check()
+	}
+	c := Check{Name: "hook-run", Status: StatusOK,
+		Detail: fmt.Sprintf("ran %q with a PostToolUse payload: exit 0 in %s (timeout %s), %s moved", e.Command, run.took, timeout, gyrumdir.ActivityFile)}
+	if !ok || rec.Source != gyrumdir.SourceHook {
+		c.Detail += "; it wrote no hook record (a gyrum from before hook reporting: upgrade it so loops report hook_seen)"
+	}
+	return c
+}
+
+// hookFault is why a hook's self-test failed, and what to do about it.
+type hookFault struct{ detail, fix string }
+
+func (f hookFault) check() Check {
+	return Check{Name: "hook-run", Status: StatusFail, Detail: f.detail, Fix: f.fix}
+}
+
+// scratch is the self-test's worktree: a temporary directory whose .gyrum/
+// holds a lease and a last-activity from old, recorded as prepared (the
+// hook writes only into worktrees a start-work prepared) for the length of
+// the test.
+type scratch struct {
+	dir      string
+	d        gyrumdir.Dir
+	old      time.Time
+	prepared gyrumdir.Prepared // zero when not recorded
+}
+
+// makeScratch makes the scratch worktree; on a fault nothing is left.
+func makeScratch(prepared gyrumdir.Prepared) (_ *scratch, f *hookFault) {
+	unwritable := func(err error) *hookFault {
+		return &hookFault{"cannot make a scratch worktree: " + err.Error(), "make the temporary directory (" + os.TempDir() + ") writable"}
 	}
 	dir, err := os.MkdirTemp("", "gyrum-doctor-selftest-")
 	if err != nil {
-		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+		return nil, unwritable(err)
 	}
-	defer os.RemoveAll(dir)
-	d, err := gyrumdir.Create(dir)
-	if err != nil {
-		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
-	}
-	// The hook writes only into worktrees a start-work prepared: the
-	// scratch one is, for the length of the test.
-	if prepared != (gyrumdir.Prepared{}) {
-		if err := prepared.Add(d.Worktree); err != nil {
-			return fail("cannot record the scratch worktree in $GYRUM_HOME: "+err.Error(), "make $GYRUM_HOME (default ~/.gyrum) writable")
+	s := &scratch{dir: dir}
+	defer func() {
+		if f != nil {
+			s.remove()
 		}
-		defer prepared.Remove(d.Worktree)
+	}()
+	if s.d, err = gyrumdir.Create(dir); err != nil {
+		return nil, unwritable(err)
 	}
-	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if prepared != (gyrumdir.Prepared{}) {
+		if err := prepared.Add(s.d.Worktree); err != nil {
+			return nil, &hookFault{"cannot record the scratch worktree in $GYRUM_HOME: " + err.Error(), "make $GYRUM_HOME (default ~/.gyrum) writable"}
+		}
+		s.prepared = prepared
+	}
+	s.old = time.Now().Add(-time.Hour).Truncate(time.Second)
 	host, _ := os.Hostname()
-	if err := d.WriteLease(gyrumdir.Lease{Ticket: SelfTestTicket, Epoch: 1, WarpURL: "http://127.0.0.1:1", Agent: "gyrum-doctor", Host: host, ClaimedAt: old}); err != nil {
-		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	if err := s.d.WriteLease(gyrumdir.Lease{Ticket: SelfTestTicket, Epoch: 1, WarpURL: "http://127.0.0.1:1", Agent: "gyrum-doctor", Host: host, ClaimedAt: s.old}); err != nil {
+		return nil, unwritable(err)
 	}
-	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: old}); err != nil {
-		return fail("cannot make a scratch worktree: "+err.Error(), "make the temporary directory ("+os.TempDir()+") writable")
+	if err := s.d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: s.old}); err != nil {
+		return nil, unwritable(err)
 	}
+	return s, nil
+}
+
+// remove takes the scratch worktree back: out of the prepared ones, then
+// off the disk.
+func (s *scratch) remove() {
+	if s.prepared != (gyrumdir.Prepared{}) {
+		_ = s.prepared.Remove(s.d.Worktree)
+	}
+	os.RemoveAll(s.dir)
+}
+
+// command is the hook command line run as Claude Code runs it for a Bash call
+// in the scratch worktree: sh -c, a PostToolUse payload on stdin, in its
+// own process group.
+func (s *scratch) command(line string) *exec.Cmd {
 	payload, _ := json.Marshal(map[string]any{
-		"session_id": "gyrum-doctor-selftest", "transcript_path": "", "cwd": dir, "permission_mode": "default",
+		"session_id": "gyrum-doctor-selftest", "transcript_path": "", "cwd": s.dir, "permission_mode": "default",
 		"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "true"},
 		"tool_response": map[string]any{"stdout": "", "stderr": "", "interrupted": false}, "tool_use_id": "toolu_gyrum_doctor_selftest",
 	})
-
-	cmd := exec.Command("/bin/sh", "-c", e.Command)
-	cmd.Dir = dir
+	cmd := exec.Command("/bin/sh", "-c", line)
+	cmd.Dir = s.dir
 	cmd.Stdin = bytes.NewReader(payload)
 	// No CLAUDE_PID: run inside a Claude session, the hook would credit
 	// that agent's own lease instead of the scratch worktree.
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+dir, "CLAUDE_PID=")
-	if prepared != (gyrumdir.Prepared{}) {
-		cmd.Env = append(cmd.Env, "GYRUM_HOME="+prepared.Home())
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.dir, "CLAUDE_PID=")
+	if s.prepared != (gyrumdir.Prepared{}) {
+		cmd.Env = append(cmd.Env, "GYRUM_HOME="+s.prepared.Home())
 	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second // a grandchild holding the pipes must not hold doctor
+	return cmd
+}
+
+// hookOutcome is how a hook run that ended by itself went.
+type hookOutcome struct {
+	line   string // the command line
+	code   int
+	stderr string // its first 4 KiB
+	took   time.Duration
+}
+
+// runHook runs the hook command line in s and waits for it, killing its
+// process group when it outlives timeout or ctx ends: both are faults, as
+// is a hook that could not be started or waited for.
+func runHook(ctx context.Context, s *scratch, line string, timeout time.Duration) (hookOutcome, *hookFault) {
+	cmd := s.command(line)
 	var stdout, stderr limitedBuffer
 	stdout.max, stderr.max = 4096, 4096
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second // a grandchild holding the pipes must not hold doctor
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return fail(fmt.Sprintf("cannot run the hook %q: %v", e.Command, err), "check that /bin/sh exists and runs")
+		return hookOutcome{}, &hookFault{fmt.Sprintf("cannot run the hook %q: %v", line, err), "check that /bin/sh exists and runs"}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -220,42 +296,35 @@ func checkHookRun(ctx context.Context, e setup.HookEntry, prepared gyrumdir.Prep
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole group: sh and whatever it started
 		<-done
 		if ctx.Err() != nil {
-			return fail(fmt.Sprintf("the hook %q was still running when doctor was stopped", e.Command), "run doctor again")
+			return hookOutcome{}, &hookFault{fmt.Sprintf("the hook %q was still running when doctor was stopped", line), "run doctor again"}
 		}
-		return fail(fmt.Sprintf("the hook %q did not finish within its timeout of %s and was killed: the agent kills it the same way, and no activity is recorded",
-			e.Command, timeout), fmt.Sprintf("the hook must return in milliseconds: run it by hand (echo '{}' | %s) to see where it blocks, then gyrum setup to rewrite it", e.Command))
+		return hookOutcome{}, &hookFault{fmt.Sprintf("the hook %q did not finish within its timeout of %s and was killed: the agent kills it the same way, and no activity is recorded",
+			line, timeout), fmt.Sprintf("the hook must return in milliseconds: run it by hand (echo '{}' | %s) to see where it blocks, then gyrum setup to rewrite it", line)}
 	}
-	took := time.Since(start).Round(time.Millisecond)
-	code := 0
+	out := hookOutcome{line: line, took: time.Since(start).Round(time.Millisecond), stderr: stderr.b.String()}
 	var exitErr *exec.ExitError
 	switch {
 	case errors.As(runErr, &exitErr):
-		code = exitErr.ExitCode()
+		out.code = exitErr.ExitCode()
 	case runErr != nil && !errors.Is(runErr, exec.ErrWaitDelay):
-		return fail(fmt.Sprintf("the hook %q: %v", e.Command, runErr), "run gyrum setup to rewrite the hook")
+		return out, &hookFault{fmt.Sprintf("the hook %q: %v", line, runErr), "run gyrum setup to rewrite the hook"}
 	}
-	errLine := firstLine(stderr.b.String())
+	return out, nil
+}
+
+// fault is the fault of a hook that exited other than 0, nil for 0.
+func (o hookOutcome) fault() *hookFault {
+	errLine := firstLine(o.stderr)
 	if errLine != "" {
 		errLine = ": " + errLine
 	}
-	switch code {
+	switch o.code {
 	case 0:
+		return nil
 	case 126, 127: // sh: not executable, not found
-		return fail(fmt.Sprintf("the hook %q cannot start its program (exit %d%s)", e.Command, code, errLine),
-			"run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path")
-	default:
-		return fail(fmt.Sprintf("the hook %q exited %d%s", e.Command, code, errLine),
-			fmt.Sprintf("run it by hand to see why (echo '{}' | %s); a gyrum that fails here is broken: reinstall it and run gyrum setup", e.Command))
+		return &hookFault{fmt.Sprintf("the hook %q cannot start its program (exit %d%s)", o.line, o.code, errLine),
+			"run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path"}
 	}
-	rec, ok, mtime, err := d.ReadActivity()
-	if err != nil || !mtime.After(old) {
-		return fail(fmt.Sprintf("the hook %q exited 0 in %s but did not move %s: it is not the activity hook, or it looks for .gyrum/ elsewhere",
-			e.Command, took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum's hook")
-	}
-	c.Status = StatusOK
-	c.Detail = fmt.Sprintf("ran %q with a PostToolUse payload: exit 0 in %s (timeout %s), %s moved", e.Command, took, timeout, gyrumdir.ActivityFile)
-	if !ok || rec.Source != gyrumdir.SourceHook {
-		c.Detail += "; it wrote no hook record (a gyrum from before hook reporting: upgrade it so loops report hook_seen)"
-	}
-	return c
+	return &hookFault{fmt.Sprintf("the hook %q exited %d%s", o.line, o.code, errLine),
+		fmt.Sprintf("run it by hand to see why (echo '{}' | %s); a gyrum that fails here is broken: reinstall it and run gyrum setup", o.line)}
 }

@@ -1,6 +1,7 @@
 package gyrumcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,18 +27,127 @@ func (a *App) homeDir() (string, error) {
 }
 
 func (a *App) setupCommand() *cobra.Command {
-	var (
-		project      string
-		watchdog     string
-		uninstall    bool
-		dryRun       bool
-		agents       []string
-		instructions string
-	)
+	var fl setupFlags
 	cmd := &cobra.Command{
 		Use:   "setup [--project DIR] [--watchdog auto|systemd|cron|none] [--uninstall] [--dry-run] [--agents codex,gemini,cursor] [--instructions[=FILE]]",
 		Short: "Wire the touch-activity hook into the agents, schedule the watchdog, write agent instructions",
-		Long: `setup adds 'gyrum touch-activity' (this binary's absolute path, timeout 5 s) for
+		Long:  setupLong,
+		Example: `  gyrum setup --agents codex,gemini,cursor
+  gyrum setup --project . --dry-run
+  gyrum setup --instructions=AGENTS.md
+  gyrum setup --instructions                # print the snippet`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if cmd.Flags().Changed("instructions") {
+				return clikit.Usagef("--instructions takes its file with '=': gyrum setup --instructions=%s", args[0])
+			}
+			return clikit.Usagef("setup takes no arguments, got %q", args)
+		},
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("instructions") {
+				return a.setupInstructions(cmd, fl.instructions, fl.uninstall, fl.dryRun)
+			}
+			o, err := a.setupOptions(fl)
+			if err != nil {
+				return err
+			}
+			return a.runSetup(cmd.Context(), o)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.project, "project", "", "wire DIR/.claude/settings.json instead of the user's settings (the watchdog is still the user's: add --watchdog none to leave it alone)")
+	f.StringVar(&fl.watchdog, "watchdog", setup.WatchdogAuto, "watchdog schedule: auto, systemd, cron or none")
+	f.BoolVar(&fl.uninstall, "uninstall", false, "remove what setup added")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "print every change, make none")
+	f.StringSliceVar(&fl.agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
+	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md) once")
+	f.Lookup("instructions").NoOptDefVal = instructionsStdout
+	return cmd
+}
+
+// setupFlags are the flags of gyrum setup.
+type setupFlags struct {
+	project, watchdog, instructions string
+	uninstall, dryRun               bool
+	agents                          []string
+}
+
+// setupOptions turns the flags and the environment into what setup.Run
+// takes: the home directory and the agents' config locations, the agents
+// (comma-separated or repeated), the project directory (which must exist),
+// this binary's absolute path for the hooks, and GYRUM_HOME for the
+// scheduled sweep.
+func (a *App) setupOptions(fl setupFlags) (setup.Options, error) {
+	home, err := a.homeDir()
+	if err != nil {
+		return setup.Options{}, err
+	}
+	o := setup.Options{
+		Home:            home,
+		ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
+		CodexHome:       a.getenv("CODEX_HOME"),
+		XDGConfigHome:   a.getenv("XDG_CONFIG_HOME"),
+		Watchdog:        fl.watchdog,
+		Uninstall:       fl.uninstall,
+		DryRun:          fl.dryRun,
+		Now:             a.now,
+		Out:             a.Stdout,
+	}
+	for _, ag := range fl.agents {
+		for _, s := range strings.Split(ag, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Agents = append(o.Agents, s)
+			}
+		}
+	}
+	if fl.project != "" {
+		if o.Project, err = filepath.Abs(fl.project); err != nil {
+			return o, clikit.Usagef("--project %s: %v", fl.project, err)
+		}
+		if st, err := os.Stat(o.Project); err != nil || !st.IsDir() {
+			return o, clikit.Usagef("--project %s: not a directory", fl.project)
+		}
+	}
+	exe, err := a.executable()
+	if err != nil {
+		return o, err
+	}
+	if o.Binary, err = filepath.Abs(exe); err != nil {
+		return o, err
+	}
+	// The scheduled sweep must read the same registry as the loops.
+	if gh := a.getenv("GYRUM_HOME"); gh != "" {
+		abs, err := filepath.Abs(gh)
+		if err != nil {
+			return o, clikit.Usagef("GYRUM_HOME %s: %v", gh, err)
+		}
+		o.ScheduleEnv = map[string]string{"GYRUM_HOME": abs}
+	}
+	return o, nil
+}
+
+// runSetup runs setup.Run, prints its warnings and sorts its error: a
+// file it cannot parse is a failure (exit 1); a bad option is already a
+// usage error (clikit.Usagef).
+func (a *App) runSetup(ctx context.Context, o setup.Options) error {
+	rep, err := setup.Run(ctx, o)
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(a.Stderr, "gyrum: warning: %s\n", strings.ReplaceAll(w, "\n", "\n  "))
+	}
+	var pe *setup.ParseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe):
+		return clikit.Fail(err)
+	}
+	return err
+}
+
+// setupLong is the help of gyrum setup.
+const setupLong = `setup adds 'gyrum touch-activity' (this binary's absolute path, timeout 5 s) for
 PreToolUse, PostToolUse and PostToolUseFailure (matcher "*") to the Claude Code
 settings: $CLAUDE_CONFIG_DIR/settings.json (default ~/.claude/settings.json), or
 DIR/.claude/settings.json with --project. It merges into what is there and keeps
@@ -76,93 +186,7 @@ puts it into FILE once, between '<!-- gyrum:begin -->' and '<!-- gyrum:end -->'
 markers: appended after a blank line, updated in place by a later gyrum, and
 left alone when it is current; the rest of FILE is kept byte for byte. With
 --uninstall it removes the block again, with --dry-run it shows the diff.
---instructions touches nothing else: run 'gyrum setup' for the hooks.`,
-		Example: `  gyrum setup --agents codex,gemini,cursor
-  gyrum setup --project . --dry-run
-  gyrum setup --instructions=AGENTS.md
-  gyrum setup --instructions                # print the snippet`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
-			}
-			if cmd.Flags().Changed("instructions") {
-				return clikit.Usagef("--instructions takes its file with '=': gyrum setup --instructions=%s", args[0])
-			}
-			return clikit.Usagef("setup takes no arguments, got %q", args)
-		},
-		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("instructions") {
-				return a.setupInstructions(cmd, instructions, uninstall, dryRun)
-			}
-			home, err := a.homeDir()
-			if err != nil {
-				return err
-			}
-			o := setup.Options{
-				Home:            home,
-				ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
-				CodexHome:       a.getenv("CODEX_HOME"),
-				XDGConfigHome:   a.getenv("XDG_CONFIG_HOME"),
-				Watchdog:        watchdog,
-				Uninstall:       uninstall,
-				DryRun:          dryRun,
-				Now:             a.now,
-				Out:             a.Stdout,
-			}
-			for _, ag := range agents {
-				for _, s := range strings.Split(ag, ",") {
-					if s = strings.TrimSpace(s); s != "" {
-						o.Agents = append(o.Agents, s)
-					}
-				}
-			}
-			if project != "" {
-				if o.Project, err = filepath.Abs(project); err != nil {
-					return clikit.Usagef("--project %s: %v", project, err)
-				}
-				if st, err := os.Stat(o.Project); err != nil || !st.IsDir() {
-					return clikit.Usagef("--project %s: not a directory", project)
-				}
-			}
-			exe, err := a.executable()
-			if err != nil {
-				return err
-			}
-			if o.Binary, err = filepath.Abs(exe); err != nil {
-				return err
-			}
-			// The scheduled sweep must read the same registry as the loops.
-			if gh := a.getenv("GYRUM_HOME"); gh != "" {
-				abs, err := filepath.Abs(gh)
-				if err != nil {
-					return clikit.Usagef("GYRUM_HOME %s: %v", gh, err)
-				}
-				o.ScheduleEnv = map[string]string{"GYRUM_HOME": abs}
-			}
-			rep, err := setup.Run(cmd.Context(), o)
-			for _, w := range rep.Warnings {
-				fmt.Fprintf(a.Stderr, "gyrum: warning: %s\n", strings.ReplaceAll(w, "\n", "\n  "))
-			}
-			var pe *setup.ParseError
-			switch {
-			case err == nil:
-				return nil
-			case errors.As(err, &pe):
-				return clikit.Fail(err)
-			}
-			return err
-		}),
-	}
-	f := cmd.Flags()
-	f.StringVar(&project, "project", "", "wire DIR/.claude/settings.json instead of the user's settings (the watchdog is still the user's: add --watchdog none to leave it alone)")
-	f.StringVar(&watchdog, "watchdog", setup.WatchdogAuto, "watchdog schedule: auto, systemd, cron or none")
-	f.BoolVar(&uninstall, "uninstall", false, "remove what setup added")
-	f.BoolVar(&dryRun, "dry-run", false, "print every change, make none")
-	f.StringSliceVar(&agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
-	f.StringVar(&instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md) once")
-	f.Lookup("instructions").NoOptDefVal = instructionsStdout
-	return cmd
-}
+--instructions touches nothing else: run 'gyrum setup' for the hooks.`
 
 // instructionsStdout is the value of a bare --instructions: print.
 const instructionsStdout = "-"

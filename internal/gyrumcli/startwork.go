@@ -57,7 +57,34 @@ func (a *App) startWorkCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start-work (TICKET | --next [--label L]) [flags] [-- CMD ARGS...]",
 		Short: "Claim a ticket, prepare .gyrum/ and spawn the heartbeat loop",
-		Long: `start-work claims TICKET (or, with --next, the oldest open ticket carrying every
+		Long:  startWorkLong,
+		Example: `  gyrum start-work T-42
+  gyrum start-work --next --label backend --worktree
+  gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
+  gyrum start-work T-42 -- claude -p "fix T-42"`,
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			ticket, child, err := o.parseArgs(args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			return a.startWork(cmd.Context(), o, ticket, child)
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.next, "next", false, "claim the oldest open ticket (with every --label)")
+	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
+	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
+	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
+	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
+	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
+	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
+	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// startWorkLong is the help of gyrum start-work.
+const startWorkLong = `start-work claims TICKET (or, with --next, the oldest open ticket carrying every
 --label) and prepares the worktree's .gyrum/: lease.json, the watched agent
 process with its start time (heartbeat.parent.pid) and a fresh last-activity.
 It then spawns 'gyrum heartbeat run' detached (new session, every stream on
@@ -88,57 +115,42 @@ start-work itself is killed (SIGKILL, the OOM killer), Linux ends CMD too
 (parent-death signal SIGTERM); macOS cannot, and CMD runs on without a lease.
 
 If anything fails after the claim, start-work undoes it: the loop is reaped,
-the lease released, the files and the new worktree removed.`,
-		Example: `  gyrum start-work T-42
-  gyrum start-work --next --label backend --worktree
-  gyrum start-work T-42 --dir ../repo-T-42 --agent O --json
-  gyrum start-work T-42 -- claude -p "fix T-42"`,
-		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			var child []string
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				child, args = args[dash:], args[:dash]
-				if len(child) == 0 {
-					return clikit.Usagef("nothing after --: give the command to run")
-				}
-			}
-			ticket := ""
-			switch {
-			case o.next && len(args) > 0:
-				return clikit.Usagef("give a TICKET or --next, not both")
-			case !o.next && len(args) != 1:
-				return clikit.Usagef("give one TICKET, or --next")
-			case !o.next:
-				ticket = args[0]
-				if err := apiclient.CheckTicketID(ticket); err != nil {
-					return err
-				}
-				if len(o.labels) > 0 {
-					return clikit.Usagef("--label goes with --next")
-				}
-			}
-			if o.schema != 1 && o.schema != 2 {
-				return clikit.Usagef("--schema-version %d: want 1 or 2", o.schema)
-			}
-			if child != nil && o.watchPID != 0 {
-				return clikit.Usagef("--watch-pid and -- CMD exclude each other: with -- CMD gyrum watches itself")
-			}
-			if o.watchPID < 0 {
-				return clikit.Usagef("--watch-pid %d is not a pid", o.watchPID)
-			}
-			return a.startWork(cmd.Context(), o, ticket, child)
-		}),
+the lease released, the files and the new worktree removed.`
+
+// parseArgs checks the arguments (dash: where -- was, -1 without) and flags
+// that go together, and returns TICKET ("" with --next) and CMD ARGS (nil
+// without --).
+func (o *startWorkOptions) parseArgs(args []string, dash int) (ticket string, child []string, err error) {
+	if dash >= 0 {
+		child, args = args[dash:], args[:dash]
+		if len(child) == 0 {
+			return "", nil, clikit.Usagef("nothing after --: give the command to run")
+		}
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.next, "next", false, "claim the oldest open ticket (with every --label)")
-	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
-	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
-	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
-	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
-	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
-	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
-	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
-	f.BoolVar(&o.json, "json", false, "print the result as JSON")
-	return cmd
+	switch {
+	case o.next && len(args) > 0:
+		return "", nil, clikit.Usagef("give a TICKET or --next, not both")
+	case !o.next && len(args) != 1:
+		return "", nil, clikit.Usagef("give one TICKET, or --next")
+	case !o.next:
+		ticket = args[0]
+		if err := apiclient.CheckTicketID(ticket); err != nil {
+			return "", nil, err
+		}
+		if len(o.labels) > 0 {
+			return "", nil, clikit.Usagef("--label goes with --next")
+		}
+	}
+	if o.schema != 1 && o.schema != 2 {
+		return "", nil, clikit.Usagef("--schema-version %d: want 1 or 2", o.schema)
+	}
+	if child != nil && o.watchPID != 0 {
+		return "", nil, clikit.Usagef("--watch-pid and -- CMD exclude each other: with -- CMD gyrum watches itself")
+	}
+	if o.watchPID < 0 {
+		return "", nil, clikit.Usagef("--watch-pid %d is not a pid", o.watchPID)
+	}
+	return ticket, child, nil
 }
 
 // undo collects what start-work must take back if a later step fails.
@@ -152,6 +164,12 @@ func (u undo) run() {
 	}
 }
 
+// startWork runs start-work's steps over one undo stack: check (before
+// anything is claimed: nothing to give back), claim, prepare the worktree
+// and its .gyrum/, register it for the hook, spawn the loop; then report,
+// and in wrapper mode run CMD. Each step pushes the undo of what it did;
+// when a later step fails (or a signal ends it, see interrupts) the stack
+// runs backwards, while the start lock and the signal catch still hold.
 func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, child []string) (err error) {
 	// In wrapper mode a signal must never kill gyrum: from the claim on,
 	// sigs holds it, and once CMD runs runChild passes it on.
@@ -161,45 +179,96 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
 	}
-	// steps is ctx for the steps after the claim. Until CMD runs, a signal
-	// (Ctrl-C while git checks out a large worktree, or while a
-	// repository's post-checkout hook hangs) ends them and start-work
-	// undoes what it did — the claim, the worktree, the files — instead of
-	// dying with a claim nobody holds and a lease.json that makes every
-	// later start-work here refuse, or waiting on git for ever. The
-	// claim's own request is never cut short: its answer is what the undo
-	// needs.
-	caught := make(chan os.Signal, 1)
-	signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(caught)
-	steps, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	defer func() { close(done); cancel(nil) }()
-	go func() {
-		select {
-		case s := <-caught:
-			cancel(interrupted{s.(syscall.Signal)})
-		case <-done:
+	in := catchInterrupts(ctx, a.Stderr)
+	defer in.close()
+	s := &startRun{a: a, o: o, ticket: ticket, child: child, in: in, unlock: func() {}}
+	defer func() { s.unlock() }()
+	defer func() {
+		if err != nil && !s.kept {
+			s.undo.run()
 		}
 	}()
-	// stopIfInterrupted is the error of a signal caught by now.
-	stopIfInterrupted := func() error {
-		var in interrupted
-		if errors.As(context.Cause(steps), &in) {
-			fmt.Fprintf(a.Stderr, "gyrum: %v: undoing start-work\n", in)
-			return clikit.Exit(128 + int(in.sig))
-		}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := s.claim(ctx); err != nil {
+		return err
+	}
+	if err := s.prepare(); err != nil {
+		return err
+	}
+	if err := s.register(); err != nil {
+		return err
+	}
+	if err := s.spawn(ctx); err != nil {
+		return err
+	}
+	out := a.Stdout
+	if child != nil {
+		out = a.Stderr
+	}
+	if err := printStart(out, s.res, o.json); err != nil {
+		return fmt.Errorf("print the result: %w", err)
+	}
+	if child == nil {
 		return nil
 	}
-	if _, err := a.registry(); err != nil {
+	return s.wrap(sigs)
+}
+
+// startRun is one start-work between its steps: what each step found or
+// made, and the undo stack of what they did.
+type startRun struct {
+	a      *App
+	o      startWorkOptions
+	ticket string   // the TICKET asked for; "" with --next
+	child  []string // -- CMD ARGS; nil without
+	in     *interrupts
+
+	base    string // the worktree, or with --worktree a directory of the repository
+	repo    string // with --worktree: the top level of base's repository
+	unlock  func() // gives the start lock of base back (without --worktree)
+	watched Watched
+	api     *client.Client
+	t       client.Ticket // as claimed
+	d       gyrumdir.Dir
+	lease   gyrumdir.Lease
+	res     StartResult
+
+	undo undo
+	kept bool // the lease is in the hands of the loop (or of CMD): no undo
+}
+
+// check finds, before anything is claimed, every reason start-work would
+// refuse: GYRUM_HOME, the durations, the directory (locked for this
+// start-work, not tracking .gyrum/, holding no lease), CMD and the process
+// to watch.
+func (s *startRun) check(ctx context.Context) error {
+	if _, err := s.a.registry(); err != nil {
 		return err
 	}
-	if _, err := a.durations(); err != nil {
+	if _, err := s.a.durations(); err != nil {
 		return err
 	}
-	base := o.dir
+	if err := s.checkDir(ctx); err != nil {
+		return err
+	}
+	if s.child != nil {
+		if err := findCommand(s.child[0]); err != nil {
+			return err
+		}
+	}
+	return s.checkWatched()
+}
+
+// checkDir settles the directory start-work works in: --dir or the
+// working directory. Without --worktree it takes the start lock of it and
+// refuses it if its repository tracks .gyrum/ or it holds a lease; with
+// --worktree it must be in a git repository.
+func (s *startRun) checkDir(ctx context.Context) (err error) {
+	base := s.o.dir
 	if base == "" {
-		if base, err = a.getwd(); err != nil {
+		if base, err = s.a.getwd(); err != nil {
 			return fmt.Errorf("working directory: %w", err)
 		}
 	}
@@ -209,65 +278,71 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if st, err := os.Stat(base); err != nil || !st.IsDir() {
 		return clikit.Usagef("--dir %s is not a directory", base)
 	}
-	unlock := func() {}
-	defer func() { unlock() }()
-	var repo string // with --worktree: the top level of base's repository
-	if !o.worktree {
-		// Held until the loop is up: a second start-work here meanwhile
-		// would pass checkFree too.
-		home, err := gyrumdir.Home(a.getenv)
-		if err != nil {
-			return clikit.Usagef("%v", err)
-		}
-		release, err := gyrumdir.LockStart(home, base)
-		if errors.Is(err, gyrumdir.ErrStartLocked) {
-			return fmt.Errorf("%s: another gyrum start-work is setting it up; when it is done, 'gyrum status' shows its loop", base)
-		}
-		if err != nil {
-			return err
-		}
-		unlock = release
-		// Before the claim: nothing to give back (the check after the
-		// claim covers a --worktree checkout).
-		if err := refuseTracked(ctx, base); err != nil {
-			return err
-		}
-		if err := checkFree(base); err != nil {
-			return err
-		}
-	} else if repo, err = worktreeRepo(ctx, base); err != nil {
-		return err // not a git repository: found before the claim, not after
+	s.base = base
+	if s.o.worktree {
+		s.repo, err = worktreeRepo(ctx, base) // not a git repository: found before the claim, not after
+		return err
 	}
-	if child != nil {
-		if err := findCommand(child[0]); err != nil {
-			return err
-		}
+	// Held until the loop is up: a second start-work here meanwhile
+	// would pass checkFree too.
+	home, err := gyrumdir.Home(s.a.getenv)
+	if err != nil {
+		return clikit.Usagef("%v", err)
 	}
-	var watched Watched
-	if child != nil {
+	release, err := gyrumdir.LockStart(home, base)
+	if errors.Is(err, gyrumdir.ErrStartLocked) {
+		return fmt.Errorf("%s: another gyrum start-work is setting it up; when it is done, 'gyrum status' shows its loop", base)
+	}
+	if err != nil {
+		return err
+	}
+	s.unlock = release
+	// Before the claim: nothing to give back (the check after the claim
+	// covers a --worktree checkout).
+	if err := refuseTracked(ctx, base); err != nil {
+		return err
+	}
+	return checkFree(base)
+}
+
+// checkWatched settles the process whose life the lease follows: gyrum
+// itself in wrapper mode, else resolveWatched (with a warning when only
+// the parent was found).
+func (s *startRun) checkWatched() (err error) {
+	if s.child != nil {
 		self, err := proc.Self()
 		if err != nil {
 			return err
 		}
-		watched = Watched{Identity: self, Name: "gyrum", How: "self"}
-	} else if watched, err = a.resolveWatched(o.watchPID); err != nil {
-		return err
-	} else if watched.How == "parent" {
-		fmt.Fprintf(a.Stderr, "gyrum: no agent process found above start-work: watching its parent, pid %d (%s); the lease ends when it exits. "+
-			"Name the agent with --watch-pid PID or CLAUDE_PID, or run it under gyrum start-work -- CMD\n", watched.PID, clikit.Clean(watched.Name))
+		s.watched = Watched{Identity: self, Name: "gyrum", How: "self"}
+		return nil
 	}
-	agent := firstOf(o.agent, a.getenv("GYRUM_AGENT"))
-	host := firstOf(o.host, a.getenv("GYRUM_HOST"))
+	if s.watched, err = s.a.resolveWatched(s.o.watchPID); err != nil {
+		return err
+	}
+	if s.watched.How == "parent" {
+		fmt.Fprintf(s.a.Stderr, "gyrum: no agent process found above start-work: watching its parent, pid %d (%s); the lease ends when it exits. "+
+			"Name the agent with --watch-pid PID or CLAUDE_PID, or run it under gyrum start-work -- CMD\n", s.watched.PID, clikit.Clean(s.watched.Name))
+	}
+	return nil
+}
+
+// claim claims the ticket (or the next one) and checks the answer; its
+// undo releases the lease. An answer that names no valid ticket or holds
+// no lease is not undone: there is nothing to send back.
+func (s *startRun) claim(ctx context.Context) error {
+	agent := firstOf(s.o.agent, s.a.getenv("GYRUM_AGENT"))
+	host := firstOf(s.o.host, s.a.getenv("GYRUM_HOST"))
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-
-	api := a.client("")
+	api := s.a.client("")
 	var t client.Ticket
-	if ticket != "" {
-		t, err = api.Claim(ctx, ticket, client.ClaimRequest{Agent: agent, Host: host})
+	var err error
+	if s.ticket != "" {
+		t, err = api.Claim(ctx, s.ticket, client.ClaimRequest{Agent: agent, Host: host})
 	} else {
-		t, err = api.ClaimNext(ctx, client.ClaimNextRequest{Agent: agent, Host: host, Labels: o.labels})
+		t, err = api.ClaimNext(ctx, client.ClaimNextRequest{Agent: agent, Host: host, Labels: s.o.labels})
 	}
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
@@ -281,126 +356,179 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if t.Lease == nil {
 		return fmt.Errorf("claim %s: the server answered without a lease", t.ID)
 	}
-	epoch := t.Lease.Epoch
-	var u undo
-	kept := false // set once the lease is in the hands of the loop (or of CMD)
-	defer func() {
-		if err != nil && !kept {
-			u.run()
-		}
-	}()
-	u.add(func() {
-		// Background: the claim must be undone even when ctx ended.
-		if _, rerr := api.WithLeaseSecret(t.LeaseSecret).Release(context.Background(), t.ID, client.ReleaseRequest{Epoch: epoch, Reason: "start-work-failed"}); rerr != nil {
-			fmt.Fprintf(a.Stderr, "gyrum: could not release %s after the failure: %s\n", t.ID, apiclient.Message(rerr))
-		}
-	})
-	if err := stopIfInterrupted(); err != nil {
+	s.api, s.t = api, t
+	s.undo.add(s.releaseClaim)
+	if err := s.in.err(); err != nil {
 		return err
 	}
-	if ticket != "" && t.ID != ticket {
-		return fmt.Errorf("claim %s: the server answered with ticket %s: nothing was set up", ticket, t.ID)
+	if s.ticket != "" && t.ID != s.ticket {
+		return fmt.Errorf("claim %s: the server answered with ticket %s: nothing was set up", s.ticket, t.ID)
 	}
+	s.res = StartResult{Ticket: t.ID, Epoch: t.Lease.Epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
+		WatchedPID: s.watched.PID, Watched: s.watched.Name, WatchedHow: s.watched.How}
+	return nil
+}
 
-	res := StartResult{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
-		WatchedPID: watched.PID, Watched: watched.Name, WatchedHow: watched.How}
-	wt := base
-	if o.worktree {
-		plan, err := a.planWorktree(repo, t.ID)
+// releaseClaim is the undo of claim.
+func (s *startRun) releaseClaim() {
+	// Background: the claim must be undone even when ctx ended.
+	req := client.ReleaseRequest{Epoch: s.t.Lease.Epoch, Reason: "start-work-failed"}
+	if _, err := s.api.WithLeaseSecret(s.t.LeaseSecret).Release(context.Background(), s.t.ID, req); err != nil {
+		fmt.Fprintf(s.a.Stderr, "gyrum: could not release %s after the failure: %s\n", s.t.ID, apiclient.Message(err))
+	}
+}
+
+// prepare makes the worktree (with --worktree; its undo removes it) and
+// its .gyrum/ holding only this lease (its undo clears it).
+func (s *startRun) prepare() error {
+	wt := s.base
+	if s.o.worktree {
+		plan, err := s.a.planWorktree(s.repo, s.t.ID)
 		if err != nil {
-			return firstErr(stopIfInterrupted(), err)
+			return firstErr(s.in.err(), err)
 		}
-		if err := addWorktree(steps, plan); err != nil {
-			return firstErr(stopIfInterrupted(), err)
+		if err := addWorktree(s.in.ctx, plan); err != nil {
+			return firstErr(s.in.err(), err)
 		}
-		u.add(func() { _ = removeWorktree(context.Background(), plan) })
-		wt, res.Branch = plan.Path, plan.Branch
+		s.undo.add(func() { _ = removeWorktree(context.Background(), plan) })
+		wt, s.res.Branch = plan.Path, plan.Branch
+		// Without --worktree, check looked at base before the claim.
+		if err := refuseTracked(s.in.ctx, wt); err != nil {
+			return firstErr(s.in.err(), err)
+		}
 	}
-	res.Dir = wt
+	s.res.Dir = wt
+	return s.prepareDir(wt)
+}
 
-	if o.worktree { // without, refuseTracked looked at base before the claim
-		if err := refuseTracked(steps, wt); err != nil {
-			return firstErr(stopIfInterrupted(), err)
-		}
-	}
+// prepareDir writes wt's .gyrum/: lease.json, the watched process and a
+// fresh last-activity, after clearing whatever was there; and keeps
+// .gyrum/ out of git.
+func (s *startRun) prepareDir(wt string) error {
 	d, err := gyrumdir.Create(wt)
 	if err != nil {
 		return err
 	}
-	u.add(func() { _ = d.Clear() })
+	s.d = d
+	s.undo.add(func() { _ = d.Clear() })
 	// Whatever an earlier holder left (in-flight markers, a wait, a
 	// notice, counters) is not this lease's: it starts clean.
 	if err := d.Clear(); err != nil {
 		return fmt.Errorf("clean %s: %w", d.Path, err)
 	}
 	// Agents must never commit lease files: keep .gyrum/ out of git.
-	if p, _, err := excludeGyrum(steps, wt); err != nil {
-		fmt.Fprintf(a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
+	if p, _, err := excludeGyrum(s.in.ctx, wt); err != nil {
+		fmt.Fprintf(s.a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
 	}
-	lease := gyrumdir.Lease{Ticket: t.ID, Epoch: epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host, ClaimedAt: t.Lease.ClaimedAt,
-		LeaseSecret: t.LeaseSecret}
-	if err := d.WriteLease(lease); err != nil {
+	s.lease = gyrumdir.Lease{Ticket: s.t.ID, Epoch: s.t.Lease.Epoch, WarpURL: s.api.BaseURL(), Agent: s.res.Agent, Host: s.res.Host,
+		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret}
+	if err := d.WriteLease(s.lease); err != nil {
 		return err
 	}
-	if err := d.WritePID(gyrumdir.ParentPIDFile, watched.Identity); err != nil {
+	if err := d.WritePID(gyrumdir.ParentPIDFile, s.watched.Identity); err != nil {
 		return err
 	}
-	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: a.now()}); err != nil {
-		return err
-	}
-	// The hook writes only into worktrees start-work prepared, and credits
-	// this one for the agent's tool calls wherever its shell's cwd is (in
-	// wrap mode, once the agent runs: runChild).
-	u.add(func() { a.forgetWorktree(d) })
-	if home, err := gyrumdir.Home(a.getenv); err == nil {
-		if err := gyrumdir.NewPrepared(home).Add(d.Worktree); err != nil {
-			fmt.Fprintf(a.Stderr, "gyrum: the hook will not write into %s: %v\n", d.Worktree, err)
+	return d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: s.a.now()})
+}
+
+// register tells the hook about the worktree: it writes only into
+// worktrees start-work prepared, and credits this one for the watched
+// agent's tool calls wherever its shell's cwd is (in wrapper mode, once
+// the agent runs: runChild). Its undo forgets the worktree. A failure
+// here only costs the hook a shortcut: it warns.
+func (s *startRun) register() error {
+	s.undo.add(func() { s.a.forgetWorktree(s.d) })
+	if home, err := gyrumdir.Home(s.a.getenv); err == nil {
+		if err := gyrumdir.NewPrepared(home).Add(s.d.Worktree); err != nil {
+			fmt.Fprintf(s.a.Stderr, "gyrum: the hook will not write into %s: %v\n", s.d.Worktree, err)
 		}
 	}
-	if child == nil {
-		a.indexAgent(watched.Identity, d)
+	if s.child == nil {
+		s.a.indexAgent(s.watched.Identity, s.d)
 	}
-	if err := stopIfInterrupted(); err != nil {
-		return err
-	}
-	loop, err := a.spawnLoop(ctx, d, o.schema)
+	return s.in.err()
+}
+
+// spawn starts the heartbeat loop (its undo stops it) and gives the start
+// lock back: lease.json and the loop are there, checkFree now refuses.
+func (s *startRun) spawn(ctx context.Context) error {
+	loop, err := s.a.spawnLoop(ctx, s.d, s.o.schema)
 	if err != nil {
 		return err
 	}
-	res.LoopPID = loop.PID
-	u.add(func() { _, _ = a.stopLoop(context.Background(), d) })
-	unlock() // lease.json and the loop are there: checkFree now refuses
-	if err := stopIfInterrupted(); err != nil {
-		return err
-	}
+	s.res.LoopPID = loop.PID
+	s.undo.add(func() { _, _ = s.a.stopLoop(context.Background(), s.d) })
+	s.unlock()
+	return s.in.err()
+}
 
-	out := a.Stdout
-	if child != nil {
-		out = a.Stderr
-	}
-	if err := printStart(out, res, o.json); err != nil {
-		return fmt.Errorf("print the result: %w", err)
-	}
-	if child == nil {
-		return nil
-	}
-	// From here on a signal is CMD's: runChild passes it on (sigs).
-	signal.Stop(caught)
-	if err := stopIfInterrupted(); err != nil {
+// wrap runs CMD with the lease set up: from here on a signal is CMD's
+// (sigs; runChild passes it on). Once CMD has started the lease is kept
+// from the undo: endAfterChild ends it, and start-work exits with CMD's
+// code.
+func (s *startRun) wrap(sigs chan os.Signal) error {
+	s.in.handOver()
+	if err := s.in.err(); err != nil {
 		return err
 	}
 	select {
-	case s := <-sigs:
-		return fmt.Errorf("interrupted by %v before starting %s", s, child[0])
+	case sig := <-sigs:
+		return fmt.Errorf("interrupted by %v before starting %s", sig, s.child[0])
 	default:
 	}
-	code, err := a.runChild(child, d, sigs)
+	code, err := s.a.runChild(s.child, s.d, sigs)
 	if err != nil {
 		return err // never started: undo everything
 	}
-	kept = true
-	a.endAfterChild(d, lease)
+	s.kept = true
+	s.a.endAfterChild(s.d, s.lease)
 	return clikit.Exit(code)
+}
+
+// interrupts is the context of start-work's steps after the claim. Until
+// CMD runs, a signal (Ctrl-C while git checks out a large worktree, or
+// while a repository's post-checkout hook hangs) ends it, and start-work
+// undoes what it did — the claim, the worktree, the files — instead of
+// dying with a claim nobody holds and a lease.json that makes every later
+// start-work here refuse, or waiting on git for ever. The claim's own
+// request is never cut short: its answer is what the undo needs.
+type interrupts struct {
+	ctx    context.Context // the steps' context
+	caught chan os.Signal
+	stderr io.Writer
+	close  func() // stops catching and ends ctx
+}
+
+func catchInterrupts(parent context.Context, stderr io.Writer) *interrupts {
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancelCause(parent)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-caught:
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return &interrupts{ctx: ctx, caught: caught, stderr: stderr, close: func() {
+		close(done)
+		cancel(nil)
+		signal.Stop(caught)
+	}}
+}
+
+// handOver stops catching signals: they are CMD's from now on.
+func (in *interrupts) handOver() { signal.Stop(in.caught) }
+
+// err is the error of a signal caught by now, nil when none was.
+func (in *interrupts) err() error {
+	var sig interrupted
+	if errors.As(context.Cause(in.ctx), &sig) {
+		fmt.Fprintf(in.stderr, "gyrum: %v: undoing start-work\n", sig)
+		return clikit.Exit(128 + int(sig.sig))
+	}
+	return nil
 }
 
 // interrupted is the cause of start-work's steps ending on a signal.
@@ -477,9 +605,6 @@ func printStart(w io.Writer, r StartResult, asJSON bool) error {
 	return err
 }
 
-// runChild runs CMD in dir with gyrum's streams, forwarding signals, and
-// returns its exit code (128+N when signal N killed it). The error is for a
-// command that could not be started.
 // findCommand refuses, before anything is claimed, a CMD that cannot be
 // found: a bare name not on $PATH, or a path that is not an executable
 // file. A relative path with a slash is looked up in the worktree when CMD
@@ -505,6 +630,9 @@ func findCommand(name string) error {
 	return nil
 }
 
+// runChild runs CMD in dir with gyrum's streams, forwarding signals, and
+// returns its exit code (128+N when signal N killed it). The error is for a
+// command that could not be started.
 func (a *App) runChild(args []string, d gyrumdir.Dir, sigs chan os.Signal) (int, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = d.Worktree

@@ -257,10 +257,10 @@ func (a *agent) startStandIn() error {
 		cmdW.Close()
 		return fmt.Errorf("start watched process: %w", err)
 	}
-	w := exec.Command(a.r.claudeBin)
+	w := exec.Command(a.r.claudeBin, StandInFlag, helperAgent, a.r.jobBin)
 	w.Args[0] = "claude"
 	w.Dir = a.cwd
-	w.Env = childEnv(a.r.markerEnv(), helperEnv+"="+helperAgent, jobBinEnv+"="+a.r.jobBin)
+	w.Env = childEnv(a.r.markerEnv())
 	w.Stdin, w.Stdout = cmdR, repW
 	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = w.Start()

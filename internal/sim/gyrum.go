@@ -42,7 +42,7 @@ func FindGyrum(explicit string) (string, error) {
 	if p, err := exec.LookPath("gyrum"); err == nil {
 		return filepath.Abs(p)
 	}
-	return "", fmt.Errorf("%w next to this executable nor on PATH: build both binaries with 'go build -o bin/ ./cmd/...' and run bin/warp simulate, or pass --gyrum PATH", ErrNoGyrum)
+	return "", fmt.Errorf("%w next to this executable nor on PATH: build the binaries with 'go build -o bin/ ./cmd/...' and run bin/warpsim, or pass --gyrum PATH", ErrNoGyrum)
 }
 
 // checkGyrum runs `gyrum --help` and checks it names the commands the

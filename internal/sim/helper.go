@@ -16,25 +16,39 @@ import (
 )
 
 // The stand-ins for Claude Code and for the background work it starts are
-// this very executable, started again with helperEnv set (the re-exec
-// pattern): a run needs a watched process that starts children on request
-// and jobs that use a measured amount of CPU, on every machine that runs
-// warp, without a compiler or a script. init runs before main (and before a
-// test binary's TestMain), so the helper never reaches the program proper.
+// this very executable, started again with StandInFlag as its first
+// argument (the re-exec pattern): a run needs a watched process that starts
+// children on request and jobs that use a measured amount of CPU, on every
+// machine that runs the simulator, without a compiler or a script. The
+// program that calls Run hands its arguments to StandIn first thing in
+// main (warpsim does; so does this package's TestMain), so a stand-in never
+// reaches the program proper. Nothing in the environment selects them.
 const (
-	helperEnv   = "WARP_SIM_HELPER"  // "agent" or "job"
-	helperAgent = "agent"            // the watched stand-in: agentHelper
-	helperJob   = "job"              // a background job: jobHelper
-	jobBinEnv   = "WARP_SIM_JOB_BIN" // the path the agent stand-in starts jobs with
+	// StandInFlag, as the first argument, makes StandIn run a stand-in.
+	StandInFlag = "--stand-in"
+	helperAgent = "agent" // the watched stand-in: agentHelper; then JOB_BIN
+	helperJob   = "job"   // a background job: jobHelper; then its arguments
 )
 
-func init() {
-	switch os.Getenv(helperEnv) {
-	case helperAgent:
-		os.Exit(agentHelper(os.Stdin, os.Stdout, os.Getenv(jobBinEnv)))
-	case helperJob:
-		os.Exit(jobHelper(os.Args[1:]))
+// StandIn runs the stand-in args (a program's os.Args) ask for, if they
+// ask for one: PROG --stand-in agent JOB_BIN, or PROG --stand-in job
+// SECONDS BURST_MS PERIOD_MS, as Run starts them. It returns the exit code
+// and true then; false when args are not a stand-in's.
+func StandIn(args []string) (code int, ok bool) {
+	if len(args) < 3 || args[1] != StandInFlag {
+		return 0, false
 	}
+	switch args[2] {
+	case helperAgent:
+		if len(args) != 4 {
+			fmt.Fprintln(os.Stderr, "usage: claude --stand-in agent JOB_BIN")
+			return 2, true
+		}
+		return agentHelper(os.Stdin, os.Stdout, args[3]), true
+	case helperJob:
+		return jobHelper(args[3:]), true
+	}
+	return 0, false
 }
 
 // agentHelper is the watched stand-in for Claude Code. Like the real client
@@ -87,9 +101,8 @@ func agentHelper(in io.Reader, out io.Writer, jobBin string) int {
 		case len(f) == 3 && f[0] == "fg":
 			start(f[1], exec.Command("sleep", f[2]))
 		case len(f) == 5 && f[0] == "bg" && jobBin != "":
-			cmd := exec.Command(jobBin, f[2], f[3], f[4])
+			cmd := exec.Command(jobBin, StandInFlag, helperJob, f[2], f[3], f[4])
 			cmd.Args[0] = "sim-job"
-			cmd.Env = append(os.Environ(), helperEnv+"="+helperJob)
 			// The job says how late each burst ran; pass it on.
 			r, w, err := os.Pipe()
 			if err != nil {
@@ -136,7 +149,7 @@ func agentHelper(in io.Reader, out io.Writer, jobBin string) int {
 // parent dies, as a job of a killed session would be reaped with it.
 func jobHelper(args []string) int {
 	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: sim-job SECONDS BURST_MS PERIOD_MS")
+		fmt.Fprintln(os.Stderr, "usage: sim-job --stand-in job SECONDS BURST_MS PERIOD_MS")
 		return 2
 	}
 	secs, err1 := strconv.ParseFloat(args[0], 64)

@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// Ctrl-C on a real `warp simulate` process: it stops every process it
+// Ctrl-C on a real warpsim process: it stops every process it
 // started and removes its directory before it exits.
 func TestInterruptStopsEverythingAndRemovesTheDirectory(t *testing.T) {
 	tmp := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "warp"), "simulate", "--agents", "8", "--time-scale", "600", "--gyrum", gyrumBin())
+	cmd := exec.Command(filepath.Join(bin, "warpsim"), "--agents", "8", "--time-scale", "600", "--gyrum", gyrumBin())
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -47,7 +47,7 @@ func TestInterruptStopsEverythingAndRemovesTheDirectory(t *testing.T) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("warp simulate ended before the scenario started:\n%s", strings.Join(log, "\n"))
+				t.Fatalf("warpsim ended before the scenario started:\n%s", strings.Join(log, "\n"))
 			}
 			log = append(log, l)
 			started = strings.Contains(l, "scenario started")
@@ -82,7 +82,7 @@ func TestInterruptStopsEverythingAndRemovesTheDirectory(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("warp simulate still running 30 s after SIGINT")
+		t.Fatal("warpsim still running 30 s after SIGINT")
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {

@@ -685,7 +685,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if rep.Watchdog {
 		wd = fmt.Sprintf("every %s", dur(s.WatchdogS))
 	}
-	fmt.Fprintf(w, "warp simulate: scenario %s, %d agents, client %s, mode %s, time scale %g, watchdog %s\n",
+	fmt.Fprintf(w, "warpsim: scenario %s, %d agents, client %s, mode %s, time scale %g, watchdog %s\n",
 		rep.Scenario, rep.Agents, rep.Client, rep.Mode, rep.TimeScale, wd)
 	fmt.Fprintf(w, "product time: lease window %s, heartbeat every %s, activity staleness %s, sweep every %s, startup grace %s\n",
 		dur(s.LeaseWindowS), dur(s.IntervalS), dur(s.StalenessS), dur(s.SweepS), dur(s.StartupGraceS))

@@ -1,4 +1,4 @@
-// Package sim is the fleet simulator behind `warp simulate`: it shows on real
+// Package sim is the fleet simulator behind warpsim: it shows on real
 // processes whether the heartbeat tells the truth.
 //
 // A run starts an embedded warp (the real service on a temporary SQLite
@@ -159,7 +159,8 @@ type restartRecord struct {
 // error is ErrInterrupted (wrapped) when ctx ends first; an error setting
 // up the run (no gyrum, a port, the database) ends it early. In every case
 // every process the run started is stopped and its directory removed before
-// Run returns.
+// Run returns. The stand-ins are the running executable started again: its
+// main must hand its arguments to StandIn before anything else.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -16,10 +16,14 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// bin holds the gyrum and warp binaries built once for the package.
+// bin holds the gyrum and warpsim binaries built once for the package.
 var bin string
 
 func TestMain(m *testing.M) {
+	// The runs' stand-ins are this test binary started again (sim.StandIn).
+	if code, ok := sim.StandIn(os.Args); ok {
+		os.Exit(code)
+	}
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "sim-bin-")
 		if err != nil {
@@ -32,11 +36,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
 			return 1
 		}
-		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gyrum", "./cmd/warp")
+		build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gyrum", "./cmd/warpsim")
 		build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build gyrum and warp: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "build gyrum and warpsim: %v\n%s", err, out)
 			return 1
 		}
 		bin = dir

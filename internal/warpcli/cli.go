@@ -23,14 +23,11 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 )
 
-// Exit codes of the command (those of clikit, and one of its own).
+// Exit codes of the command (those of clikit).
 const (
 	ExitOK    = clikit.ExitOK
 	ExitError = clikit.ExitError // the command ran and failed
 	ExitUsage = clikit.ExitUsage // bad flags, arguments or environment
-	// ExitTooLoaded: warp simulate could not judge the product's claims,
-	// the machine did not keep up with the time scale.
-	ExitTooLoaded = 3
 )
 
 // envPrefix starts the environment variable of every flag of warp serve
@@ -57,8 +54,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // Run runs the command line args (without the program name) and returns
-// the exit code: 0 success, 1 failure, 2 usage error, 3 a simulation the
-// machine was too loaded to judge (see clikit.Execute).
+// the exit code: 0 success, 1 failure, 2 usage error (see clikit.Execute).
 func (c *CLI) Run(ctx context.Context, args []string) int {
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
@@ -91,10 +87,23 @@ WARP_TOKEN is the bearer token (or --url / --token).`,
 	clikit.SetupRoot(root, c.Stdout, c.Stderr)
 	root.AddCommand(c.serveCommand(), c.ticketCommand(), c.releaseCommand(), c.staleUnlockCommand(),
 		c.adoptionCommand(), c.hostsCommand(), c.modeCommand())
-	root.AddCommand(c.simulateCommand())
+	root.AddCommand(movedCommand("simulate", "warpsim"))
 	// --version, version, completion, gen-man, -o/--output.
 	clikit.Install(root)
 	return root
+}
+
+// movedCommand is a hidden command that once was name and is now the
+// binary to: it says so in one line, exit 2, whatever follows it.
+func movedCommand(name, to string) *cobra.Command {
+	return &cobra.Command{
+		Use:                name,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return clikit.Fail(clikit.WithExitCode(ExitUsage, fmt.Errorf("'warp %s' is now its own binary: run %s, with the same flags", name, to)))
+		},
+	}
 }
 
 // hint says what to do about a failure, "" when there is nothing useful to

@@ -8,5 +8,5 @@ import (
 
 // Every command of the tree that has --json also has -o/--output.
 func TestEveryJSONCommandHasOutputFlag(t *testing.T) {
-	clikittest.CheckOutputFlags(t, (&CLI{}).rootCommand(), 13)
+	clikittest.CheckOutputFlags(t, (&CLI{}).rootCommand(), 12)
 }

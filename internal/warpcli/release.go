@@ -1,6 +1,7 @@
 package warpcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -138,60 +139,9 @@ the meantime is skipped rather than released. Needs an admin token.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			modeName, err := cl.Mode(ctx)
+			rep, failed, err := c.staleUnlock(cmd.Context(), cl, olderThan, dry)
 			if err != nil {
-				return fail(cl, err)
-			}
-			mode, err := warp.ParseMode(modeName)
-			if err != nil {
-				return fmt.Errorf("server answered mode %q: %w", modeName, err)
-			}
-			tickets, err := cl.AllTickets(ctx, client.ListOptions{State: string(warp.TicketClaimed)})
-			if err != nil {
-				return fail(cl, err)
-			}
-			now := c.now()
-			rep := StaleUnlockReport{Mode: modeName, OlderThan: olderThan.String(), DryRun: dry, Claimed: len(tickets), Stale: []StaleClaim{}}
-			// A release that fails for another reason (the server or its
-			// database) stops the walk; what was released before it is
-			// still reported, then the command fails.
-			var failed error
-			for _, t := range tickets {
-				if failed != nil {
-					break
-				}
-				if t.Lease == nil || t.Lease.State != string(warp.LeaseHeld) {
-					continue
-				}
-				l := httpapi.ToLease(t.ID, *t.Lease)
-				at, fromHeartbeat := warp.Effective(mode, l)
-				idle := now.Sub(at)
-				if idle <= olderThan {
-					continue
-				}
-				sc := StaleClaim{Ticket: t.ID, Epoch: l.Epoch, Agent: l.Agent, Host: l.Host, EffectiveAt: at,
-					Basis: "last_activity_at", IdleS: idle.Seconds(), Action: "would-release"}
-				switch {
-				case fromHeartbeat && mode == warp.ModeLegacy && l.SchemaVersion == 2 && !l.RefreshedAt.IsZero():
-					sc.Basis = "refreshed_at" // the last v2 heartbeat that was not a stale report
-				case fromHeartbeat:
-					sc.Basis = "last_heartbeat_at"
-				}
-				if !dry {
-					_, err := cl.Release(ctx, t.ID, client.ReleaseRequest{Epoch: l.Epoch,
-						Reason: "stale-unlock: no progress for " + Age(idle)})
-					switch {
-					case err == nil:
-						sc.Action = "released"
-					case errors.Is(err, client.ErrStaleEpoch) || errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrNotFound):
-						// The lease moved on between the listing and the release.
-						sc.Action, sc.Error = "skipped", apiclient.Message(err)
-					default:
-						sc.Action, sc.Error, failed = "failed", apiclient.Message(err), err
-					}
-				}
-				rep.Stale = append(rep.Stale, sc)
+				return err
 			}
 			if o.json {
 				err = c.printJSON(rep)
@@ -208,6 +158,85 @@ the meantime is skipped rather than released. Needs an admin token.`,
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "print what would be released, release nothing")
 	c.addClientFlags(cmd, &o)
 	return cmd
+}
+
+// staleUnlock judges every claimed ticket by the server's current mode
+// and, unless dry, releases the stale ones at the epoch it inspected. A
+// release that fails for another reason than the lease having moved on
+// (the server or its database) stops the walk: the report still holds
+// what was done before it, and failed is that release's error.
+func (c *CLI) staleUnlock(ctx context.Context, cl *client.Client, olderThan time.Duration, dry bool) (rep StaleUnlockReport, failed, err error) {
+	modeName, err := cl.Mode(ctx)
+	if err != nil {
+		return rep, nil, fail(cl, err)
+	}
+	mode, err := warp.ParseMode(modeName)
+	if err != nil {
+		return rep, nil, fmt.Errorf("server answered mode %q: %w", modeName, err)
+	}
+	tickets, err := cl.AllTickets(ctx, client.ListOptions{State: string(warp.TicketClaimed)})
+	if err != nil {
+		return rep, nil, fail(cl, err)
+	}
+	now := c.now()
+	rep = StaleUnlockReport{Mode: modeName, OlderThan: olderThan.String(), DryRun: dry, Claimed: len(tickets), Stale: []StaleClaim{}}
+	for _, t := range tickets {
+		sc, idle, ok := staleClaim(mode, t, now, olderThan)
+		if !ok {
+			continue
+		}
+		if !dry {
+			failed = releaseStale(ctx, cl, &sc, idle)
+		}
+		rep.Stale = append(rep.Stale, sc)
+		if failed != nil {
+			break
+		}
+	}
+	return rep, failed, nil
+}
+
+// staleClaim judges t's lease at now under mode: ok when it is held and
+// idle (by its effective time) for longer than olderThan; the claim says
+// from which timestamp, and would be released.
+func staleClaim(mode warp.Mode, t client.Ticket, now time.Time, olderThan time.Duration) (sc StaleClaim, idle time.Duration, ok bool) {
+	if t.Lease == nil || t.Lease.State != string(warp.LeaseHeld) {
+		return sc, 0, false
+	}
+	l := httpapi.ToLease(t.ID, *t.Lease)
+	at, fromHeartbeat := warp.Effective(mode, l)
+	idle = now.Sub(at)
+	if idle <= olderThan {
+		return sc, idle, false
+	}
+	sc = StaleClaim{Ticket: t.ID, Epoch: l.Epoch, Agent: l.Agent, Host: l.Host, EffectiveAt: at,
+		Basis: "last_activity_at", IdleS: idle.Seconds(), Action: "would-release"}
+	switch {
+	case fromHeartbeat && mode == warp.ModeLegacy && l.SchemaVersion == 2 && !l.RefreshedAt.IsZero():
+		sc.Basis = "refreshed_at" // the last v2 heartbeat that was not a stale report
+	case fromHeartbeat:
+		sc.Basis = "last_heartbeat_at"
+	}
+	return sc, idle, true
+}
+
+// releaseStale releases sc's lease at its epoch and records the outcome in
+// sc: released, skipped (the lease moved on between the listing and the
+// release) or failed, whose error it returns.
+func releaseStale(ctx context.Context, cl *client.Client, sc *StaleClaim, idle time.Duration) error {
+	_, err := cl.Release(ctx, sc.Ticket, client.ReleaseRequest{Epoch: sc.Epoch,
+		Reason: "stale-unlock: no progress for " + Age(idle)})
+	switch {
+	case err == nil:
+		sc.Action = "released"
+	case errors.Is(err, client.ErrStaleEpoch) || errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrNotFound):
+		// The lease moved on between the listing and the release.
+		sc.Action, sc.Error = "skipped", apiclient.Message(err)
+	default:
+		sc.Action, sc.Error = "failed", apiclient.Message(err)
+		return err
+	}
+	return nil
 }
 
 func (c *CLI) printStale(rep StaleUnlockReport, olderThan time.Duration) error {

@@ -1,4 +1,4 @@
-package warpcli_test
+package simcli_test
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/simcli"
 )
 
-// Bad input to warp simulate is a usage error (exit 2) that says what is
+// Bad input to warpsim is a usage error (exit 2) that says what is
 // wrong, before anything starts. The full simulation runs in internal/sim.
 func TestSimulateRejectsBadFlags(t *testing.T) {
 	fakeGyrum := filepath.Join(t.TempDir(), "gyrum")
@@ -36,11 +36,11 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
-			args := append([]string{"simulate", "--gyrum", fakeGyrum}, tc.args...)
+			c := &simcli.CLI{Stdout: &out, Stderr: &errb}
+			args := append([]string{"--gyrum", fakeGyrum}, tc.args...)
 			code := c.Run(context.Background(), args)
-			if code != warpcli.ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr %q", code, warpcli.ExitUsage, errb.String())
+			if code != simcli.ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, simcli.ExitUsage, errb.String())
 			}
 			if !strings.Contains(errb.String(), tc.want) {
 				t.Errorf("stderr %q does not say %q", errb.String(), tc.want)
@@ -57,9 +57,9 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 func TestSimulateSaysHowToBuildGyrum(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	var out, errb bytes.Buffer
-	c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
-	if code := c.Run(context.Background(), []string{"simulate"}); code != warpcli.ExitUsage {
-		t.Fatalf("exit %d, want %d; stderr %q", code, warpcli.ExitUsage, errb.String())
+	c := &simcli.CLI{Stdout: &out, Stderr: &errb}
+	if code := c.Run(context.Background(), nil); code != simcli.ExitUsage {
+		t.Fatalf("exit %d, want %d; stderr %q", code, simcli.ExitUsage, errb.String())
 	}
 	if !strings.Contains(errb.String(), "go build -o bin/ ./cmd/...") {
 		t.Errorf("stderr %q does not say how to build gyrum", errb.String())
@@ -77,15 +77,15 @@ func TestSimulateTooLoadedExitsThree(t *testing.T) {
 	}
 	for _, asJSON := range []bool{false, true} {
 		var out, errb bytes.Buffer
-		c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
-		args := []string{"simulate", "--gyrum", helpOnly, "--time-scale", "10000", "--agents", "8", "--quiet"}
+		c := &simcli.CLI{Stdout: &out, Stderr: &errb}
+		args := []string{"--gyrum", helpOnly, "--time-scale", "10000", "--agents", "8", "--quiet"}
 		if asJSON {
 			args = append(args, "--json")
 		}
-		if code := c.Run(context.Background(), args); code != warpcli.ExitTooLoaded {
-			t.Fatalf("json=%v: exit %d, want %d; stderr %q", asJSON, code, warpcli.ExitTooLoaded, errb.String())
+		if code := c.Run(context.Background(), args); code != simcli.ExitTooLoaded {
+			t.Fatalf("json=%v: exit %d, want %d; stderr %q", asJSON, code, simcli.ExitTooLoaded, errb.String())
 		}
-		if want := "warp: machine too loaded for --time-scale 10000"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "rerun with --time-scale") {
+		if want := "warpsim: machine too loaded for --time-scale 10000"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "rerun with --time-scale") {
 			t.Errorf("json=%v: stderr %q does not say %q and what to rerun with", asJSON, errb.String(), want)
 		}
 		if asJSON {
@@ -108,11 +108,11 @@ func TestSimulateTooLoadedExitsThree(t *testing.T) {
 // The help says what the verdicts and exit statuses are.
 func TestSimulateHelpNamesTheVerdicts(t *testing.T) {
 	var out, errb bytes.Buffer
-	c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
-	if code := c.Run(context.Background(), []string{"simulate", "--help"}); code != warpcli.ExitOK {
+	c := &simcli.CLI{Stdout: &out, Stderr: &errb}
+	if code := c.Run(context.Background(), []string{"--help"}); code != simcli.ExitOK {
 		t.Fatalf("exit %d; stderr %q", code, errb.String())
 	}
-	for _, want := range []string{"machine too loaded for --time-scale N", "3 when the machine was too loaded", "denied call", "background"} {
+	for _, want := range []string{"machine too loaded for --time-scale N", "3 when the machine was too loaded", "denied call", "background", "Examples:", "bin/warpsim --client v1 --mode legacy"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
