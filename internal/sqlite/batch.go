@@ -12,8 +12,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-var _ warp.HeartbeatBatchTx = (*tx)(nil)
-
 // updateChunk is how many rows one multi-row statement of a heartbeat
 // batch writes at most. The remainder of a batch's leases goes in one
 // statement per binary digit (leaseChunk); that of its adoption counts and

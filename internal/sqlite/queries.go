@@ -64,6 +64,7 @@ const (
 		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = count + excluded.count`
 	qNewHost       = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
 	qRecordHost    = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved
+	qHostRecorded  = `SELECT EXISTS (SELECT 1 FROM hosts WHERE host = ?)`
 	qHostsOfToken  = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
 	qHostsBySchema = `SELECT last_schema_version, count(*) FROM hosts WHERE last_seen >= ? GROUP BY last_schema_version`
 	qPruneCounts   = `DELETE FROM heartbeat_counts WHERE bucket < ?1 AND bucket + span <= ?1`
@@ -105,7 +106,7 @@ func preparedQueries() []string {
 	qs := []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qCurrentLeases, qInsertLease,
 		qUpdateLease,
 		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qPruneVerdicts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
-		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
+		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostRecorded, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {
 		qs = append(qs, q)

@@ -123,7 +123,7 @@ func TestPrunedHostIsRecordedAgain(t *testing.T) {
 	write := func(at time.Time) {
 		t.Helper()
 		err := db.Update(ctx, func(tx warp.Tx) error {
-			return tx.(warp.HeartbeatBatchTx).WriteBatch(ctx, nil, []warp.HeartbeatCount{{Host: "h1", Token: "tok", SchemaVersion: 2, At: at, N: 1}})
+			return tx.WriteBatch(ctx, nil, []warp.HeartbeatCount{{Host: "h1", Token: "tok", SchemaVersion: 2, At: at, N: 1}})
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -491,6 +491,14 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 	return false, nil
 }
 
+func (t *tx) HostRecorded(ctx context.Context, host string) (bool, error) {
+	var ok bool
+	if err := t.queryRow(ctx, qHostRecorded, host).Scan(&ok); err != nil {
+		return false, translate("read host", err)
+	}
+	return ok, nil
+}
+
 func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (int, error) {
 	var n int
 	if err := t.queryRow(ctx, qHostsOfToken, token, nanos(since)).Scan(&n); err != nil {

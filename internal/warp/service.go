@@ -56,16 +56,6 @@ type Config struct {
 	// within the adoption window (a heartbeat naming one more is refused
 	// with ErrTooManyHosts); 0: no bound.
 	MaxHostsPerToken int
-	// NoGroupCommit applies every heartbeat in its own transaction instead
-	// of batching the heartbeats that arrive together (batch.go).
-	NoGroupCommit bool
-	// BatchLinger is how long a group commit waits for more heartbeats
-	// once they are seen arriving together (batch.go); DefaultBatchLinger
-	// when 0, no wait when negative.
-	BatchLinger time.Duration
-	// CountFlush is how long the group commit keeps adoption counts in
-	// memory before it writes them (counts.go); DefaultCountFlush when 0.
-	CountFlush time.Duration
 	// RareVerdictList is how many leases a verdict other than active, or
 	// a host, may hold (or a sixteenth of the held leases, when more) and
 	// still be listed from its candidates rather than by walking the
@@ -96,7 +86,13 @@ type Service struct {
 	cfg   Config
 	now   func() time.Time
 	log   *slog.Logger
-	batch *batcher // nil with Config.NoGroupCommit
+	// queue, when set, applies heartbeats in batches (UseGroupCommit).
+	queue HeartbeatQueue
+	// counts buffers the adoption counts of batches (counts.go), hosts
+	// the hosts known to be recorded, groupStats what batches did.
+	counts     *countBuffer
+	hosts      knownHosts
+	groupStats *batchStats
 }
 
 // NewService returns a Service on store. It validates cfg and fills defaults.
@@ -122,27 +118,12 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if _, err := ParseMode(string(cfg.InitialMode)); err != nil {
 		return nil, err
 	}
-	s := &Service{store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger}
+	s := &Service{store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger, counts: newCountBuffer(), groupStats: newBatchStats()}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if !cfg.NoGroupCommit {
-		workers := 1
-		if w, ok := store.(ConcurrentWriter); ok {
-			workers = w.ConcurrentWriters()
-		}
-		linger := cfg.BatchLinger
-		if linger == 0 {
-			linger = DefaultBatchLinger
-		}
-		flush := cfg.CountFlush
-		if flush <= 0 {
-			flush = DefaultCountFlush
-		}
-		s.batch = newBatcher(workers, linger, flush)
 	}
 	return s, nil
 }
@@ -745,22 +726,9 @@ func (s *Service) heldLease(ctx context.Context, tx Tx, id string, epoch int64) 
 	return t, l, nil
 }
 
-// heartbeatLease is heldLease in one read of the ticket (without its
-// labels) and its current lease: the heartbeat path. A ticket that is
-// missing or never claimed takes heldLease's reads for its precise error.
-func (s *Service) heartbeatLease(ctx context.Context, tx Tx, id string, epoch int64) (Ticket, Lease, error) {
-	t, l, err := tx.CurrentLease(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return s.heldLease(ctx, tx, id, epoch)
-	}
-	if err != nil {
-		return Ticket{}, Lease{}, fmt.Errorf("read lease of %s: %w", id, err)
-	}
-	return checkHeartbeatLease(ctx, t, l, epoch)
-}
-
-// checkHeartbeatLease applies heartbeatLease's checks to the current lease
-// l of ticket t: the fencing check and the write check for the caller.
+// checkHeartbeatLease applies heldLease's checks to the current lease l
+// of ticket t, read with the batch: the fencing check and the write check
+// for the caller.
 func checkHeartbeatLease(ctx context.Context, t Ticket, l Lease, epoch int64) (Ticket, Lease, error) {
 	c, _ := CallerFrom(ctx)
 	if _, err := Fence(t, epoch, c.discloses()); err != nil {
@@ -821,38 +789,26 @@ func ValidateHeartbeat(h Heartbeat) error {
 // Heartbeat applies one heartbeat (v1 or v2, exit reports included):
 // validate, read the lease (fenced, authorised) and the mode, count the
 // heartbeat for adoption (bounded per agent token), apply Policy.Heartbeat,
-// write. Heartbeats that arrive together share one transaction (group
-// commit, batch.go) unless Config.NoGroupCommit.
+// write. With a group commit (UseGroupCommit), heartbeats that arrive
+// together share one transaction; without, a heartbeat is a batch of one
+// (batch.go).
 func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, error) {
 	if err := ValidateHeartbeat(h); err != nil {
 		return HeartbeatResult{}, err
 	}
-	if s.batch != nil {
-		return s.heartbeatBatched(ctx, h)
+	if s.queue != nil {
+		return s.queue.Heartbeat(ctx, h)
 	}
-	res, _, err := s.heartbeatOne(ctx, h)
-	return res, err
+	a := s.applyBatch([]QueuedHeartbeat{{Ctx: ctx, Heartbeat: h}}, true)[0]
+	return a.Result, a.Err
 }
 
-// countHeartbeat records one heartbeat of host for the adoption query and,
-// when the caller is an agent token that names a new host, enforces
-// Config.MaxHostsPerToken.
-func (s *Service) countHeartbeat(ctx context.Context, tx Tx, host string, schemaVersion int, now time.Time) error {
-	caller, _ := CallerFrom(ctx)
-	created, err := tx.RecordHeartbeat(ctx, HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: schemaVersion, At: now, N: 1})
-	if err != nil {
-		return fmt.Errorf("record heartbeat: %w", err)
-	}
-	if !created || !caller.Agent || s.cfg.MaxHostsPerToken <= 0 {
-		return nil
-	}
-	n, err := tx.HostsOfToken(ctx, caller.Token, now.Add(-DefaultAdoptionWindow))
-	if err != nil {
-		return fmt.Errorf("count hosts: %w", err)
-	}
-	if n > s.cfg.MaxHostsPerToken {
-		return Errorf(ErrTooManyHosts, "this agent token has reported %d hosts in the last %s, at most %d allowed: reuse host names, give each host its own token, or raise warp serve --max-hosts-per-token",
-			n, DefaultAdoptionWindow, s.cfg.MaxHostsPerToken)
+// Close writes the adoption counts still buffered. A group commit
+// composed with the Service stops before it.
+func (s *Service) Close() error {
+	if err := s.FlushCounts(context.Background()); err != nil {
+		s.log.Error("write adoption counts at shutdown: lost", "err", err, "rows", s.counts.pending())
+		return err
 	}
 	return nil
 }
