@@ -105,7 +105,7 @@ func (s *Service) applyBatch(batch []QueuedHeartbeat, countsInTx bool) []Heartbe
 		}
 	} else {
 		s.groupStats.committed(len(batch), time.Since(began))
-		s.committed(run, countsInTx)
+		s.committed(run)
 		answers = run.answers
 	}
 	for i := range answers {
@@ -126,14 +126,14 @@ func ticketOrder(batch []QueuedHeartbeat) []int {
 
 // committed keeps what a committed batch leaves for later: its buffered
 // adoption counts and the hosts now known to be recorded.
-func (s *Service) committed(run *batchRun, countsInTx bool) {
+func (s *Service) committed(run *batchRun) {
 	for _, c := range run.counts {
 		s.hosts.learn(c.Host)
 	}
-	if countsInTx {
+	if len(run.buffered) == 0 {
 		return
 	}
-	s.counts.add(run.counts)
+	s.counts.add(run.buffered)
 	if s.counts.pending() >= maxPendingCounts {
 		if err := s.FlushCounts(context.Background()); err != nil {
 			s.log.Warn("write adoption counts: kept for the next flush", "err", err, "rows", s.counts.pending())
@@ -164,6 +164,8 @@ type batchRun struct {
 	counts   []HeartbeatCount
 	countAt  map[hostSchema]int
 	newHosts map[string]map[string]bool // token → hosts
+	// buffered are the counts write left for the buffer.
+	buffered []HeartbeatCount
 }
 
 type hostSchema struct {
@@ -326,9 +328,12 @@ func (r *batchRun) write(countsInTx bool) error {
 		}
 	}
 	var cs []HeartbeatCount
+	r.buffered = r.buffered[:0]
 	for _, c := range r.counts {
 		if countsInTx || r.newHosts[c.Token][c.Host] {
 			cs = append(cs, c)
+		} else {
+			r.buffered = append(r.buffered, c)
 		}
 	}
 	sortCounts(cs)

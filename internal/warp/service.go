@@ -177,25 +177,46 @@ func (s *Service) Init(ctx context.Context) error {
 				return err
 			}
 		}
-		// No grace (0) ends the one an earlier start opened: it is this
-		// start's setting that the sweep follows.
-		g := s.cfg.Policy.NewGrace(now)
-		if g.From.IsZero() {
-			return writeGrace(ctx, tx, Grace{From: now, Until: now})
-		}
-		// A grace protects the leases whose loops could not reach warp
-		// during an outage. While another replica sweeps there is none: a
-		// replica that restarts, even over and over, must not keep every
-		// dead agent's lease from lapsing.
-		if last, by, ok, err := s.lastSweep(ctx, tx); err != nil {
+		last, err := s.lastSweep(ctx, tx)
+		if err != nil {
 			return err
-		} else if ok && by != s.cfg.Instance && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
+		}
+		g, open := s.cfg.Policy.StartGrace(now, last, s.cfg.Instance, s.sweepInterval())
+		if !open {
 			s.log.Info("no startup grace: another replica swept moments ago, so the fleet was served",
-				"last_sweep", last, "swept_by", by, "sweep_interval", s.sweepInterval())
+				"last_sweep", last.At, "swept_by", last.By, "sweep_interval", s.sweepInterval())
 			return nil
 		}
 		return writeGrace(ctx, tx, g)
 	})
+}
+
+// LastSweep is the last sweep the database records: when, and by which
+// instance (Config.Instance; empty before it was recorded). The zero
+// LastSweep: none recorded.
+type LastSweep struct {
+	At time.Time
+	By string
+}
+
+// StartGrace is the startup grace a server start of instance self at now
+// writes, open false when it writes none and leaves the grace as it is.
+// No grace configured (0) ends the one an earlier start opened: it is
+// this start's setting that the sweep follows. A grace protects the
+// leases whose loops could not reach warp during an outage; while another
+// replica sweeps (within the last two sweep intervals) there was none,
+// and a replica that restarts, even over and over, must not keep every
+// dead agent's lease from lapsing. A start of the instance that swept
+// last is a restart, which opens the grace.
+func (p Policy) StartGrace(now time.Time, last LastSweep, self string, sweepInterval time.Duration) (g Grace, open bool) {
+	g = p.NewGrace(now)
+	if g.From.IsZero() {
+		return Grace{From: now, Until: now}, true
+	}
+	if !last.At.IsZero() && last.By != self && !now.Before(last.At) && now.Sub(last.At) < 2*sweepInterval {
+		return Grace{}, false
+	}
+	return g, true
 }
 
 func (s *Service) sweepInterval() time.Duration {
@@ -206,24 +227,25 @@ func (s *Service) sweepInterval() time.Duration {
 }
 
 // lastSweep reads MetaLastSweep and the instance that swept
-// (MetaLastSweeper, "" before it was recorded); ok false when there is no
-// sweep time (or it does not parse).
-func (s *Service) lastSweep(ctx context.Context, tx Tx) (at time.Time, by string, ok bool, err error) {
+// (MetaLastSweeper); the zero LastSweep when there is no sweep time (or it
+// does not parse).
+func (s *Service) lastSweep(ctx context.Context, tx Tx) (LastSweep, error) {
 	v, err := tx.Meta(ctx, MetaLastSweep)
 	if errors.Is(err, ErrNotFound) {
-		return time.Time{}, "", false, nil
+		return LastSweep{}, nil
 	}
 	if err != nil {
-		return time.Time{}, "", false, fmt.Errorf("read last sweep: %w", err)
+		return LastSweep{}, fmt.Errorf("read last sweep: %w", err)
 	}
-	if at, err = parseTime(v); err != nil {
-		return time.Time{}, "", false, nil
+	at, err := parseTime(v)
+	if err != nil {
+		return LastSweep{}, nil
 	}
-	by, err = tx.Meta(ctx, MetaLastSweeper)
+	by, err := tx.Meta(ctx, MetaLastSweeper)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		return time.Time{}, "", false, fmt.Errorf("read last sweeper: %w", err)
+		return LastSweep{}, fmt.Errorf("read last sweeper: %w", err)
 	}
-	return at, by, true, nil
+	return LastSweep{At: at, By: by}, nil
 }
 
 // recomputed says what recompute rewrites.
@@ -914,15 +936,8 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 			if err != nil {
 				return err
 			}
-			if !a.ReadyForActivityMode {
-				var v1 []string
-				for _, h := range a.Hosts {
-					if h.V1Count > 0 {
-						v1 = append(v1, h.Host)
-					}
-				}
-				return Errorf(ErrAdoptionIncomplete, "refusing activity mode: %d host(s) sent v1 heartbeats in the last %s (%s); migrate them or pass --force",
-					len(v1), DefaultAdoptionWindow, strings.Join(v1, ", "))
+			if err := CheckActivityAdoption(a); err != nil {
+				return err
 			}
 		}
 		if err := tx.SetMeta(ctx, MetaMode, string(mode)); err != nil {
@@ -939,6 +954,24 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 		return "", err
 	}
 	return mode, nil
+}
+
+// CheckActivityAdoption is the activity-mode adoption gate: switching to
+// activity mode (without force) is ErrAdoptionIncomplete while a host of
+// a, the adoption over the default window, sent v1 heartbeats, which
+// activity mode no longer lets extend a lease; the message names them.
+func CheckActivityAdoption(a Adoption) error {
+	var v1 []string
+	for _, h := range a.Hosts {
+		if h.V1Count > 0 {
+			v1 = append(v1, h.Host)
+		}
+	}
+	if len(v1) == 0 {
+		return nil
+	}
+	return Errorf(ErrAdoptionIncomplete, "refusing activity mode: %d host(s) sent v1 heartbeats in the last %s (%s); migrate them or pass --force",
+		len(v1), a.Window, strings.Join(v1, ", "))
 }
 
 // Adoption returns the per-host schema adoption over window.
