@@ -1048,46 +1048,13 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	now := s.now()
 	var res SweepResult
 	for {
-		var n int
-		var batch []Lease
-		err := s.store.Update(ctx, func(tx Tx) error {
-			batch = batch[:0] // a store may run fn again
-			// The mode and the grace are read in the transaction that
-			// lapses: a mode change that commits during the sweep moves
-			// expires_at, and the lapse's reason must follow the same mode.
-			mode, err := s.currentMode(ctx, tx)
-			if err != nil {
-				return err
-			}
-			grace, err := readGrace(ctx, tx)
-			if err != nil {
-				return err
-			}
-			leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
-			if err != nil {
-				return fmt.Errorf("due leases: %w", err)
-			}
-			n = len(leases)
-			counts := hostCounts{}
-			for _, l := range leases {
-				t, err := tx.Ticket(ctx, l.Ticket)
-				if err != nil {
-					return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
-				}
-				ch := Lapse(mode, t, l, now)
-				if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
-					return err
-				}
-				batch = append(batch, ch.Lease)
-			}
-			return counts.flush(ctx, tx)
-		})
+		lapsed, n, err := s.lapseBatch(ctx, now)
 		if err != nil {
 			return res, err
 		}
 		// Only committed lapses are reported, as they now stand (lapsed,
 		// with reason and fallback).
-		res.Lapsed = append(res.Lapsed, batch...)
+		res.Lapsed = append(res.Lapsed, lapsed...)
 		if n < sweepBatch {
 			break
 		}
@@ -1106,6 +1073,43 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	})
 	res.Duration = time.Since(start)
 	return res, err
+}
+
+// lapseBatch lapses up to sweepBatch due leases in one transaction; n is
+// how many were due. The mode and the grace are read in the transaction
+// that lapses: a mode change that commits during the sweep moves
+// expires_at, and the lapse's reason must follow the same mode.
+func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease, n int, err error) {
+	err = s.store.Update(ctx, func(tx Tx) error {
+		lapsed = lapsed[:0] // a store may run fn again
+		mode, err := s.currentMode(ctx, tx)
+		if err != nil {
+			return err
+		}
+		grace, err := readGrace(ctx, tx)
+		if err != nil {
+			return err
+		}
+		leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
+		if err != nil {
+			return fmt.Errorf("due leases: %w", err)
+		}
+		n = len(leases)
+		counts := hostCounts{}
+		for _, l := range leases {
+			t, err := tx.Ticket(ctx, l.Ticket)
+			if err != nil {
+				return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
+			}
+			ch := Lapse(mode, t, l, now)
+			if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
+				return err
+			}
+			lapsed = append(lapsed, ch.Lease)
+		}
+		return counts.flush(ctx, tx)
+	})
+	return lapsed, n, err
 }
 
 // pruneVerdictBatch bounds how many count rows at 0 one sweep drops (a
