@@ -6,6 +6,10 @@
 // (static, as a release builds them: the loop's memory is measured as shipped)
 //
 // --large adds the sweep over 1M active leases (minutes to load).
+// --fleet runs only the fleet figure: 100k held leases taking 4,200
+// heartbeats a second open loop for 20 s while the expiry job ticks, on
+// SQLite and, with --postgres, on PostgreSQL with one warp and with two
+// replicas.
 package main
 
 import (
@@ -27,10 +31,12 @@ import (
 func main() {
 	var cfg bench.Config
 	var gyrum string
-	var large, asJSON bool
+	var large, asJSON, fleet bool
+	var fc bench.FleetConfig
 	flag.StringVar(&gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
 	flag.BoolVar(&large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of markdown")
+	flag.BoolVar(&fleet, "fleet", false, "run only the fleet figure (100k held leases, 4,200 heartbeats/s open loop for 20 s)")
 	flag.IntVar(&cfg.Requests, "requests", bench.DefaultRequests, "heartbeats per ingest target")
 	flag.IntVar(&cfg.IngestPairs, "ingest-pairs", bench.DefaultIngestPairs, "times each warp ingest target runs, each right after the no-op handler (the median pair is reported)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent load-generator clients")
@@ -41,7 +47,14 @@ func main() {
 	flag.IntVar(&cfg.Execs, "execs", bench.DefaultExecs, "execs of touch-activity and of touch")
 	flag.IntVar(&cfg.Ticks, "ticks", bench.DefaultTicks, "heartbeats measured per loop")
 	flag.DurationVar(&cfg.TickInterval, "tick-interval", bench.DefaultTickInterval, "interval of both loops while measured")
+	flag.IntVar(&fc.Leases, "fleet-leases", bench.DefaultFleetLeases, "held leases of the fleet figure")
+	flag.Float64Var(&fc.Rate, "fleet-rate", bench.DefaultFleetRate, "heartbeats per second of the fleet figure")
+	flag.DurationVar(&fc.Duration, "fleet-duration", bench.DefaultFleetDuration, "how long the fleet figure's load lasts")
 	flag.Parse()
+	if fleet {
+		fc.PostgresURL = cfg.PostgresURL
+		os.Exit(runFleet(fc, asJSON))
+	}
 
 	if gyrum == "" {
 		if _, err := os.Stat("bin/gyrum"); err == nil {
@@ -78,4 +91,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "warpbench:", err)
 		os.Exit(1)
 	}
+}
+
+// runFleet runs and prints the fleet figure, and returns the exit code.
+func runFleet(fc bench.FleetConfig, asJSON bool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fc.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	rs, err := bench.RunFleet(ctx, fc)
+	if err == nil {
+		if asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(rs)
+		} else {
+			err = bench.WriteFleetMarkdown(os.Stdout, rs, strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		return 1
+	}
+	return 0
 }

@@ -82,20 +82,11 @@ func BenchmarkIngestCeiling(b *testing.B) {
 type noLeaseWrites struct{ *sqlite.DB }
 
 func (s noLeaseWrites) Update(ctx context.Context, fn func(warp.Tx) error) error {
-	return s.DB.Update(ctx, func(tx warp.Tx) error {
-		return fn(noLeaseWriteTx{Tx: tx, bulk: tx.(warp.HeartbeatBatchTx)})
-	})
+	return s.DB.Update(ctx, func(tx warp.Tx) error { return fn(noLeaseWriteTx{tx}) })
 }
 
-type noLeaseWriteTx struct {
-	warp.Tx
-	bulk warp.HeartbeatBatchTx
-}
-
-func (t noLeaseWriteTx) ReadBatch(ctx context.Context, ids []string, metaKey string) (map[string]warp.TicketLease, string, bool, error) {
-	return t.bulk.ReadBatch(ctx, ids, metaKey)
-}
+type noLeaseWriteTx struct{ warp.Tx }
 
 func (t noLeaseWriteTx) WriteBatch(ctx context.Context, _ []warp.Lease, cs []warp.HeartbeatCount) error {
-	return t.bulk.WriteBatch(ctx, nil, cs)
+	return t.Tx.WriteBatch(ctx, nil, cs)
 }

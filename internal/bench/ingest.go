@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/postgres"
 	"github.com/gyrum-labs/warp/internal/sqlite"
@@ -167,21 +168,26 @@ func startServe(ctx context.Context, db warp.Store, n, hosts int) (*warpServer, 
 	return &warpServer{base: m.URL(), svc: m.Service, stop: func() { m.Close() }}, nil
 }
 
-// startWarp is startWarpOn on a new SQLite file in dir.
+// startWarp is startWarpOn on a new SQLite file in dir, with the group
+// commit's defaults.
 func startWarp(ctx context.Context, dir string, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "warp.db"))
 	if err != nil {
 		return nil, err
 	}
-	return startWarpOn(ctx, db, sc, n, hosts, claim, wrap)
+	return startWarpOn(ctx, db, sc, groupcommit.Config{}, n, hosts, claim, wrap)
 }
 
 // startWarpOn serves the API alone on store db (a Service of configuration
-// sc, its zero value warp's defaults; no token, no metrics; wrap, when set,
-// wraps the handler), and closes db with the server.
-func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
+// sc, its zero value warp's defaults, with a group commit of configuration
+// gcc; no token, no metrics; wrap, when set, wraps the handler), and
+// closes db with the server.
+func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, gcc groupcommit.Config, n, hosts int, claim bool, wrap func(http.Handler) http.Handler) (*warpServer, error) {
 	svc, err := warp.NewService(db, sc)
+	var gc *groupcommit.Committer
 	if err == nil {
+		gc = groupcommit.Start(svc, gcc)
+		svc.UseGroupCommit(gc)
 		err = svc.Init(ctx)
 	}
 	if err == nil {
@@ -200,6 +206,9 @@ func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, n, hosts in
 		s, err = serve(h)
 	}
 	if err != nil {
+		if gc != nil {
+			gc.Close()
+		}
 		if svc != nil {
 			svc.Close()
 		}
@@ -208,6 +217,7 @@ func startWarpOn(ctx context.Context, db warp.Store, sc warp.Config, n, hosts in
 	}
 	return &warpServer{base: s.url(), svc: svc, stop: func() {
 		s.close()
+		gc.Close()
 		svc.Close()
 		db.Close()
 	}}, nil

@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/groupcommit"
+	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -26,7 +29,11 @@ func BenchmarkIngestLinger(b *testing.B) {
 			if err := cfg.defaults(); err != nil {
 				b.Fatal(err)
 			}
-			ws, err := startWarp(ctx, b.TempDir(), warp.Config{BatchLinger: c.linger}, cfg.IngestLeases, 50, true, nil)
+			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "warp.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws, err := startWarpOn(ctx, db, warp.Config{}, groupcommit.Config{Linger: c.linger}, cfg.IngestLeases, 50, true, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -90,48 +90,24 @@ func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResul
 		return SweepResult{}, err
 	}
 	start := time.Now()
-	for from := 0; from < n; from += loadBatch {
-		err := db.Update(ctx, func(tx warp.Tx) error {
-			// The held-lease counts a claim keeps (the gauges and the
-			// fleet alarm read them), as the claims would have left them.
-			held := map[string]int64{}
-			for i := from; i < min(from+loadBatch, n); i++ {
-				id := fmt.Sprintf("S-%d", i)
-				if _, err := tx.CreateTicket(ctx, warp.Ticket{ID: id, State: warp.TicketClaimed, Epoch: 1, CreatedAt: base, UpdatedAt: base}); err != nil {
-					return err
-				}
-				// The first Sweeps×Due leases lapse, Due at each tick; the
-				// next Sweeps×Due turn silent, Due at each tick (their last
-				// heartbeat crosses the silent threshold); the rest stay
-				// active past the run.
-				hb, exp := base, base.Add(time.Hour)
-				if i < cfg.Sweeps*cfg.Due {
-					exp = base.Add(time.Duration(i/cfg.Due+1) * time.Second)
-				} else if j := i - cfg.Sweeps*cfg.Due; j < cfg.Sweeps*cfg.Due {
-					hb = base.Add(-pol.SilentAfter + time.Duration(j/cfg.Due)*time.Second + 500*time.Millisecond)
-				}
-				l := warp.Lease{Ticket: id, Epoch: 1, Agent: "bench", Host: fmt.Sprintf("host-%d", i%1000), State: warp.LeaseHeld,
-					ClaimedAt: hb, LastHeartbeatAt: hb, LastActivityAt: hb, SchemaVersion: 2, FirstV2At: hb,
-					RefreshedAt: hb, ExpiresAt: exp}
-				l.VerdictDueAt = pol.VerdictDue(l, base)
-				if err := tx.InsertLease(ctx, l); err != nil {
-					return err
-				}
-				held[l.Host]++
-			}
-			for h, k := range held {
-				if err := tx.AddVerdictCounts(ctx, h, map[warp.Verdict]int64{warp.VerdictActive: k, warp.HookCountKey(warp.HookUnknown): k}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return SweepResult{}, fmt.Errorf("bench: load %d leases: %w", n, err)
+	// The first Sweeps×Due leases lapse, Due at each tick; the next
+	// Sweeps×Due turn silent, Due at each tick (their last heartbeat
+	// crosses the silent threshold); the rest stay active past the run.
+	err = loadHeld(ctx, db, n, func(i int) warp.Lease {
+		hb, exp := base, base.Add(time.Hour)
+		if i < cfg.Sweeps*cfg.Due {
+			exp = base.Add(time.Duration(i/cfg.Due+1) * time.Second)
+		} else if j := i - cfg.Sweeps*cfg.Due; j < cfg.Sweeps*cfg.Due {
+			hb = base.Add(-pol.SilentAfter + time.Duration(j/cfg.Due)*time.Second + 500*time.Millisecond)
 		}
-		if ctx.Err() != nil {
-			return SweepResult{}, ctx.Err()
-		}
+		l := warp.Lease{Ticket: fmt.Sprintf("S-%d", i), Epoch: 1, Agent: "bench", Host: fmt.Sprintf("host-%d", i%1000), State: warp.LeaseHeld,
+			ClaimedAt: hb, LastHeartbeatAt: hb, LastActivityAt: hb, SchemaVersion: 2, FirstV2At: hb,
+			RefreshedAt: hb, ExpiresAt: exp}
+		l.VerdictDueAt = pol.VerdictDue(l, base)
+		return l
+	})
+	if err != nil {
+		return SweepResult{}, err
 	}
 	res := SweepResult{Active: n, Due: cfg.Due, Sweeps: cfg.Sweeps, LoadSeconds: time.Since(start).Seconds()}
 
@@ -190,6 +166,42 @@ func benchSweep(ctx context.Context, cfg Config, root string, n int) (SweepResul
 		res.UnderLoad = &ul
 	}
 	return res, nil
+}
+
+// loadHeld creates n claimed tickets and their held leases, lease(i) for
+// i in 0..n-1, through the Store contract, loadBatch rows a transaction,
+// with the held-lease counts the claims would have left (the gauges and
+// the fleet alarm read them).
+func loadHeld(ctx context.Context, db warp.Store, n int, lease func(i int) warp.Lease) error {
+	for from := 0; from < n; from += loadBatch {
+		err := db.Update(ctx, func(tx warp.Tx) error {
+			held := map[string]int64{}
+			for i := from; i < min(from+loadBatch, n); i++ {
+				l := lease(i)
+				t := warp.Ticket{ID: l.Ticket, State: warp.TicketClaimed, Epoch: l.Epoch, CreatedAt: l.ClaimedAt, UpdatedAt: l.ClaimedAt}
+				if _, err := tx.CreateTicket(ctx, t); err != nil {
+					return err
+				}
+				if err := tx.InsertLease(ctx, l); err != nil {
+					return err
+				}
+				held[l.Host]++
+			}
+			for h, k := range held {
+				if err := tx.AddVerdictCounts(ctx, h, map[warp.Verdict]int64{warp.VerdictActive: k, warp.HookCountKey(warp.HookUnknown): k}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("bench: load %d leases: %w", n, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func mkdir(d string) error {

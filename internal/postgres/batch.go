@@ -11,8 +11,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-var _ warp.HeartbeatBatchTx = (*tx)(nil)
-
 // currentLeasesSQL reads (and locks, in byte order of the ids — the order
 // every multi-ticket transaction locks in) the current leases of the ids
 // in $1 in one statement.

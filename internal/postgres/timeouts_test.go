@@ -84,7 +84,7 @@ func TestAFrozenReplicasLocksAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	svc, err := warp.NewService(live, warp.Config{NoGroupCommit: true})
+	svc, err := warp.NewService(live, warp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -527,6 +527,13 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 	return created, nil
 }
 
+// HostRecorded implements warp.Tx.
+func (t *tx) HostRecorded(ctx context.Context, host string) (bool, error) {
+	var ok bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hosts WHERE host = $1)`, host).Scan(&ok)
+	return ok, translate(err)
+}
+
 func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (int, error) {
 	var n int
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM hosts WHERE token = $1 AND last_seen >= $2`, token, ts(since)).Scan(&n)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/warp"
 )
-
-var _ warp.HeartbeatBatchTx = (*tx)(nil)
 
 // updateChunk is how many rows one multi-row statement of a heartbeat
 // batch writes at most. The remainder of a batch's leases goes in one
@@ -132,19 +131,33 @@ func (t *tx) WriteBatch(ctx context.Context, ls []warp.Lease, cs []warp.Heartbea
 	return t.RecordHeartbeats(ctx, cs)
 }
 
-// CurrentLeases reads the leases one by one: the writer's lease cache
-// answers most of them without a statement.
+// CurrentLeases is CurrentLease for each of ids, in one query.
 func (t *tx) CurrentLeases(ctx context.Context, ids []string) (map[string]warp.TicketLease, error) {
+	arg, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("read current leases: %w", err)
+	}
+	rows, err := t.query(ctx, qCurrentLeases, string(arg))
+	if err != nil {
+		return nil, translate("read current leases", err)
+	}
+	defer rows.Close()
 	out := make(map[string]warp.TicketLease, len(ids))
-	for _, id := range ids {
-		tk, l, err := t.CurrentLease(ctx, id)
-		if errors.Is(err, warp.ErrNotFound) {
-			continue
+	for rows.Next() {
+		var tr ticketRow
+		var lr leaseRow
+		if err := rows.Scan(append(tr.dest(), lr.dest()...)...); err != nil {
+			return nil, translate("read current leases", err)
 		}
+		tk, err := tr.ticket()
 		if err != nil {
 			return nil, err
 		}
-		out[id] = warp.TicketLease{Ticket: tk, Lease: &l}
+		tk.Labels = nil
+		out[tk.ID] = warp.TicketLease{Ticket: tk, Lease: lr.lease()}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("read current leases", err)
 	}
 	return out, nil
 }
@@ -174,13 +187,6 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 		if err == nil {
 			if got, _ := res.RowsAffected(); got != int64(n) {
 				err = fmt.Errorf("update %d leases: %d found: %w", n, got, warp.ErrNotFound)
-			}
-		}
-		for _, l := range part {
-			if e, ok := t.cachedLease(l.Ticket); err == nil && ok && e.l.Epoch == l.Epoch {
-				t.cacheLease(l.Ticket, e.t, l)
-			} else {
-				t.uncache(l.Ticket)
 			}
 		}
 		if err != nil {
@@ -223,15 +229,10 @@ func (t *tx) RecordHeartbeats(ctx context.Context, cs []warp.HeartbeatCount) err
 	}
 	var known []warp.HostSeen
 	for _, h := range hosts {
-		if t.hostKnown(h.Host) {
-			known = append(known, h)
-			continue
-		}
 		res, err := t.exec(ctx, qNewHost, h.Host, h.Token, h.SchemaVersion, nanos(h.At))
 		if err != nil {
 			return translate("record host", err)
 		}
-		t.learnHost(h.Host)
 		if n, _ := res.RowsAffected(); n == 0 {
 			known = append(known, h) // it was there: update it
 		}

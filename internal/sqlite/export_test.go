@@ -108,12 +108,6 @@ var AdoptionSQL = qAdoption
 // NextOpenSQL is claim-next's query with n labels.
 func NextOpenSQL(n int) string { return nextOpenSQL(n) }
 
-// SetLeaseCacheMax bounds the writer's lease cache (see cache.go).
-func (db *DB) SetLeaseCacheMax(n int) { db.leases.max = n }
-
-// LeaseCacheLen is how many leases the writer holds in memory.
-func (db *DB) LeaseCacheLen() int { return len(db.leases.m) }
-
 // IntegrityCheck runs PRAGMA integrity_check (tables against their
 // indexes) and returns its lines: "ok" when sound.
 func (db *DB) IntegrityCheck(ctx context.Context) ([]string, error) {

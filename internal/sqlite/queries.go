@@ -12,14 +12,15 @@ const (
 	qInsertTicket = `INSERT INTO tickets (id, title, state, epoch, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`
 	qInsertLabel  = `INSERT INTO ticket_labels (ticket, label) VALUES (?, ?)`
 	qTicket       = `SELECT ` + ticketCols + ` FROM tickets t WHERE t.id = ?`
-	// qDataVersion changes when another connection commits (leaseCache).
-	qDataVersion  = `PRAGMA data_version`
 	qUpdateTicket = `UPDATE tickets SET state = ?, epoch = ?, updated_at = ? WHERE id = ?`
 	qCountTickets = `SELECT state, count(*) FROM tickets GROUP BY state`
 	qLease        = `SELECT ` + leaseCols + ` FROM leases l WHERE l.ticket = ? AND l.epoch = ?`
 	// qCurrentLease skips the labels subquery: '[]' stands for them.
 	qCurrentLease = `SELECT t.seq, t.id, t.title, t.state, t.epoch, t.created_at, t.updated_at, '[]', ` + leaseCols + `
 		FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id = ?`
+	// qCurrentLeases is qCurrentLease for the ids of a JSON array.
+	qCurrentLeases = `SELECT t.seq, t.id, t.title, t.state, t.epoch, t.created_at, t.updated_at, '[]', ` + leaseCols + `
+		FROM tickets t JOIN leases l ON l.ticket = t.id AND l.epoch = t.epoch WHERE t.id IN (SELECT value FROM json_each(?))`
 	qInsertLease = `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
 		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
 		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
@@ -63,6 +64,7 @@ const (
 		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = count + excluded.count`
 	qNewHost       = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
 	qRecordHost    = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved
+	qHostRecorded  = `SELECT EXISTS (SELECT 1 FROM hosts WHERE host = ?)`
 	qHostsOfToken  = `SELECT count(*) FROM hosts WHERE token = ? AND last_seen >= ?`
 	qHostsBySchema = `SELECT last_schema_version, count(*) FROM hosts WHERE last_seen >= ? GROUP BY last_schema_version`
 	qPruneCounts   = `DELETE FROM heartbeat_counts WHERE bucket < ?1 AND bucket + span <= ?1`
@@ -101,10 +103,10 @@ func nextOpenSQL(n int) string {
 
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
-	qs := []string{qDataVersion, qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qInsertLease,
+	qs := []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qCurrentLeases, qInsertLease,
 		qUpdateLease,
 		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qPruneVerdicts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
-		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostsOfToken,
+		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostRecorded, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {
 		qs = append(qs, q)

@@ -67,7 +67,6 @@ type DB struct {
 	r      *sql.DB // read-only pool
 	wStmts stmtCache
 	rStmts stmtCache
-	leases *leaseCache   // the writer's, see cache.go
 	ckpt   *checkpointer // see checkpoint.go
 	log    *slog.Logger
 }
@@ -110,7 +109,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	db := &DB{path: path, w: w, leases: newLeaseCache(DefaultLeaseCache), log: log}
+	db := &DB{path: path, w: w, log: log}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -175,15 +174,15 @@ func (db *DB) Path() string { return db.path }
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits when fn returns nil.
 func (db *DB) Update(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.w, db.wStmts, db.leases, nil, fn)
+	return db.run(ctx, db.w, db.wStmts, true, nil, fn)
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot.
 func (db *DB) View(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.r, db.rStmts, nil, &sql.TxOptions{ReadOnly: true}, fn)
+	return db.run(ctx, db.r, db.rStmts, false, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
-func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *leaseCache, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
+func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, write bool, opts *sql.TxOptions, fn func(warp.Tx) error) (err error) {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return translate("begin transaction", err)
@@ -193,36 +192,21 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, stmts stmtCache, cache *lea
 	if err != nil {
 		return translate("begin transaction", err)
 	}
-	t := &tx{tx: stx, stmts: stmts, cache: cache}
+	t := &tx{tx: stx, stmts: stmts}
 	defer func() {
 		if p := recover(); p != nil {
 			stx.Rollback()
-			if cache != nil {
-				cache.rollback(t)
-			}
 			panic(p)
 		}
 	}()
-	if cache != nil {
-		if err := cache.check(ctx, t); err != nil {
-			stx.Rollback()
-			return err
-		}
-	}
 	if err := fn(t); err != nil {
 		stx.Rollback()
-		if cache != nil {
-			cache.rollback(t)
-		}
 		return err
 	}
 	if err := stx.Commit(); err != nil {
-		if cache != nil {
-			cache.drop() // the outcome is unknown
-		}
 		return translate("commit", err)
 	}
-	if cache != nil && db.ckpt != nil {
+	if write && db.ckpt != nil {
 		db.ckpt.committed()
 	}
 	return nil

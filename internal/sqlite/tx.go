@@ -21,12 +21,6 @@ import (
 type tx struct {
 	tx    *sql.Tx
 	stmts stmtCache
-	cache *leaseCache // the writer's; nil in a read transaction
-	keys  []string    // cache entries this transaction set or dropped
-	// hostKeys are the hosts this transaction learned exist.
-	hostKeys []string
-	// metaKeys are the meta keys this transaction cached.
-	metaKeys []string
 }
 
 var _ warp.Tx = (*tx)(nil)
@@ -159,7 +153,6 @@ func (t *tx) Ticket(ctx context.Context, id string) (warp.Ticket, error) {
 }
 
 func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
-	t.uncache(tk.ID)
 	res, err := t.exec(ctx, qUpdateTicket,
 		string(tk.State), tk.Epoch, nanos(tk.UpdatedAt), tk.ID)
 	if err != nil {
@@ -244,9 +237,6 @@ func (t *tx) CountTickets(ctx context.Context) (map[warp.TicketState]int64, erro
 }
 
 func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lease, error) {
-	if e, ok := t.cachedLease(id); ok {
-		return e.t, e.l, nil
-	}
 	var tr ticketRow
 	var lr leaseRow
 	if err := t.queryRow(ctx, qCurrentLease, id).Scan(append(tr.dest(), lr.dest()...)...); err != nil {
@@ -257,9 +247,7 @@ func (t *tx) CurrentLease(ctx context.Context, id string) (warp.Ticket, warp.Lea
 		return warp.Ticket{}, warp.Lease{}, err
 	}
 	tk.Labels = nil
-	l := *lr.lease()
-	t.cacheLease(id, tk, l)
-	return tk, l, nil
+	return tk, *lr.lease(), nil
 }
 
 func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease, error) {
@@ -271,7 +259,6 @@ func (t *tx) Lease(ctx context.Context, ticket string, epoch int64) (warp.Lease,
 }
 
 func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
-	t.uncache(l.Ticket)
 	_, err := t.exec(ctx, qInsertLease,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
@@ -286,40 +273,16 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 
 func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 	op := fmt.Sprintf("update lease %s/%d", l.Ticket, l.Epoch)
-	prev, cached := t.cachedLease(l.Ticket)
-	cached = cached && prev.l.Epoch == l.Epoch
-	var res sql.Result
-	var err error
-	if cached && warp.SameHolding(prev.l, l) {
-		// A heartbeat: only the columns a heartbeat changes, so SQLite
-		// leaves alone the indexes on the others (held leases by ticket,
-		// by host, ended leases) instead of rewriting their entries.
-		res, err = t.exec(ctx, qUpdateLeaseBeat,
-			nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
-			nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), boolInt(l.FallbackExtended),
-			string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
-	} else {
-		res, err = t.exec(ctx, qUpdateLease,
-			l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
-			nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
-			nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
-			l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
-			nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
-	}
+	res, err := t.exec(ctx, qUpdateLease,
+		l.Agent, l.Host, string(l.State), nanos(l.ClaimedAt),
+		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
+		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
+		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
+		nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
 	if err != nil {
-		t.uncache(l.Ticket)
 		return translate(op, err)
 	}
-	if err := mustAffect(res, op); err != nil {
-		t.uncache(l.Ticket)
-		return err
-	}
-	if cached {
-		t.cacheLease(l.Ticket, prev.t, l)
-	} else {
-		t.uncache(l.Ticket)
-	}
-	return nil
+	return mustAffect(res, op)
 }
 
 func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]warp.Lease, error) {
@@ -515,20 +478,25 @@ func (t *tx) RecordHeartbeat(ctx context.Context, c warp.HeartbeatCount) (bool, 
 		return false, translate("count heartbeat", err)
 	}
 	at := nanos(c.At)
-	if !t.hostKnown(c.Host) {
-		res, err := t.exec(ctx, qNewHost, c.Host, c.Token, c.SchemaVersion, at)
-		if err != nil {
-			return false, translate("record host", err)
-		}
-		t.learnHost(c.Host)
-		if n, _ := res.RowsAffected(); n == 1 {
-			return true, nil
-		}
+	res, err := t.exec(ctx, qNewHost, c.Host, c.Token, c.SchemaVersion, at)
+	if err != nil {
+		return false, translate("record host", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
 	}
 	if _, err := t.exec(ctx, qRecordHost, c.SchemaVersion, at, c.Host, warp.HostSeenStep.Nanoseconds()); err != nil {
 		return false, translate("record host", err)
 	}
 	return false, nil
+}
+
+func (t *tx) HostRecorded(ctx context.Context, host string) (bool, error) {
+	var ok bool
+	if err := t.queryRow(ctx, qHostRecorded, host).Scan(&ok); err != nil {
+		return false, translate("read host", err)
+	}
+	return ok, nil
 }
 
 func (t *tx) HostsOfToken(ctx context.Context, token string, since time.Time) (int, error) {
@@ -592,28 +560,17 @@ func (t *tx) PruneHeartbeats(ctx context.Context, before time.Time) error {
 	if _, err := t.exec(ctx, qPruneCounts, before.Unix()); err != nil {
 		return translate("prune heartbeat counts", err)
 	}
-	res, err := t.exec(ctx, qPruneHosts, nanos(before))
-	if err != nil {
+	if _, err := t.exec(ctx, qPruneHosts, nanos(before)); err != nil {
 		return translate("prune hosts", err)
-	}
-	// The writer's known-hosts set stays true unless a row went (each
-	// sweep prunes, and forgetting every time made each host's next
-	// heartbeat try its insert again).
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
-		t.forgetHosts()
 	}
 	return nil
 }
 
 func (t *tx) Meta(ctx context.Context, key string) (string, error) {
-	if v, ok := t.cachedMeta(key); ok {
-		return v, nil
-	}
 	var v string
 	if err := t.queryRow(ctx, qMeta, key).Scan(&v); err != nil {
 		return "", translate("read meta "+key, err)
 	}
-	t.keepMeta(key, v)
 	return v, nil
 }
 
@@ -621,6 +578,5 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 	if _, err := t.exec(ctx, qSetMeta, key, value); err != nil {
 		return translate("write meta "+key, err)
 	}
-	t.keepMeta(key, value)
 	return nil
 }

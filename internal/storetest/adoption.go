@@ -203,7 +203,7 @@ func testAdoption(t *testing.T, open func(t *testing.T) warp.Store) {
 
 // testAdoptionSpans checks the counts of many windows against a model:
 // heartbeats spread over three hours, written one by one (RecordHeartbeat)
-// for one host and in batches (HeartbeatBatchTx, when the store has it) for
+// for one host and in batches (Tx.WriteBatch) for
 // another; a window starting at since counts every heartbeat from the
 // start of since's minute on (warp.CountWindow), whichever rows hold it.
 func testAdoptionSpans(t *testing.T, open func(t *testing.T) warp.Store) {
@@ -236,17 +236,7 @@ func testAdoptionSpans(t *testing.T, open func(t *testing.T) warp.Store) {
 		n := min(40, len(batch))
 		part := batch[:n]
 		batch = batch[n:]
-		e.update(func(tx warp.Tx) error {
-			if bulk, ok := tx.(warp.HeartbeatBatchTx); ok {
-				return bulk.WriteBatch(e.ctx, nil, part)
-			}
-			for _, c := range part {
-				if _, err := tx.RecordHeartbeat(e.ctx, c); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		e.update(func(tx warp.Tx) error { return tx.WriteBatch(e.ctx, nil, part) })
 	}
 	last := beats[len(beats)-1].at
 	var sinces []time.Time

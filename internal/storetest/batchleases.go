@@ -11,7 +11,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// testBatchLeases checks warp.HeartbeatBatchTx where a store implements it:
+// testBatchLeases checks Tx.ReadBatch and Tx.WriteBatch:
 // the batch read answers what CurrentLease answers, ticket by ticket, and
 // the batch write writes what UpdateLease would for a heartbeat.
 func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
@@ -26,13 +26,6 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		held = append(held, id)
 	}
 	e.create("T-U") // never claimed: no current lease
-	var isBatch bool
-	if err := e.store.View(e.ctx, func(tx warp.Tx) error { _, isBatch = tx.(warp.HeartbeatBatchTx); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !isBatch {
-		t.Skip("this store reads and writes a batch's leases one by one (no warp.HeartbeatBatchTx)")
-	}
 	ids := append(slices.Clone(held), "T-U", "T-Z")
 	slices.Sort(ids)
 	if err := e.store.Update(e.ctx, func(tx warp.Tx) error { return tx.SetMeta(e.ctx, "storetest-batch", "v1") }); err != nil {
@@ -44,8 +37,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	withLeases := []warp.HeartbeatCount{{Host: "with-leases", Token: "tok-w", SchemaVersion: 2, At: at, N: 3}}
 	var changed []warp.Lease
 	err := e.store.Update(e.ctx, func(tx warp.Tx) error {
-		bt := tx.(warp.HeartbeatBatchTx)
-		cur, meta, found, err := bt.ReadBatch(e.ctx, ids, "storetest-batch")
+		cur, meta, found, err := tx.ReadBatch(e.ctx, ids, "storetest-batch")
 		if err != nil {
 			return err
 		}
@@ -55,7 +47,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		if meta != "v1" || !found {
 			t.Errorf("ReadBatch meta: %q %v, want v1 found", meta, found)
 		}
-		if _, meta, found, err := bt.ReadBatch(e.ctx, ids[:1], "storetest-unset"); err != nil || meta != "" || found {
+		if _, meta, found, err := tx.ReadBatch(e.ctx, ids[:1], "storetest-unset"); err != nil || meta != "" || found {
 			t.Errorf("ReadBatch of an unset meta key: %q %v %v, want not found", meta, found, err)
 		}
 		for _, id := range held {
@@ -78,7 +70,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 			next.FallbackExtended, next.HookSeen, next.RecordedVerdict = true, warp.HookYes, warp.VerdictStalled
 			changed = append(changed, next)
 		}
-		if err := bt.WriteBatch(e.ctx, changed, withLeases); err != nil {
+		if err := tx.WriteBatch(e.ctx, changed, withLeases); err != nil {
 			return err
 		}
 		// A read after it, in the same transaction, sees what it wrote
@@ -108,7 +100,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 	again[len(again)-1].Epoch = 99
 	before := e.lease("T-2")
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		return tx.(warp.HeartbeatBatchTx).WriteBatch(e.ctx, again, []warp.HeartbeatCount{{Host: "ghost", Token: "tok-g", SchemaVersion: 2, At: at, N: 1}})
+		return tx.WriteBatch(e.ctx, again, []warp.HeartbeatCount{{Host: "ghost", Token: "tok-g", SchemaVersion: 2, At: at, N: 1}})
 	})
 	if !errors.Is(err, warp.ErrNotFound) {
 		t.Errorf("WriteBatch with a missing lease: %v, want ErrNotFound", err)
@@ -146,7 +138,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 		t.Fatal(err)
 	}
 	err = e.store.Update(e.ctx, func(tx warp.Tx) error {
-		if err := tx.(warp.HeartbeatBatchTx).WriteBatch(e.ctx, nil, batch("bulk-")); err != nil {
+		if err := tx.WriteBatch(e.ctx, nil, batch("bulk-")); err != nil {
 			return err
 		}
 		for _, c := range batch("one-") {

@@ -10,7 +10,7 @@ import (
 
 // testHostSeenStep: a host's row is rewritten when its last-seen moves by
 // warp.HostSeenStep or its schema version changes, never backwards — by
-// RecordHeartbeat and by a HeartbeatBatchTx's WriteBatch alike.
+// RecordHeartbeat and by Tx.WriteBatch alike.
 func testHostSeenStep(t *testing.T, open func(t *testing.T) warp.Store) {
 	e := newEnv(t, open)
 	base := e.clock.Now().Truncate(time.Second)
@@ -25,14 +25,14 @@ func testHostSeenStep(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Helper()
 			c := warp.HeartbeatCount{Host: host, Token: "tok", SchemaVersion: schema, At: at, N: 1}
 			err := e.store.Update(e.ctx, func(tx warp.Tx) error {
-				if bt, ok := tx.(warp.HeartbeatBatchTx); ok && path == "batch" {
+				if path == "batch" {
 					// With companions, so a store's multi-row statements
 					// write the host's row, not only its one-row form.
 					cs := []warp.HeartbeatCount{c}
 					for j := range 8 {
 						cs = append(cs, warp.HeartbeatCount{Host: fmt.Sprintf("%s-%d", host, j), Token: "tok", SchemaVersion: schema, At: at, N: 1})
 					}
-					return bt.WriteBatch(e.ctx, nil, cs)
+					return tx.WriteBatch(e.ctx, nil, cs)
 				}
 				_, err := tx.RecordHeartbeat(e.ctx, c)
 				return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -52,6 +53,7 @@ type env struct {
 	store warp.Store
 	clock *Clock
 	svc   *warp.Service
+	gc    *groupcommit.Committer // svc's group commit
 	cfg   warp.Config
 }
 
@@ -66,8 +68,18 @@ func newEnv(t *testing.T, open func(t *testing.T) warp.Store, opts ...func(*warp
 		o(&e.cfg)
 	}
 	e.start()
-	t.Cleanup(func() { e.svc.Close() })
+	t.Cleanup(e.stop)
 	return e
+}
+
+// stop stops the running Service as a server stops: its group commit
+// first (answering what is queued), then the Service (its buffered
+// adoption counts written).
+func (e *env) stop() {
+	e.t.Helper()
+	if err := errors.Join(e.gc.Close(), e.svc.Close()); err != nil {
+		e.t.Fatalf("close the running service: %v", err)
+	}
 }
 
 // start builds the Service from e.cfg and runs Init, as a server start;
@@ -76,14 +88,14 @@ func newEnv(t *testing.T, open func(t *testing.T) warp.Store, opts ...func(*warp
 func (e *env) start() {
 	e.t.Helper()
 	if e.svc != nil {
-		if err := e.svc.Close(); err != nil {
-			e.t.Fatalf("close the running service: %v", err)
-		}
+		e.stop()
 	}
 	svc, err := warp.NewService(e.store, e.cfg)
 	if err != nil {
 		e.t.Fatalf("new service: %v", err)
 	}
+	e.gc = groupcommit.Start(svc, groupcommit.Config{Workers: groupcommit.Writers(e.store)})
+	svc.UseGroupCommit(e.gc)
 	if err := svc.Init(e.ctx); err != nil {
 		e.t.Fatalf("init: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -21,6 +22,7 @@ import (
 // test can make heartbeats queue up behind a transaction deterministically.
 type gatedStore struct {
 	warp.Store
+	gc      *groupcommit.Committer // the Service's group commit, when it has one
 	updates atomic.Int64
 	fail    atomic.Pointer[error] // non-nil: the next Update fails with it, running nothing
 	mu      sync.Mutex
@@ -91,7 +93,9 @@ func holdWriter(t *testing.T, svc *warp.Service, g *gatedStore, h warp.Heartbeat
 	return first, release
 }
 
-func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *storetest.Clock) {
+// gatedService starts a Service on a gatedStore with a group commit of
+// configuration gcc (none when nil).
+func gatedService(t *testing.T, cfg warp.Config, gcc *groupcommit.Config) (*warp.Service, *gatedStore, *storetest.Clock) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "warp.db"))
 	if err != nil {
@@ -103,16 +107,21 @@ func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *s
 	cfg.Now = clk.Now
 	cfg.Policy = warp.DefaultPolicy()
 	cfg.Policy.StartupGrace = 0
-	if cfg.CountFlush == 0 {
-		// No flush of adoption counts on its own: its transaction would
-		// count in g.updates, or take a gate meant for a heartbeat.
-		cfg.CountFlush = 1000 * time.Hour
-	}
 	svc, err := warp.NewService(g, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
+	if gcc != nil {
+		if gcc.CountFlush == 0 {
+			// No flush of adoption counts on its own: its transaction would
+			// count in g.updates, or take a gate meant for a heartbeat.
+			gcc.CountFlush = 1000 * time.Hour
+		}
+		g.gc = groupcommit.Start(svc, *gcc)
+		svc.UseGroupCommit(g.gc)
+		t.Cleanup(func() { g.gc.Close() })
+	}
 	if err := svc.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +129,12 @@ func gatedService(t *testing.T, cfg warp.Config) (*warp.Service, *gatedStore, *s
 }
 
 // waitQueued waits until n heartbeats wait for the next group commit.
-func waitQueued(t *testing.T, svc *warp.Service, n int) {
+func waitQueued(t *testing.T, g *gatedStore, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for warp.QueuedHeartbeats(svc) < n {
+	for g.gc.Queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d heartbeats queued after 10s, want %d", warp.QueuedHeartbeats(svc), n)
+			t.Fatalf("%d heartbeats queued after 10s, want %d", g.gc.Queued(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -136,7 +145,7 @@ func waitQueued(t *testing.T, svc *warp.Service, n int) {
 // a stale epoch or an unknown ticket fails alone, the rest commit — and
 // the adoption counts are exact.
 func TestGroupCommit(t *testing.T) {
-	svc, g, clk := gatedService(t, warp.Config{})
+	svc, g, clk := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	ctx := context.Background()
 	const n = 40
 	for i := range n {
@@ -165,7 +174,7 @@ func TestGroupCommit(t *testing.T) {
 			answers[i] <- answer{res, err}
 		}()
 	}
-	waitQueued(t, svc, n+1)
+	waitQueued(t, g, n+1)
 	before := g.updates.Load()
 	release()
 	if err := <-first; err != nil {
@@ -236,7 +245,7 @@ func checkCumulative(t *testing.T, counts []uint64, total uint64) {
 // counts as failed, not as a batch; without a group commit nothing is
 // counted.
 func TestGroupCommitStatsCountFailures(t *testing.T) {
-	svc, g, _ := gatedService(t, warp.Config{})
+	svc, g, _ := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	mustClaim(t, svc, "T-1")
 	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
 	broken := errors.New("disk full")
@@ -250,20 +259,21 @@ func TestGroupCommitStatsCountFailures(t *testing.T) {
 	}
 	checkCumulative(t, st.DurationCounts, 1)
 
-	plain, _, _ := gatedService(t, warp.Config{NoGroupCommit: true})
+	plain, _, _ := gatedService(t, warp.Config{}, nil)
 	mustClaim(t, plain, "T-1")
 	mustHeartbeat(t, plain, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h", ActivityAge: 1})
 	st = plain.GroupCommitStats()
-	if st.Batches != 0 || st.Heartbeats != 0 || len(st.SizeCounts) != len(st.SizeBounds) || len(st.DurationCounts) != len(st.DurationBounds) {
-		t.Errorf("without a group commit: %+v, want empty histograms over the bounds", st)
+	if st.Batches != 1 || st.Heartbeats != 1 || len(st.SizeCounts) != len(st.SizeBounds) || len(st.DurationCounts) != len(st.DurationBounds) {
+		t.Errorf("without a group commit: %+v, want the heartbeat as a batch of one", st)
 	}
 }
 
 // TestGroupCommitKeepsTheHostBound: heartbeats of an agent token naming
-// hosts this server has not recorded leave the batch and are checked one
-// by one, so the per-token bound holds however they arrive.
+// hosts this server has not recorded are checked in the batch against the
+// database and against the batch's own new hosts, so the per-token bound
+// holds however they arrive.
 func TestGroupCommitKeepsTheHostBound(t *testing.T) {
-	svc, g, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3})
+	svc, g, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3}, &groupcommit.Config{})
 	agent := warp.WithCaller(context.Background(), warp.Caller{Agent: true, Token: "tok"})
 	const n = 8
 	for i := range n + 1 {
@@ -279,7 +289,7 @@ func TestGroupCommitKeepsTheHostBound(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitQueued(t, svc, n)
+	waitQueued(t, g, n)
 	release()
 	refused := 0
 	for range n {
@@ -310,7 +320,7 @@ func TestGroupCommitKeepsTheHostBound(t *testing.T) {
 // database still counts it.
 func TestGroupCommitForgetsHostsWithinABound(t *testing.T) {
 	warp.SetMaxKnownHosts(t, 2)
-	svc, _, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3})
+	svc, _, _ := gatedService(t, warp.Config{MaxHostsPerToken: 3}, &groupcommit.Config{})
 	agent := warp.WithCaller(context.Background(), warp.Caller{Agent: true, Token: "tok"})
 	for i := range 4 {
 		mustClaimAs(t, svc, agent, fmt.Sprintf("T-%d", i))
@@ -344,10 +354,10 @@ func mustClaimAs(t *testing.T, svc *warp.Service, ctx context.Context, id string
 	}
 }
 
-// TestCloseAnswersQueuedHeartbeats: Close applies what is queued, and a
+// TestCloseAnswersQueuedHeartbeats: the group commit's Close applies what is queued, and a
 // heartbeat after Close is refused as unavailable, never left hanging.
 func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
-	svc, g, _ := gatedService(t, warp.Config{})
+	svc, g, _ := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	ctx := context.Background()
 	mustClaim(t, svc, "T-1")
 	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"})
@@ -361,9 +371,9 @@ func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
 	<-waiting // the first holds the transaction; two more queue behind it
 	go send()
 	go send()
-	waitQueued(t, svc, 2)
+	waitQueued(t, g, 2)
 	closed := make(chan struct{})
-	go func() { svc.Close(); close(closed) }()
+	go func() { g.gc.Close(); close(closed) }()
 	release()
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -384,7 +394,7 @@ func TestCloseAnswersQueuedHeartbeats(t *testing.T) {
 // the cancellation broke the whole transaction: every heartbeat of the
 // batch was answered with it and none was written.
 func TestGroupCommitOutlivesAWaitersCancellation(t *testing.T) {
-	svc, g, clk := gatedService(t, warp.Config{})
+	svc, g, clk := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	for _, id := range []string{"T-1", "T-2", "T-3"} {
 		mustClaim(t, svc, id)
 		mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, Host: "h"})
@@ -404,12 +414,12 @@ func TestGroupCommitOutlivesAWaitersCancellation(t *testing.T) {
 		_, err := svc.Heartbeat(victim, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-2", Epoch: 1, Host: "h"})
 		errs <- err
 	}()
-	waitQueued(t, svc, 1)
+	waitQueued(t, g, 1)
 	go func() {
 		_, err := svc.Heartbeat(context.Background(), warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, Host: "h"})
 		errs <- err
 	}()
-	waitQueued(t, svc, 2)
+	waitQueued(t, g, 2)
 	release()
 	if err := <-first; err != nil {
 		t.Fatalf("the heartbeat holding the transaction: %v", err)
@@ -438,7 +448,7 @@ func TestGroupCommitOutlivesAWaitersCancellation(t *testing.T) {
 // written whole (with what the plain one changed), and of two plain ones
 // the fresher activity stands.
 func TestGroupCommitSameTicketTwice(t *testing.T) {
-	svc, g, clk := gatedService(t, warp.Config{})
+	svc, g, clk := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	ctx := context.Background()
 	mustClaim(t, svc, "T-1")
 	mustClaim(t, svc, "T-2")
@@ -458,7 +468,7 @@ func TestGroupCommitSameTicketTwice(t *testing.T) {
 			_, err := svc.Heartbeat(ctx, h)
 			errs[i] <- err
 		}()
-		waitQueued(t, svc, i+1) // arrival order is batch order for one ticket
+		waitQueued(t, g, i+1) // arrival order is batch order for one ticket
 	}
 	before := g.updates.Load()
 	release()
@@ -493,7 +503,7 @@ func TestGroupCommitSameTicketTwice(t *testing.T) {
 func TestGroupCommitLingers(t *testing.T) {
 	const linger = 10 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
-		svc, g, _ := gatedService(t, warp.Config{BatchLinger: linger})
+		svc, g, _ := gatedService(t, warp.Config{}, &groupcommit.Config{Linger: linger})
 		for i := range 6 {
 			mustClaim(t, svc, fmt.Sprintf("T-%d", i))
 		}
@@ -557,7 +567,7 @@ func TestGroupCommitLingers(t *testing.T) {
 // batch as soon as the writer is free.
 func TestGroupCommitWithoutLinger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc, g, _ := gatedService(t, warp.Config{BatchLinger: -1})
+		svc, g, _ := gatedService(t, warp.Config{}, &groupcommit.Config{Linger: -1})
 		for i := range 3 {
 			mustClaim(t, svc, fmt.Sprintf("T-%d", i))
 		}

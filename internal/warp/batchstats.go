@@ -8,8 +8,8 @@ import (
 // GroupCommitStats is what the heartbeat group commit (batch.go) has done
 // since its Service started, for the metrics: how many heartbeats each
 // committed transaction applied and how long each took, as cumulative
-// histograms (Prometheus's shape), and how many transactions failed. All
-// zero with Config.NoGroupCommit.
+// histograms (Prometheus's shape), and how many transactions failed. A
+// heartbeat applied without a group commit is a batch of one.
 type GroupCommitStats struct {
 	// Size: heartbeats per committed transaction. SizeCounts[i] counts
 	// the transactions of at most SizeBounds[i] heartbeats; Batches counts
@@ -89,12 +89,8 @@ func (h *histogram) cumulative() (counts []uint64, total uint64) {
 
 // GroupCommitStats returns what the group commit has done so far.
 func (s *Service) GroupCommitStats() GroupCommitStats {
-	st := s.batch.stats()
+	st := s.groupStats
 	out := GroupCommitStats{SizeBounds: GroupCommitSizeBounds, DurationBounds: GroupCommitDurationBounds}
-	if st == nil {
-		out.SizeCounts, out.DurationCounts = make([]uint64, len(out.SizeBounds)), make([]uint64, len(out.DurationBounds))
-		return out
-	}
 	out.SizeCounts, out.Batches = st.size.cumulative()
 	out.DurationCounts, out.Durations = st.duration.cumulative()
 	out.Heartbeats = uint64(st.size.sum.Load())

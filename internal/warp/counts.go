@@ -11,10 +11,10 @@ import (
 // its heartbeats' adoption counts (heartbeat_counts, hosts) in its own
 // transaction: measured on SQLite, a sixth of the batch's time and pages
 // of every commit. Now a committed batch adds its counts to a buffer in
-// memory, summed per (host, token, schema version, minute),
-// and one transaction writes the buffer a flush interval after it turned
-// non-empty (Config.CountFlush, default 1 s), or at once when it holds
-// maxPendingCounts rows, and at Close.
+// memory, summed per (host, token, schema version, minute), and
+// FlushCounts writes the buffer in one transaction: every flush interval
+// (DefaultCountFlush, the group commit's timer in internal/groupcommit),
+// at once when it holds maxPendingCounts rows, and at Close.
 //
 // What a reader sees: this process flushes before it answers from the
 // counts (Adoption, Hosts, SetMode's adoption check), so on one node the
@@ -22,10 +22,11 @@ import (
 // shows up at its next flush. A crash (kill -9) loses the counts not yet
 // flushed — at most a flush interval of adoption statistics; never a
 // lease's heartbeat, which commits before it is answered as before. The
-// heartbeats that write their own transaction (NoGroupCommit, an agent
-// token naming a new host) still count in it.
+// heartbeats applied without a group commit, and the first heartbeat of
+// a host an agent token's bound admitted, still count in their
+// transaction.
 
-// DefaultCountFlush is Config.CountFlush's default.
+// DefaultCountFlush is how often a group commit flushes the counts.
 const DefaultCountFlush = time.Second
 
 // maxPendingCounts is how many summed rows the buffer holds before it is
@@ -50,30 +51,19 @@ type countBuffer struct {
 	mu sync.Mutex
 	at map[countKey]int
 	cs []HeartbeatCount
-	// ready receives a value when the buffer turns non-empty, full when
-	// it reaches maxPendingCounts rows (both hold one value at most).
-	ready, full chan struct{}
 	// flushing serialises flushes, so a flush that failed and put its
 	// counts back cannot race one that took newer counts.
 	flushing sync.Mutex
 }
 
 func newCountBuffer() *countBuffer {
-	return &countBuffer{at: map[countKey]int{}, ready: make(chan struct{}, 1), full: make(chan struct{}, 1)}
-}
-
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
+	return &countBuffer{at: map[countKey]int{}}
 }
 
 // add sums cs into the buffer: N added, At the latest of the two.
 func (c *countBuffer) add(cs []HeartbeatCount) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	was := len(c.cs)
 	for _, x := range cs {
 		k := countKey{x.Host, x.Token, x.SchemaVersion, floorTo(x.At.Unix(), MinuteSpan)}
 		if i, ok := c.at[k]; ok {
@@ -85,12 +75,6 @@ func (c *countBuffer) add(cs []HeartbeatCount) {
 		}
 		c.at[k] = len(c.cs)
 		c.cs = append(c.cs, x)
-	}
-	if was == 0 && len(c.cs) > 0 {
-		signal(c.ready)
-	}
-	if len(c.cs) >= maxPendingCounts {
-		signal(c.full)
 	}
 }
 
@@ -133,10 +117,7 @@ func sortCounts(cs []HeartbeatCount) {
 // one transaction. Readers of the counts in this package call it first;
 // a failed flush keeps the counts for the next one.
 func (s *Service) FlushCounts(ctx context.Context) error {
-	if s.batch == nil {
-		return nil
-	}
-	c := s.batch.counts
+	c := s.counts
 	c.flushing.Lock()
 	defer c.flushing.Unlock()
 	cs := c.take()
@@ -144,17 +125,7 @@ func (s *Service) FlushCounts(ctx context.Context) error {
 		return nil
 	}
 	sortCounts(cs)
-	err := s.store.Update(ctx, func(tx Tx) error {
-		if bulk, ok := tx.(HeartbeatBatchTx); ok {
-			return bulk.WriteBatch(ctx, nil, cs)
-		}
-		for _, x := range cs {
-			if _, err := tx.RecordHeartbeat(ctx, x); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.store.Update(ctx, func(tx Tx) error { return tx.WriteBatch(ctx, nil, cs) })
 	if err != nil {
 		if n := c.pending(); n+len(cs) > maxKeptCounts {
 			s.log.Error("write adoption counts: dropped, too many kept from failed flushes", "err", err, "rows", len(cs), "kept", n)
@@ -164,40 +135,4 @@ func (s *Service) FlushCounts(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// flushCounts runs beside the batch workers until quit: a flush interval
-// after the buffer turns non-empty, or at once when it is full.
-func (s *Service) flushCounts(quit <-chan struct{}) {
-	b := s.batch
-	var wait *time.Timer
-	for {
-		now := false
-		select {
-		case <-quit:
-			return
-		case <-b.counts.ready:
-		case <-b.counts.full:
-			now = true
-		}
-		if !now {
-			if wait == nil {
-				wait = time.NewTimer(b.countFlush)
-			} else {
-				wait.Reset(b.countFlush)
-			}
-			select {
-			case <-quit:
-				wait.Stop()
-				return
-			case <-wait.C:
-			case <-b.counts.full:
-				wait.Stop()
-			}
-		}
-		if err := s.FlushCounts(context.Background()); err != nil {
-			s.log.Warn("write adoption counts: kept for the next flush", "err", err, "rows", b.counts.pending())
-			signal(b.counts.ready) // try again an interval later
-		}
-	}
 }

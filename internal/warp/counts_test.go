@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -35,7 +36,7 @@ func storedAdoption(t *testing.T, g *gatedStore) map[string]warp.HostAdoption {
 // through the Service see it at once; Close writes what is left.
 func TestAdoptionCountsFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc, g, _ := gatedService(t, warp.Config{CountFlush: time.Second})
+		svc, g, _ := gatedService(t, warp.Config{}, &groupcommit.Config{CountFlush: time.Second})
 		for i := range 4 {
 			mustClaim(t, svc, fmt.Sprintf("T-%d", i))
 		}
@@ -97,7 +98,7 @@ func TestAdoptionCountsFlush(t *testing.T) {
 // TestAdoptionCountsFlushFails: a flush that fails keeps its counts for
 // the next one; none is lost or counted twice.
 func TestAdoptionCountsFlushFails(t *testing.T) {
-	svc, g, clk := gatedService(t, warp.Config{})
+	svc, g, clk := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	for i := range 2 {
 		mustClaim(t, svc, fmt.Sprintf("T-%d", i))
 	}
@@ -126,7 +127,7 @@ func TestAdoptionCountsFlushFails(t *testing.T) {
 // TestSetModeSeesBufferedCounts: the adoption check of a switch to
 // activity mode sees a v1 heartbeat still in the buffer.
 func TestSetModeSeesBufferedCounts(t *testing.T) {
-	svc, g, _ := gatedService(t, warp.Config{InitialMode: warp.ModeTransition})
+	svc, g, _ := gatedService(t, warp.Config{InitialMode: warp.ModeTransition}, &groupcommit.Config{})
 	mustClaim(t, svc, "T-0")
 	mustHeartbeat(t, svc, warp.Heartbeat{SchemaVersion: 1, Ticket: "T-0", Host: "old-host"})
 	if got := storedAdoption(t, g); len(got) != 0 {
@@ -142,7 +143,7 @@ func TestSetModeSeesBufferedCounts(t *testing.T) {
 // buffer goes on counting.
 func TestAdoptionCountsFlushFailsBounded(t *testing.T) {
 	warp.SetMaxKeptCounts(t, 2)
-	svc, g, clk := gatedService(t, warp.Config{})
+	svc, g, clk := gatedService(t, warp.Config{}, &groupcommit.Config{})
 	for i := range 3 {
 		mustClaim(t, svc, fmt.Sprintf("T-%d", i))
 	}

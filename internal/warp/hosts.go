@@ -328,49 +328,21 @@ func (s *Service) Hosts(ctx context.Context, window time.Duration) ([]HostStatus
 		return nil, fmt.Errorf("write adoption counts: %w", err)
 	}
 	now := s.now()
-	byHost := map[string]*HostStatus{}
-	get := func(h string) *HostStatus {
-		st := byHost[h]
-		if st == nil {
-			st = &HostStatus{Host: h, Verdicts: map[Verdict]int{}, HookSeen: map[HookSeen]int{}}
-			for _, v := range Verdicts() {
-				st.Verdicts[v] = 0
-			}
-			byHost[h] = st
-		}
-		return st
-	}
+	byHost := hostStatuses{}
 	err := s.store.View(ctx, func(tx Tx) error {
 		held, err := s.heldCounts(ctx, tx, now)
 		if err != nil {
 			return err
 		}
-		for h, c := range held {
-			st := get(h)
-			for v, n := range c.verdicts {
-				st.Verdicts[v] += int(n)
-				st.Leases += int(n)
-			}
-			for k, n := range c.hooks {
-				st.HookSeen[k] += int(n)
-			}
-		}
 		a, err := s.adoptionTx(ctx, tx, window, now)
 		if err != nil {
 			return err
-		}
-		for _, h := range a.Hosts {
-			h := h
-			get(h.Host).Adoption = &h
 		}
 		alarms, err := readAlarms(ctx, tx)
 		if err != nil {
 			return err
 		}
-		for h, al := range alarms {
-			al := al
-			get(h).Alarm = &al
-		}
+		byHost.add(held, a, alarms)
 		return nil
 	})
 	if err != nil {
@@ -382,4 +354,40 @@ func (s *Service) Hosts(ctx context.Context, window time.Duration) ([]HostStatus
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil
+}
+
+// hostStatuses gathers the hosts overview by host.
+type hostStatuses map[string]*HostStatus
+
+// get returns h's status, made with every verdict at 0.
+func (hs hostStatuses) get(h string) *HostStatus {
+	st := hs[h]
+	if st == nil {
+		st = &HostStatus{Host: h, Verdicts: map[Verdict]int{}, HookSeen: map[HookSeen]int{}}
+		for _, v := range Verdicts() {
+			st.Verdicts[v] = 0
+		}
+		hs[h] = st
+	}
+	return st
+}
+
+// add adds the held-lease counts, the adoption and the alarms by host.
+func (hs hostStatuses) add(held map[string]*hostHeld, a Adoption, alarms map[string]HostAlarmState) {
+	for h, c := range held {
+		st := hs.get(h)
+		for v, n := range c.verdicts {
+			st.Verdicts[v] += int(n)
+			st.Leases += int(n)
+		}
+		for k, n := range c.hooks {
+			st.HookSeen[k] += int(n)
+		}
+	}
+	for _, h := range a.Hosts {
+		hs.get(h.Host).Adoption = &h
+	}
+	for h, al := range alarms {
+		hs.get(h).Alarm = &al
+	}
 }

@@ -56,16 +56,6 @@ type Config struct {
 	// within the adoption window (a heartbeat naming one more is refused
 	// with ErrTooManyHosts); 0: no bound.
 	MaxHostsPerToken int
-	// NoGroupCommit applies every heartbeat in its own transaction instead
-	// of batching the heartbeats that arrive together (batch.go).
-	NoGroupCommit bool
-	// BatchLinger is how long a group commit waits for more heartbeats
-	// once they are seen arriving together (batch.go); DefaultBatchLinger
-	// when 0, no wait when negative.
-	BatchLinger time.Duration
-	// CountFlush is how long the group commit keeps adoption counts in
-	// memory before it writes them (counts.go); DefaultCountFlush when 0.
-	CountFlush time.Duration
 	// RareVerdictList is how many leases a verdict other than active, or
 	// a host, may hold (or a sixteenth of the held leases, when more) and
 	// still be listed from its candidates rather than by walking the
@@ -96,7 +86,13 @@ type Service struct {
 	cfg   Config
 	now   func() time.Time
 	log   *slog.Logger
-	batch *batcher // nil with Config.NoGroupCommit
+	// queue, when set, applies heartbeats in batches (UseGroupCommit).
+	queue HeartbeatQueue
+	// counts buffers the adoption counts of batches (counts.go), hosts
+	// the hosts known to be recorded, groupStats what batches did.
+	counts     *countBuffer
+	hosts      knownHosts
+	groupStats *batchStats
 }
 
 // NewService returns a Service on store. It validates cfg and fills defaults.
@@ -122,27 +118,12 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if _, err := ParseMode(string(cfg.InitialMode)); err != nil {
 		return nil, err
 	}
-	s := &Service{store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger}
+	s := &Service{store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger, counts: newCountBuffer(), groupStats: newBatchStats()}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if !cfg.NoGroupCommit {
-		workers := 1
-		if w, ok := store.(ConcurrentWriter); ok {
-			workers = w.ConcurrentWriters()
-		}
-		linger := cfg.BatchLinger
-		if linger == 0 {
-			linger = DefaultBatchLinger
-		}
-		flush := cfg.CountFlush
-		if flush <= 0 {
-			flush = DefaultCountFlush
-		}
-		s.batch = newBatcher(workers, linger, flush)
 	}
 	return s, nil
 }
@@ -196,25 +177,46 @@ func (s *Service) Init(ctx context.Context) error {
 				return err
 			}
 		}
-		// No grace (0) ends the one an earlier start opened: it is this
-		// start's setting that the sweep follows.
-		g := s.cfg.Policy.NewGrace(now)
-		if g.From.IsZero() {
-			return writeGrace(ctx, tx, Grace{From: now, Until: now})
-		}
-		// A grace protects the leases whose loops could not reach warp
-		// during an outage. While another replica sweeps there is none: a
-		// replica that restarts, even over and over, must not keep every
-		// dead agent's lease from lapsing.
-		if last, by, ok, err := s.lastSweep(ctx, tx); err != nil {
+		last, err := s.lastSweep(ctx, tx)
+		if err != nil {
 			return err
-		} else if ok && by != s.cfg.Instance && !now.Before(last) && now.Sub(last) < 2*s.sweepInterval() {
+		}
+		g, open := s.cfg.Policy.StartGrace(now, last, s.cfg.Instance, s.sweepInterval())
+		if !open {
 			s.log.Info("no startup grace: another replica swept moments ago, so the fleet was served",
-				"last_sweep", last, "swept_by", by, "sweep_interval", s.sweepInterval())
+				"last_sweep", last.At, "swept_by", last.By, "sweep_interval", s.sweepInterval())
 			return nil
 		}
 		return writeGrace(ctx, tx, g)
 	})
+}
+
+// LastSweep is the last sweep the database records: when, and by which
+// instance (Config.Instance; empty before it was recorded). The zero
+// LastSweep: none recorded.
+type LastSweep struct {
+	At time.Time
+	By string
+}
+
+// StartGrace is the startup grace a server start of instance self at now
+// writes, open false when it writes none and leaves the grace as it is.
+// No grace configured (0) ends the one an earlier start opened: it is
+// this start's setting that the sweep follows. A grace protects the
+// leases whose loops could not reach warp during an outage; while another
+// replica sweeps (within the last two sweep intervals) there was none,
+// and a replica that restarts, even over and over, must not keep every
+// dead agent's lease from lapsing. A start of the instance that swept
+// last is a restart, which opens the grace.
+func (p Policy) StartGrace(now time.Time, last LastSweep, self string, sweepInterval time.Duration) (g Grace, open bool) {
+	g = p.NewGrace(now)
+	if g.From.IsZero() {
+		return Grace{From: now, Until: now}, true
+	}
+	if !last.At.IsZero() && last.By != self && !now.Before(last.At) && now.Sub(last.At) < 2*sweepInterval {
+		return Grace{}, false
+	}
+	return g, true
 }
 
 func (s *Service) sweepInterval() time.Duration {
@@ -225,24 +227,25 @@ func (s *Service) sweepInterval() time.Duration {
 }
 
 // lastSweep reads MetaLastSweep and the instance that swept
-// (MetaLastSweeper, "" before it was recorded); ok false when there is no
-// sweep time (or it does not parse).
-func (s *Service) lastSweep(ctx context.Context, tx Tx) (at time.Time, by string, ok bool, err error) {
+// (MetaLastSweeper); the zero LastSweep when there is no sweep time (or it
+// does not parse).
+func (s *Service) lastSweep(ctx context.Context, tx Tx) (LastSweep, error) {
 	v, err := tx.Meta(ctx, MetaLastSweep)
 	if errors.Is(err, ErrNotFound) {
-		return time.Time{}, "", false, nil
+		return LastSweep{}, nil
 	}
 	if err != nil {
-		return time.Time{}, "", false, fmt.Errorf("read last sweep: %w", err)
+		return LastSweep{}, fmt.Errorf("read last sweep: %w", err)
 	}
-	if at, err = parseTime(v); err != nil {
-		return time.Time{}, "", false, nil
+	at, err := parseTime(v)
+	if err != nil {
+		return LastSweep{}, nil
 	}
-	by, err = tx.Meta(ctx, MetaLastSweeper)
+	by, err := tx.Meta(ctx, MetaLastSweeper)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		return time.Time{}, "", false, fmt.Errorf("read last sweeper: %w", err)
+		return LastSweep{}, fmt.Errorf("read last sweeper: %w", err)
 	}
-	return at, by, true, nil
+	return LastSweep{At: at, By: by}, nil
 }
 
 // recomputed says what recompute rewrites.
@@ -745,22 +748,9 @@ func (s *Service) heldLease(ctx context.Context, tx Tx, id string, epoch int64) 
 	return t, l, nil
 }
 
-// heartbeatLease is heldLease in one read of the ticket (without its
-// labels) and its current lease: the heartbeat path. A ticket that is
-// missing or never claimed takes heldLease's reads for its precise error.
-func (s *Service) heartbeatLease(ctx context.Context, tx Tx, id string, epoch int64) (Ticket, Lease, error) {
-	t, l, err := tx.CurrentLease(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return s.heldLease(ctx, tx, id, epoch)
-	}
-	if err != nil {
-		return Ticket{}, Lease{}, fmt.Errorf("read lease of %s: %w", id, err)
-	}
-	return checkHeartbeatLease(ctx, t, l, epoch)
-}
-
-// checkHeartbeatLease applies heartbeatLease's checks to the current lease
-// l of ticket t: the fencing check and the write check for the caller.
+// checkHeartbeatLease applies heldLease's checks to the current lease l
+// of ticket t, read with the batch: the fencing check and the write check
+// for the caller.
 func checkHeartbeatLease(ctx context.Context, t Ticket, l Lease, epoch int64) (Ticket, Lease, error) {
 	c, _ := CallerFrom(ctx)
 	if _, err := Fence(t, epoch, c.discloses()); err != nil {
@@ -821,38 +811,26 @@ func ValidateHeartbeat(h Heartbeat) error {
 // Heartbeat applies one heartbeat (v1 or v2, exit reports included):
 // validate, read the lease (fenced, authorised) and the mode, count the
 // heartbeat for adoption (bounded per agent token), apply Policy.Heartbeat,
-// write. Heartbeats that arrive together share one transaction (group
-// commit, batch.go) unless Config.NoGroupCommit.
+// write. With a group commit (UseGroupCommit), heartbeats that arrive
+// together share one transaction; without, a heartbeat is a batch of one
+// (batch.go).
 func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, error) {
 	if err := ValidateHeartbeat(h); err != nil {
 		return HeartbeatResult{}, err
 	}
-	if s.batch != nil {
-		return s.heartbeatBatched(ctx, h)
+	if s.queue != nil {
+		return s.queue.Heartbeat(ctx, h)
 	}
-	res, _, err := s.heartbeatOne(ctx, h)
-	return res, err
+	a := s.applyBatch([]QueuedHeartbeat{{Ctx: ctx, Heartbeat: h}}, true)[0]
+	return a.Result, a.Err
 }
 
-// countHeartbeat records one heartbeat of host for the adoption query and,
-// when the caller is an agent token that names a new host, enforces
-// Config.MaxHostsPerToken.
-func (s *Service) countHeartbeat(ctx context.Context, tx Tx, host string, schemaVersion int, now time.Time) error {
-	caller, _ := CallerFrom(ctx)
-	created, err := tx.RecordHeartbeat(ctx, HeartbeatCount{Host: host, Token: caller.Token, SchemaVersion: schemaVersion, At: now, N: 1})
-	if err != nil {
-		return fmt.Errorf("record heartbeat: %w", err)
-	}
-	if !created || !caller.Agent || s.cfg.MaxHostsPerToken <= 0 {
-		return nil
-	}
-	n, err := tx.HostsOfToken(ctx, caller.Token, now.Add(-DefaultAdoptionWindow))
-	if err != nil {
-		return fmt.Errorf("count hosts: %w", err)
-	}
-	if n > s.cfg.MaxHostsPerToken {
-		return Errorf(ErrTooManyHosts, "this agent token has reported %d hosts in the last %s, at most %d allowed: reuse host names, give each host its own token, or raise warp serve --max-hosts-per-token",
-			n, DefaultAdoptionWindow, s.cfg.MaxHostsPerToken)
+// Close writes the adoption counts still buffered. A group commit
+// composed with the Service stops before it.
+func (s *Service) Close() error {
+	if err := s.FlushCounts(context.Background()); err != nil {
+		s.log.Error("write adoption counts at shutdown: lost", "err", err, "rows", s.counts.pending())
+		return err
 	}
 	return nil
 }
@@ -958,15 +936,8 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 			if err != nil {
 				return err
 			}
-			if !a.ReadyForActivityMode {
-				var v1 []string
-				for _, h := range a.Hosts {
-					if h.V1Count > 0 {
-						v1 = append(v1, h.Host)
-					}
-				}
-				return Errorf(ErrAdoptionIncomplete, "refusing activity mode: %d host(s) sent v1 heartbeats in the last %s (%s); migrate them or pass --force",
-					len(v1), DefaultAdoptionWindow, strings.Join(v1, ", "))
+			if err := CheckActivityAdoption(a); err != nil {
+				return err
 			}
 		}
 		if err := tx.SetMeta(ctx, MetaMode, string(mode)); err != nil {
@@ -983,6 +954,24 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 		return "", err
 	}
 	return mode, nil
+}
+
+// CheckActivityAdoption is the activity-mode adoption gate: switching to
+// activity mode (without force) is ErrAdoptionIncomplete while a host of
+// a, the adoption over the default window, sent v1 heartbeats, which
+// activity mode no longer lets extend a lease; the message names them.
+func CheckActivityAdoption(a Adoption) error {
+	var v1 []string
+	for _, h := range a.Hosts {
+		if h.V1Count > 0 {
+			v1 = append(v1, h.Host)
+		}
+	}
+	if len(v1) == 0 {
+		return nil
+	}
+	return Errorf(ErrAdoptionIncomplete, "refusing activity mode: %d host(s) sent v1 heartbeats in the last %s (%s); migrate them or pass --force",
+		len(v1), a.Window, strings.Join(v1, ", "))
 }
 
 // Adoption returns the per-host schema adoption over window.
@@ -1059,46 +1048,13 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	now := s.now()
 	var res SweepResult
 	for {
-		var n int
-		var batch []Lease
-		err := s.store.Update(ctx, func(tx Tx) error {
-			batch = batch[:0] // a store may run fn again
-			// The mode and the grace are read in the transaction that
-			// lapses: a mode change that commits during the sweep moves
-			// expires_at, and the lapse's reason must follow the same mode.
-			mode, err := s.currentMode(ctx, tx)
-			if err != nil {
-				return err
-			}
-			grace, err := readGrace(ctx, tx)
-			if err != nil {
-				return err
-			}
-			leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
-			if err != nil {
-				return fmt.Errorf("due leases: %w", err)
-			}
-			n = len(leases)
-			counts := hostCounts{}
-			for _, l := range leases {
-				t, err := tx.Ticket(ctx, l.Ticket)
-				if err != nil {
-					return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
-				}
-				ch := Lapse(mode, t, l, now)
-				if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
-					return err
-				}
-				batch = append(batch, ch.Lease)
-			}
-			return counts.flush(ctx, tx)
-		})
+		lapsed, n, err := s.lapseBatch(ctx, now)
 		if err != nil {
 			return res, err
 		}
 		// Only committed lapses are reported, as they now stand (lapsed,
 		// with reason and fallback).
-		res.Lapsed = append(res.Lapsed, batch...)
+		res.Lapsed = append(res.Lapsed, lapsed...)
 		if n < sweepBatch {
 			break
 		}
@@ -1117,6 +1073,43 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	})
 	res.Duration = time.Since(start)
 	return res, err
+}
+
+// lapseBatch lapses up to sweepBatch due leases in one transaction; n is
+// how many were due. The mode and the grace are read in the transaction
+// that lapses: a mode change that commits during the sweep moves
+// expires_at, and the lapse's reason must follow the same mode.
+func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease, n int, err error) {
+	err = s.store.Update(ctx, func(tx Tx) error {
+		lapsed = lapsed[:0] // a store may run fn again
+		mode, err := s.currentMode(ctx, tx)
+		if err != nil {
+			return err
+		}
+		grace, err := readGrace(ctx, tx)
+		if err != nil {
+			return err
+		}
+		leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
+		if err != nil {
+			return fmt.Errorf("due leases: %w", err)
+		}
+		n = len(leases)
+		counts := hostCounts{}
+		for _, l := range leases {
+			t, err := tx.Ticket(ctx, l.Ticket)
+			if err != nil {
+				return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
+			}
+			ch := Lapse(mode, t, l, now)
+			if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
+				return err
+			}
+			lapsed = append(lapsed, ch.Lease)
+		}
+		return counts.flush(ctx, tx)
+	})
+	return lapsed, n, err
 }
 
 // pruneVerdictBatch bounds how many count rows at 0 one sweep drops (a

@@ -54,6 +54,21 @@ type Tx interface {
 	// reads it, never shows them. ErrNotFound when the ticket does not
 	// exist or was never claimed.
 	CurrentLease(ctx context.Context, id string) (Ticket, Lease, error)
+	// ReadBatch is CurrentLease for every ticket of ids (sorted by byte
+	// order, distinct), locked as CurrentLease locks them and in that
+	// order, in one round trip; a ticket CurrentLease would answer
+	// ErrNotFound for is absent from the map. Then Meta(metaKey), read
+	// after those locks are taken: found is false when the key is not set.
+	ReadBatch(ctx context.Context, ids []string, metaKey string) (leases map[string]TicketLease, meta string, found bool, err error)
+	// WriteBatch is UpdateLease for each of ls, leases of distinct
+	// tickets whose holding did not change since they were read
+	// (SameHolding) — only the columns a heartbeat writes are written, in
+	// one statement where the database allows — then RecordHeartbeat for
+	// each of cs, in its order (sorted by host, schema version, token),
+	// without the answers: a host's last-seen may differ from the
+	// one-by-one result by less than HostSeenStep. A lease of ls that is
+	// not there fails the whole call with ErrNotFound.
+	WriteBatch(ctx context.Context, ls []Lease, cs []HeartbeatCount) error
 	// Lease returns the lease (ticket, epoch). ErrNotFound when there is none.
 	Lease(ctx context.Context, ticket string, epoch int64) (Lease, error)
 	// InsertLease inserts a new lease. ErrConflict when (ticket, epoch) exists.
@@ -110,6 +125,9 @@ type Tx interface {
 	// whether the host was new; a new host records c.Token (Caller.Token)
 	// as the one that reported it.
 	RecordHeartbeat(ctx context.Context, c HeartbeatCount) (created bool, err error)
+	// HostRecorded reports whether host has its row (RecordHeartbeat
+	// made it, and no prune removed it since).
+	HostRecorded(ctx context.Context, host string) (bool, error)
 	// HostsOfToken counts the hosts first reported by token and seen at or
 	// after since.
 	HostsOfToken(ctx context.Context, token string, since time.Time) (int, error)
@@ -151,27 +169,6 @@ type HeartbeatCount struct {
 // row is rewritten (a new schema version rewrites it at once): a host's
 // last-seen lags its last heartbeat by less than this.
 const HostSeenStep = time.Second
-
-// HeartbeatBatchTx is implemented by a Tx that reads and writes what a
-// heartbeat batch touches in few statements — one round trip for the reads
-// and one for the writes on PostgreSQL, instead of two per heartbeat and
-// one per host. The group commit uses it when the store's Tx has it.
-type HeartbeatBatchTx interface {
-	// ReadBatch is CurrentLease for every ticket of ids (sorted by byte
-	// order, distinct), locked as CurrentLease locks them and in that
-	// order; a ticket CurrentLease would answer ErrNotFound for is absent
-	// from the map. Then Meta(metaKey), read after those locks are taken:
-	// found is false when the key is not set.
-	ReadBatch(ctx context.Context, ids []string, metaKey string) (leases map[string]TicketLease, meta string, found bool, err error)
-	// WriteBatch is UpdateLease for each of ls, leases of distinct
-	// tickets whose holding did not change since they were read
-	// (SameHolding) — only the columns a heartbeat writes are written —
-	// then RecordHeartbeat for each of cs, in its order (sorted by host,
-	// schema version, token), without the answers — a host's last-seen
-	// may differ from the one-by-one result by less than HostSeenStep. A lease of ls that is
-	// not there fails the whole call with ErrNotFound.
-	WriteBatch(ctx context.Context, ls []Lease, cs []HeartbeatCount) error
-}
 
 // TicketLease is a ticket with its current lease, when it has one.
 type TicketLease struct {

@@ -68,7 +68,7 @@ func CountRows(c HeartbeatCount) [2]HeartbeatSum {
 	}
 }
 
-// SumHeartbeats folds the counts of a batch (HeartbeatBatchTx.
+// SumHeartbeats folds the counts of a batch (a store's
 // RecordHeartbeats) into one sum per count row (host, schema version,
 // span, bucket: CountRows) and one row per host, each in order of first
 // appearance. No two sums share a row, as one PostgreSQL upsert needs.

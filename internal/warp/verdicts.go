@@ -99,35 +99,7 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 	now := s.now()
 	var out []VerdictChange
 	for {
-		var n int
-		var batch []VerdictChange
-		err := s.store.Update(ctx, func(tx Tx) error {
-			batch = batch[:0] // a store may run fn again
-			leases, err := tx.VerdictDueLeases(ctx, now, verdictBatch)
-			if err != nil {
-				return fmt.Errorf("verdict-due leases: %w", err)
-			}
-			n = len(leases)
-			counts := hostCounts{}
-			for _, l := range leases {
-				ch, c, ok := s.cfg.Policy.RecordVerdict(Ticket{ID: l.Ticket}, l, now)
-				ids, err := s.writeCounting(ctx, tx, ch, counts)
-				if err != nil {
-					return err
-				}
-				if ok {
-					c.EventID = ids[0]
-					batch = append(batch, c)
-				}
-			}
-			if err := counts.flush(ctx, tx); err != nil {
-				return err
-			}
-			// The hosts to tally are kept with the changes, in the same
-			// transaction: a pass that fails after this commit leaves them
-			// for the next one, which finds no change of its own for them.
-			return addAlarmHosts(ctx, tx, alarmHosts(batch))
-		})
+		batch, n, err := s.recordVerdictBatch(ctx, now)
 		if err != nil {
 			return VerdictPassResult{Changes: out}, err
 		}
@@ -137,17 +109,56 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 			break
 		}
 	}
+	alarms, err := s.hostAlarms(ctx, now)
+	return VerdictPassResult{Changes: out, Alarms: alarms}, err
+}
+
+// recordVerdictBatch records the verdicts of up to verdictBatch due
+// leases in one transaction; n is how many were due.
+func (s *Service) recordVerdictBatch(ctx context.Context, now time.Time) (batch []VerdictChange, n int, err error) {
+	err = s.store.Update(ctx, func(tx Tx) error {
+		batch = batch[:0] // a store may run fn again
+		leases, err := tx.VerdictDueLeases(ctx, now, verdictBatch)
+		if err != nil {
+			return fmt.Errorf("verdict-due leases: %w", err)
+		}
+		n = len(leases)
+		counts := hostCounts{}
+		for _, l := range leases {
+			ch, c, ok := s.cfg.Policy.RecordVerdict(Ticket{ID: l.Ticket}, l, now)
+			ids, err := s.writeCounting(ctx, tx, ch, counts)
+			if err != nil {
+				return err
+			}
+			if ok {
+				c.EventID = ids[0]
+				batch = append(batch, c)
+			}
+		}
+		if err := counts.flush(ctx, tx); err != nil {
+			return err
+		}
+		// The hosts to tally are kept with the changes, in the same
+		// transaction: a pass that fails after this commit leaves them
+		// for the next one, which finds no change of its own for them.
+		return addAlarmHosts(ctx, tx, alarmHosts(batch))
+	})
+	return batch, n, err
+}
+
+// hostAlarms tallies the hosts that may have moved, raises and clears
+// their alarms, and only then marks this pass's hosts done: the next pass
+// looks for the leases that ended from this pass's start, and no longer
+// for the hosts this one tallied (changes committed since stay).
+func (s *Service) hostAlarms(ctx context.Context, now time.Time) ([]HostAlarmChange, error) {
 	tallies, pending, err := s.tallyHosts(ctx, now)
 	if err != nil {
-		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
+		return nil, fmt.Errorf("host alarms: %w", err)
 	}
 	alarms, err := s.recordAlarms(ctx, tallies, now)
 	if err != nil {
-		return VerdictPassResult{Changes: out}, fmt.Errorf("host alarms: %w", err)
+		return nil, fmt.Errorf("host alarms: %w", err)
 	}
-	// Only now are this pass's hosts done: the next pass looks for the
-	// leases that ended from this pass's start, and no longer for the
-	// hosts this one tallied (changes committed since stay).
 	err = s.store.Update(ctx, func(tx Tx) error {
 		if err := tx.SetMeta(ctx, MetaLastVerdictPass, formatTime(now)); err != nil {
 			return err
@@ -155,9 +166,9 @@ func (s *Service) VerdictPass(ctx context.Context) (VerdictPassResult, error) {
 		return removeAlarmHosts(ctx, tx, pending)
 	})
 	if err != nil {
-		return VerdictPassResult{Changes: out, Alarms: alarms}, fmt.Errorf("host alarms: %w", err)
+		return alarms, fmt.Errorf("host alarms: %w", err)
 	}
-	return VerdictPassResult{Changes: out, Alarms: alarms}, nil
+	return alarms, nil
 }
 
 // alarmHosts returns the hosts of changes to stalled, unwired or exited:
@@ -240,23 +251,41 @@ func removeAlarmHosts(ctx context.Context, tx Tx, done []string) error {
 // last pass and of every host in alarm. It returns the pending hosts it
 // read, which the pass clears once the alarms are recorded.
 func (s *Service) tallyHosts(ctx context.Context, now time.Time) (map[string]*hostTally, []string, error) {
-	hosts := map[string]bool{}
-	var pending []string
-	var alarms map[string]HostAlarmState
-	var ended []string
-	var counts []HostVerdictCount
-	// Read on a snapshot: every host's counts are thousands of rows at
-	// fleet scale, and inside Update SQLite's one writer — with the
-	// heartbeats queued behind it — would wait while they are read.
+	in, err := s.readTallyInputs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tallies := map[string]*hostTally{}
+	for _, h := range s.hostsToTally(in) {
+		if err := s.tallyHost(ctx, h, now, tallies); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tallies, in.pending, nil
+}
+
+// tallyInputs is what the pass reads to choose the hosts it tallies.
+type tallyInputs struct {
+	alarms  map[string]HostAlarmState
+	pending []string // MetaAlarmHostsPending
+	ended   []string // hosts of the leases that ended since the last pass
+	counts  []HostVerdictCount
+}
+
+// readTallyInputs reads them on a snapshot: every host's counts are
+// thousands of rows at fleet scale, and inside Update SQLite's one writer
+// — with the heartbeats queued behind it — would wait while they are read.
+func (s *Service) readTallyInputs(ctx context.Context) (tallyInputs, error) {
+	var in tallyInputs
 	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
-		if alarms, err = readAlarms(ctx, tx); err != nil {
+		if in.alarms, err = readAlarms(ctx, tx); err != nil {
 			return err
 		}
-		if pending, err = readAlarmHosts(ctx, tx); err != nil {
+		if in.pending, err = readAlarmHosts(ctx, tx); err != nil {
 			return err
 		}
-		if counts, err = tx.VerdictCounts(ctx); err != nil {
+		if in.counts, err = tx.VerdictCounts(ctx); err != nil {
 			return fmt.Errorf("verdict counts: %w", err)
 		}
 		// Fewer held leases can raise an alarm: the hosts whose leases
@@ -269,26 +298,22 @@ func (s *Service) tallyHosts(ctx context.Context, now time.Time) (map[string]*ho
 		} else if !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("read last verdict pass: %w", err)
 		}
-		if ended, err = tx.EndedHosts(ctx, since); err != nil {
+		if in.ended, err = tx.EndedHosts(ctx, since); err != nil {
 			return fmt.Errorf("hosts of ended leases: %w", err)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, h := range pending {
-		hosts[h] = true
-	}
-	for _, h := range ended {
-		hosts[h] = true
-	}
-	// A host not in alarm is tallied only if its counts can reach the
-	// thresholds: every lease stale within the window is stalled, unwired
-	// or silent now (recorded so by the pass that just ran), so their
-	// number bounds the stale count from above.
+	return in, err
+}
+
+// hostsToTally returns, in order, the pending and ended hosts whose counts
+// can reach the thresholds, and every host in alarm. Every lease stale
+// within the window is stalled, unwired or silent now (recorded so by the
+// pass that just ran), so their number bounds a host's stale count from
+// above.
+func (s *Service) hostsToTally(in tallyInputs) []string {
 	held, stale := map[string]int64{}, map[string]int64{}
-	for _, c := range counts {
+	for _, c := range in.counts {
 		if _, hook := HookCountOf(c.Verdict); hook {
 			continue // the same leases again, by hook health
 		}
@@ -300,12 +325,13 @@ func (s *Service) tallyHosts(ctx context.Context, now time.Time) (map[string]*ho
 			stale[c.Host] += c.N
 		}
 	}
-	for h := range hosts {
-		if !s.cfg.HookAlarm.alarmed(hostTally{held: int(held[h]), stale: int(stale[h])}) {
-			delete(hosts, h)
+	hosts := map[string]bool{}
+	for _, h := range append(slices.Clone(in.pending), in.ended...) {
+		if s.cfg.HookAlarm.alarmed(hostTally{held: int(held[h]), stale: int(stale[h])}) {
+			hosts[h] = true
 		}
 	}
-	for h := range alarms {
+	for h := range in.alarms {
 		hosts[h] = true
 	}
 	names := make([]string, 0, len(hosts))
@@ -313,32 +339,34 @@ func (s *Service) tallyHosts(ctx context.Context, now time.Time) (map[string]*ho
 		names = append(names, h)
 	}
 	sort.Strings(names)
-	tallies := map[string]*hostTally{}
-	for _, h := range names {
-		after := ""
-		for {
-			var leases []Lease
-			err := s.store.View(ctx, func(tx Tx) error {
-				var err error
-				leases, err = tx.HeldLeases(ctx, h, after, hostsBatch)
-				return err
-			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("held leases of %s: %w", h, err)
+	return names
+}
+
+// tallyHost tallies host h's held leases into tallies[h] (made when h
+// holds any), hostsBatch leases a read.
+func (s *Service) tallyHost(ctx context.Context, h string, now time.Time, tallies map[string]*hostTally) error {
+	after := ""
+	for {
+		var leases []Lease
+		err := s.store.View(ctx, func(tx Tx) error {
+			var err error
+			leases, err = tx.HeldLeases(ctx, h, after, hostsBatch)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("held leases of %s: %w", h, err)
+		}
+		for _, l := range leases {
+			t := tallies[h]
+			if t == nil {
+				t = &hostTally{}
+				tallies[h] = t
 			}
-			for _, l := range leases {
-				t := tallies[h]
-				if t == nil {
-					t = &hostTally{}
-					tallies[h] = t
-				}
-				s.cfg.Policy.tally(t, l, s.cfg.Policy.Verdict(l, now), now)
-				after = l.Ticket
-			}
-			if len(leases) < hostsBatch {
-				break
-			}
+			s.cfg.Policy.tally(t, l, s.cfg.Policy.Verdict(l, now), now)
+			after = l.Ticket
+		}
+		if len(leases) < hostsBatch {
+			return nil
 		}
 	}
-	return tallies, pending, nil
 }

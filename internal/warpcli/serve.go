@@ -20,6 +20,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/expiry"
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/metrics"
 	"github.com/gyrum-labs/warp/internal/postgres"
@@ -111,8 +112,10 @@ type Main struct {
 
 	Store   warp.Store
 	Service *warp.Service
-	API     *httpapi.Server
-	Expiry  *expiry.Job
+	// GroupCommit applies the Service's heartbeats in batches.
+	GroupCommit *groupcommit.Committer
+	API         *httpapi.Server
+	Expiry      *expiry.Job
 	// Ops is the dashboard, the event stream and the metrics.
 	Ops *Ops
 
@@ -134,46 +137,80 @@ func NewMain(cfg ServeConfig) *Main {
 // the server accepts connections; Err reports a later serving failure. On
 // error everything opened so far is closed again.
 func (m *Main) Run(ctx context.Context) (err error) {
-	cfg := m.Config
-	m.log = cfg.Logger
+	m.log = m.Config.Logger
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	m.Store = cfg.Store
+	m.Store = m.Config.Store
 	defer func() {
 		if err != nil {
 			m.Close()
 		}
 	}()
-	tokens, err := cfg.tokens()
+	tokens, err := m.Config.check()
 	if err != nil {
 		return err
 	}
+	// Bind before touching the database: a start that cannot serve (port
+	// taken) must not rewrite the startup grace of the whole fleet.
+	if err := m.listen(); err != nil {
+		return err
+	}
+	if err := m.startService(ctx); err != nil {
+		return err
+	}
+	if err := m.startAPI(ctx, tokens); err != nil {
+		return err
+	}
+	// Everything that can fail happens before the first request is served:
+	// once a client got an answer, the start has succeeded.
+	if err := m.startExpiry(ctx); err != nil {
+		return err
+	}
+	return m.serve(ctx, tokens)
+}
+
+// check validates the configuration and returns its tokens.
+func (cfg ServeConfig) check() ([]httpapi.Token, error) {
+	tokens, err := cfg.tokens()
+	if err != nil {
+		return nil, err
+	}
 	if len(tokens) == 0 && !cfg.Insecure {
 		if err := requireLoopback(cfg.Addr); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if cfg.SweepInterval <= 0 {
-		return warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", cfg.SweepInterval)
+		return nil, warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", cfg.SweepInterval)
 	}
 	if cfg.MaxConns < 0 || cfg.MaxConnsPerClient < 0 {
-		return warp.Errorf(warp.ErrInvalid, "connection limits must not be negative (0 disables one), got %d and %d", cfg.MaxConns, cfg.MaxConnsPerClient)
+		return nil, warp.Errorf(warp.ErrInvalid, "connection limits must not be negative (0 disables one), got %d and %d", cfg.MaxConns, cfg.MaxConnsPerClient)
 	}
-	// Bind before touching the database: a start that cannot serve (port
-	// taken) must not rewrite the startup grace of the whole fleet.
-	m.ln, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	m.ln = httpapi.LimitListener(m.ln, cfg.MaxConns, cfg.MaxConnsPerClient)
+	return tokens, nil
+}
 
+// listen binds the address, behind the connection limits.
+func (m *Main) listen() error {
+	ln, err := net.Listen("tcp", m.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Config.Addr, err)
+	}
+	m.ln = httpapi.LimitListener(ln, m.Config.MaxConns, m.Config.MaxConnsPerClient)
+	return nil
+}
+
+// startService opens the store (unless given one), builds the Service
+// with its group commit and initialises the database.
+func (m *Main) startService(ctx context.Context) error {
+	cfg := m.Config
 	if m.Store == nil {
+		var err error
 		if m.Store, err = openStore(ctx, cfg.DB, m.log); err != nil {
 			return err
 		}
 	}
-	m.Service, err = warp.NewService(m.Store, warp.Config{
+	svc, err := warp.NewService(m.Store, warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
 		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval, Instance: instanceName(cfg.Addr),
 		Now: cfg.Now, Logger: m.log,
@@ -181,36 +218,55 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := m.Service.Init(ctx); err != nil {
+	m.Service = svc
+	m.GroupCommit = groupcommit.Start(svc, groupcommit.Config{Workers: groupcommit.Writers(m.Store), Logger: m.log})
+	svc.UseGroupCommit(m.GroupCommit)
+	if err := svc.Init(ctx); err != nil {
 		return fmt.Errorf("initialise database: %w", err)
 	}
-	dcfg := cfg.Dashboard
+	return nil
+}
+
+// startAPI builds the HTTP API with the dashboard, the event stream and
+// the metrics mounted on it.
+func (m *Main) startAPI(ctx context.Context, tokens []httpapi.Token) error {
+	dcfg := m.Config.Dashboard
 	dcfg.Logger = m.log
-	m.Ops, err = NewOps(m.Service, dcfg, metrics.Config{Logger: m.log})
-	if err != nil {
+	var err error
+	if m.Ops, err = NewOps(m.Service, dcfg, metrics.Config{Logger: m.log}); err != nil {
 		return err
 	}
-	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: cfg.Insecure}
+	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure}
 	m.Ops.Hook(&apiCfg)
-	m.API, err = httpapi.NewServer(m.Service, apiCfg)
-	if err != nil {
+	if m.API, err = httpapi.NewServer(m.Service, apiCfg); err != nil {
 		return err
 	}
 	m.Ops.Mount(m.API)
-	if err := m.Ops.Start(ctx); err != nil {
-		return err
-	}
+	return m.Ops.Start(ctx)
+}
 
-	jobCfg := expiry.Config{Interval: cfg.SweepInterval, Logger: m.log,
+// startExpiry starts the expiry job; replicas sharing a database sweep
+// one per tick (the store's lock).
+func (m *Main) startExpiry(ctx context.Context) error {
+	jobCfg := expiry.Config{Interval: m.Config.SweepInterval, Logger: m.log,
 		OnSweep: m.Ops.OnSweep, OnError: m.Ops.OnSweepError}
 	if l, ok := m.Store.(expiry.SweepLocker); ok {
-		jobCfg.Locker = l // replicas share the database: one sweeps per tick
+		jobCfg.Locker = l
 	}
-	m.Expiry, err = expiry.New(m.Service, jobCfg)
+	var err error
+	if m.Expiry, err = expiry.New(m.Service, jobCfg); err != nil {
+		return err
+	}
+	return m.Expiry.Start(ctx)
+}
+
+// serve logs the start and serves HTTP in the background.
+func (m *Main) serve(ctx context.Context, tokens []httpapi.Token) error {
+	cfg := m.Config
+	mode, err := m.Service.Mode(ctx)
 	if err != nil {
 		return err
 	}
-
 	m.http = &http.Server{
 		Handler: m.API,
 		// A client that sends its headers and then trickles (or never
@@ -223,15 +279,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
-	}
-	// Everything that can fail happens before the first request is served:
-	// once a client got an answer, the start has succeeded.
-	if err := m.Expiry.Start(ctx); err != nil {
-		return err
-	}
-	mode, err := m.Service.Mode(ctx)
-	if err != nil {
-		return err
 	}
 	p := m.Service.Policy()
 	m.log.Info("warp listening on "+m.URL(), "addr", m.ln.Addr().String(), "db", redactDSN(cfg.DB), "mode", mode,
@@ -278,8 +325,11 @@ func (m *Main) Close() error {
 		if m.Expiry != nil {
 			errs = append(errs, m.Expiry.Close())
 		}
+		if m.GroupCommit != nil {
+			errs = append(errs, m.GroupCommit.Close()) // answers the heartbeats still queued
+		}
 		if m.Service != nil {
-			errs = append(errs, m.Service.Close()) // answers the heartbeats still queued
+			errs = append(errs, m.Service.Close())
 		}
 		if m.Store != nil {
 			errs = append(errs, m.Store.Close())

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/groupcommit"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/sqlite"
@@ -81,6 +82,9 @@ func StartWithTokens(t testing.TB, p warp.Policy, tokens []httpapi.Token) *Serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
+	gc := groupcommit.Start(svc, groupcommit.Config{})
+	svc.UseGroupCommit(gc)
+	t.Cleanup(func() { gc.Close() })
 	if err := svc.Init(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // mcpOptions returns session options that start this test binary as the
@@ -77,4 +80,152 @@ func TestMCPCallTranscript(t *testing.T) {
 	if n := len(rec.of("PostToolUse", wait.ID)); n != 1 {
 		t.Errorf("%d PostToolUse for the MCP call, want 1", n)
 	}
+}
+
+// mcpCallHeld runs claim → quick MCP call → a pause → the MCP calls of
+// turn (one turn: one call, or a parallel pair) → a final text. The
+// calls wait on files: the one named by long is created after holdFor,
+// the others at once. It returns when the session ended, with the time
+// span the long call ran and a watcher over the ticket.
+func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long string, holdFor time.Duration,
+	interval, staleness float64, window time.Duration) (ws *warptest.Server, w *watcher, began, ended time.Time) {
+	ws = warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	ws.Create(ticket)
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+
+	claim := claimCall(ticket + " --json")
+	quick := claudetest.Tool(claudetest.MCPQuick, nil)
+	// The MCP server started with the session, seconds before the long
+	// call: it cannot back the call as a process started with it.
+	pause := claudetest.Bash("sleep 1.5", claudetest.Description("pause"))
+	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(quick), claudetest.Tools(pause),
+		claudetest.Tools(turn...), claudetest.Text("done"))
+	o, calls := mcpOptions(t, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	w = watchTicket(t, ws, ticket)
+	s := start(t, model, project, o)
+	poll(t, "the long MCP call to begin", func() bool {
+		for _, c := range claudetest.MCPCalls(calls) {
+			if c.ToolUseID == long {
+				began = c.Began
+				return true
+			}
+		}
+		return false
+	})
+	var longFile string
+	for _, c := range turn {
+		f, _ := c.Input["file"].(string)
+		if c.ID == long {
+			longFile = f
+		} else if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Until(began.Add(holdFor))) // the remote step the call waits on
+	if err := os.WriteFile(longFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitOK(sessionTimeout + holdFor)
+	w.Stop()
+	for _, c := range claudetest.MCPCalls(calls) {
+		if c.ToolUseID == long {
+			ended = c.Ended
+		}
+	}
+	if ended.IsZero() {
+		t.Fatalf("the long MCP call never returned: %+v", claudetest.MCPCalls(calls))
+	}
+	t.Logf("long call from %s to %s; heartbeats:\n%s", began.Format("15:04:05.000"), ended.Format("15:04:05.000"),
+		describeBeats(beatsOf(ws, ticket), began))
+	return ws, w, began, ended
+}
+
+// assertHeldThrough checks that ticket's lease stayed held and active,
+// never stalled, while the long call ran from began to ended, and that the
+// heartbeats past the staleness limit named tool in flight.
+func assertHeldThrough(t *testing.T, ws *warptest.Server, w *watcher, ticket, tool string, began, ended time.Time, staleness, interval float64) {
+	t.Helper()
+	for _, x := range w.samples() {
+		if x.At.After(began) && x.At.Before(ended) && (!x.Lease.Held() || x.Verdict != warp.VerdictActive) {
+			t.Errorf("%v into the MCP call: lease %s (%s), verdict %s; want held and active",
+				x.At.Sub(began).Round(time.Millisecond), x.Lease.State, x.Lease.EndReason, x.Verdict)
+			break
+		}
+	}
+	if l := ws.Lease(ticket); l.State != warp.LeaseHeld {
+		t.Errorf("after the call the lease is %s (%s), want held", l.State, l.EndReason)
+	}
+	from, to := began.Add(secs(staleness+2*interval)), ended.Add(-secs(2*interval))
+	n := 0
+	for _, b := range beatsOf(ws, ticket) {
+		if b.At.Before(from) || b.At.After(to) {
+			continue
+		}
+		n++
+		if b.Body.Stale || b.Body.InFlight != tool {
+			t.Errorf("heartbeat %v into the call: stale %v, in_flight %q; want fresh, in_flight %q",
+				b.At.Sub(began).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight, tool)
+			break
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d heartbeats past the staleness limit during the call, want at least 5", n)
+	}
+}
+
+// (31-1) A long MCP call is in flight until it returns: Claude Code fires
+// PreToolUse, then nothing until the call returns; no process starts with
+// it (the server runs from the session's start) and the server uses no
+// CPU. The transcript holds the call's tool_use and no tool_result: the
+// loop counts the call in flight, the lease stays held and active for
+// longer than staleness + window, and in_flight names the tool.
+//
+// Before, the call's marker counted only as its start: the lease read
+// stalled one staleness limit in and lapsed one window later.
+func TestPointLongMCPCallKeepsLease(t *testing.T) {
+	claudetest.Require(t)
+	const interval, staleness = 0.2, 1.0
+	window := 1500 * time.Millisecond
+	wait := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "long")})
+	hold := secs(staleness) + window + 2*time.Second
+	ws, w, began, ended := mcpCallHeld(t, "T-mcp", []claudetest.ToolUse{wait}, wait.ID, hold, interval, staleness, window)
+	if ended.Sub(began) < secs(staleness)+window {
+		t.Fatalf("the call ran %v, want more than staleness + window", ended.Sub(began))
+	}
+	assertHeldThrough(t, ws, w, "T-mcp", claudetest.MCPWait, began, ended, staleness, interval)
+}
+
+// (31-3) A parallel pair in one turn, one short and one long: the short
+// call's end does not end the long one's; the lease is held until the
+// long call returns.
+func TestPointParallelMCPCallsKeepLease(t *testing.T) {
+	claudetest.Require(t)
+	const interval, staleness = 0.2, 1.0
+	window := 1500 * time.Millisecond
+	dir := t.TempDir()
+	short := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "short")})
+	long := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "long")})
+	hold := secs(staleness) + window + 2*time.Second
+	ws, w, began, ended := mcpCallHeld(t, "T-mcp-pair", []claudetest.ToolUse{short, long}, long.ID, hold, interval, staleness, window)
+	assertHeldThrough(t, ws, w, "T-mcp-pair", claudetest.MCPWait, began, ended, staleness, interval)
+}
+
+// (31-2) A denied MCP call, then a wedge: the call's result (an error) is
+// recorded at once and no Post event fires, so its marker counts only as
+// its start: stalled, then lapsed within staleness + window + a sweep.
+func TestPointDeniedMCPCallThenWedge(t *testing.T) {
+	claudetest.Require(t)
+	rec := newRecorder(t)
+	rec.setReplies(reply{Event: "PreToolUse", Match: "DENY-ME", Stderr: "blocked by policy", Exit: 2})
+	call := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "DENY-ME")})
+	k, v := rec.env()
+	deniedLeaksNoLease(t, "T-mcp-denied", call, claudetest.MCPWait, func(o *claudetest.Options) {
+		o.Env[k] = v
+		o.Settings = rec.settings("PreToolUse")
+		*o, _ = mcpOptions(t, *o)
+	})
 }
