@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/client/wire"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 )
@@ -78,10 +77,10 @@ func TestFallbackToV1SkipsAStaleTick(t *testing.T) {
 // it is given.
 type fixedGap float64
 
-func (g fixedGap) Heartbeat(context.Context, wire.HeartbeatRequest) (wire.HeartbeatResponse, error) {
-	return wire.HeartbeatResponse{MaxRetryGapS: float64(g), Extended: true}, nil
+func (g fixedGap) Heartbeat(context.Context, client.HeartbeatRequest) (client.HeartbeatResponse, error) {
+	return client.HeartbeatResponse{MaxRetryGapS: float64(g), Extended: true}, nil
 }
-func (fixedGap) Ticket(context.Context, string) (wire.Ticket, error) { return wire.Ticket{}, nil }
+func (fixedGap) Ticket(context.Context, string) (client.Ticket, error) { return client.Ticket{}, nil }
 
 // A server's max_retry_gap_s caps the wait between attempts, down to a
 // floor: a startup grace of a millisecond (or a hostile answer) must not

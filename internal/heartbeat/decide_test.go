@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -199,22 +199,22 @@ func TestBackedMarkers(t *testing.T) {
 	}
 }
 
-// The loop speaks the wire package's names for what the domain defines:
+// The loop speaks the client package's names for what the domain defines:
 // they must stay equal.
 func TestWireNamesMatchTheDomain(t *testing.T) {
 	pairs := [][2]string{
-		{wire.ExitParentExited, warp.ExitParentExited},
-		{wire.ExitWorktreeGone, warp.ExitWorktreeGone},
-		{wire.LeaseHeld, string(warp.LeaseHeld)},
-		{wire.LeaseReleased, string(warp.LeaseReleased)},
-		{wire.LeaseCompleted, string(warp.LeaseCompleted)},
-		{wire.LeaseLapsed, string(warp.LeaseLapsed)},
-		{wire.DetailLeaseState, warp.DetailLeaseState},
-		{wire.DetailEndReason, warp.DetailEndReason},
+		{client.ExitParentExited, warp.ExitParentExited},
+		{client.ExitWorktreeGone, warp.ExitWorktreeGone},
+		{client.LeaseHeld, string(warp.LeaseHeld)},
+		{client.LeaseReleased, string(warp.LeaseReleased)},
+		{client.LeaseCompleted, string(warp.LeaseCompleted)},
+		{client.LeaseLapsed, string(warp.LeaseLapsed)},
+		{client.DetailLeaseState, warp.DetailLeaseState},
+		{client.DetailEndReason, warp.DetailEndReason},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {
-			t.Errorf("wire %q != domain %q", p[0], p[1])
+			t.Errorf("client %q != domain %q", p[0], p[1])
 		}
 	}
 	if want := 9 * warp.DefaultStartupGrace / 10; heartbeat.DefaultMaxRetryGap != want {

@@ -39,7 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
@@ -49,13 +49,13 @@ type Exit string
 
 // Reasons a loop ends. The first two are also sent as exit reports.
 const (
-	ExitParentExited Exit = wire.ExitParentExited // the watched process is gone or its pid recycled
-	ExitWorktreeGone Exit = wire.ExitWorktreeGone // lease.json (or the whole worktree) is gone
-	ExitLeaseEnded   Exit = "lease-ended"         // 410: completed, released or lapsed
-	ExitStaleEpoch   Exit = "stale-epoch"         // 409: someone else holds the ticket now
-	ExitNotFound     Exit = "not-found"           // 404: the server does not know the ticket
-	ExitSuperseded   Exit = "superseded"          // lease.json now names another lease
-	ExitSignal       Exit = "signal"              // the context ended (SIGTERM)
+	ExitParentExited Exit = client.ExitParentExited // the watched process is gone or its pid recycled
+	ExitWorktreeGone Exit = client.ExitWorktreeGone // lease.json (or the whole worktree) is gone
+	ExitLeaseEnded   Exit = "lease-ended"           // 410: completed, released or lapsed
+	ExitStaleEpoch   Exit = "stale-epoch"           // 409: someone else holds the ticket now
+	ExitNotFound     Exit = "not-found"             // 404: the server does not know the ticket
+	ExitSuperseded   Exit = "superseded"            // lease.json now names another lease
+	ExitSignal       Exit = "signal"                // the context ended (SIGTERM)
 )
 
 // ErrAlreadyRunning reports a live loop already registered for the worktree.
@@ -80,12 +80,9 @@ type Config struct {
 	Jitter float64
 	// SchemaVersion is 2 (the default) or 1 (the pre-ADR loop).
 	SchemaVersion int
-	// API sends the heartbeats; NewAPI for the lease's server, token,
-	// secret and TLS when nil (timeout: the interval, within 2..30 s).
+	// API sends the heartbeats; NewAPI for the lease's server, token and
+	// secret when nil (timeout: the interval, within 2..30 s).
 	API API
-	// TLS makes an https server reachable when API is nil; without it a
-	// lease on an https server is refused at New.
-	TLS TLSFunc
 	// Self is the loop's own identity; proc.Self() when zero.
 	Self proc.Identity
 	// Now is the clock (time.Now when nil); Sleep waits d or until ctx
@@ -208,10 +205,7 @@ func New(cfg Config) (*Loop, error) {
 	if l.api == nil {
 		url := l.lease.WarpURL
 		if url == "" {
-			url = wire.DefaultURL
-		}
-		if cfg.TLS == nil && NeedsTLS(url) {
-			return nil, fmt.Errorf("heartbeat: %s is https, and this binary speaks plain http only: run the loop with gyrum heartbeat run", url)
+			url = client.DefaultURL
 		}
 		token := cfg.Token
 		if token != "" && !SameServer(url, cfg.Server) {
@@ -220,7 +214,7 @@ func New(cfg Config) (*Loop, error) {
 			token = ""
 			l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", cfg.Server)
 		}
-		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
+		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second))
 	}
 	// Last: the watch holds a pidfd until Run's end closes it, and no
 	// error return above may leave it open.
@@ -535,15 +529,15 @@ func (l *Loop) skip(outcome string, err error) {
 	}
 }
 
-func (l *Loop) v1() wire.HeartbeatRequest {
-	return wire.HeartbeatRequest{Ticket: l.lease.Ticket, Host: l.lease.Host, Agent: l.lease.Agent}
+func (l *Loop) v1() client.HeartbeatRequest {
+	return client.HeartbeatRequest{Ticket: l.lease.Ticket, Host: l.lease.Host, Agent: l.lease.Agent}
 }
 
-func (l *Loop) v2(d Decision) wire.HeartbeatRequest {
+func (l *Loop) v2(d Decision) client.HeartbeatRequest {
 	two := 2
 	secs := d.Age.Seconds()
 	seen := l.hookSeen
-	return wire.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
+	return client.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
 		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: d.InFlight, Stale: d.Stale,
 		HookSeen: &seen, HookEvents: l.hookPending}
 }
@@ -576,7 +570,7 @@ func (l *Loop) observeHook() {
 }
 
 // post sends body and turns the answer into the loop's next step.
-func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Time) Exit {
+func (l *Loop) post(ctx context.Context, body client.HeartbeatRequest, now time.Time) Exit {
 	res, err := l.api.Heartbeat(ctx, body)
 	l.state.Posts++
 	l.state.LastPOSTAt = now
@@ -600,7 +594,7 @@ func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Ti
 	if ctx.Err() != nil {
 		return ExitSignal
 	}
-	var apiErr *wire.APIError
+	var apiErr *client.APIError
 	status := 0
 	if errors.As(err, &apiErr) {
 		status = apiErr.Status
@@ -621,7 +615,7 @@ func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Ti
 	final := apiErr != nil && !apiErr.Guessed
 	switch {
 	case !final:
-	case errors.Is(err, wire.ErrUnsupportedSchema) && !l.v1Body:
+	case errors.Is(err, client.ErrUnsupportedSchema) && !l.v1Body:
 		l.log.Warn("server does not speak schema_version 2: falling back to v1 bodies", "err", err)
 		l.v1Body = true
 		l.state.SchemaVersion = 1
@@ -632,17 +626,17 @@ func (l *Loop) post(ctx context.Context, body wire.HeartbeatRequest, now time.Ti
 			return ""
 		}
 		return l.post(ctx, l.v1(), now)
-	case errors.Is(err, wire.ErrLeaseEnded):
+	case errors.Is(err, client.ErrLeaseEnded):
 		l.state.LastOutcome = "lease-ended"
 		l.log.Info("lease ended on the server", "err", err)
 		l.tellAgent(ctx, gyrumdir.EndLapsed, apiErr)
 		return ExitLeaseEnded
-	case errors.Is(err, wire.ErrStaleEpoch), errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrNotHolder):
+	case errors.Is(err, client.ErrStaleEpoch), errors.Is(err, client.ErrConflict), errors.Is(err, client.ErrNotHolder):
 		l.state.LastOutcome = "stale-epoch"
 		l.log.Info("lease taken over", "err", err)
 		l.tellAgent(ctx, gyrumdir.EndTakenOver, nil)
 		return ExitStaleEpoch
-	case errors.Is(err, wire.ErrNotFound):
+	case errors.Is(err, client.ErrNotFound):
 		l.state.LastOutcome = "not-found"
 		l.log.Info("ticket unknown to the server", "err", err)
 		l.tellAgent(ctx, gyrumdir.EndUnknown, nil)
@@ -673,7 +667,7 @@ func (l *Loop) exitReport(ctx context.Context, d Decision) {
 			l.log.Info("exit report sent", "exit", string(d.Exit))
 			return
 		}
-		var apiErr *wire.APIError
+		var apiErr *client.APIError
 		if ctx.Err() != nil || (errors.As(err, &apiErr) && apiErr.Status < 500) {
 			l.log.Info("exit report refused", "exit", string(d.Exit), "err", err)
 			return
@@ -690,25 +684,25 @@ func (l *Loop) exitReport(ctx context.Context, d Decision) {
 // 410 says how the lease ended in its detail (an older server's is refined
 // by asking warp). A lease.json that no longer names the lease means the
 // agent moved on: nothing to tell.
-func (l *Loop) tellAgent(ctx context.Context, how string, answer *wire.APIError) {
+func (l *Loop) tellAgent(ctx context.Context, how string, answer *client.APIError) {
 	if cur, err := l.dir.ReadLease(); err != nil || cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch {
 		return
 	}
 	n := gyrumdir.LeaseEnded{Ticket: l.lease.Ticket, Epoch: l.lease.Epoch, How: how, At: l.now()}
-	if state := answer.DetailValue(wire.DetailLeaseState); state != "" {
+	if state := answer.DetailValue(client.DetailLeaseState); state != "" {
 		switch state {
-		case wire.LeaseReleased:
+		case client.LeaseReleased:
 			n.How = gyrumdir.EndReleased
-		case wire.LeaseCompleted:
+		case client.LeaseCompleted:
 			n.How = gyrumdir.EndCompleted
 		}
-		n.Reason = answer.DetailValue(wire.DetailEndReason)
+		n.Reason = answer.DetailValue(client.DetailEndReason)
 	} else if how == gyrumdir.EndLapsed {
 		if t, err := l.api.Ticket(ctx, l.lease.Ticket); err == nil && t.Lease != nil && t.Lease.Epoch == l.lease.Epoch {
 			switch t.Lease.State {
-			case wire.LeaseReleased:
+			case client.LeaseReleased:
 				n.How = gyrumdir.EndReleased
-			case wire.LeaseCompleted:
+			case client.LeaseCompleted:
 				n.How = gyrumdir.EndCompleted
 			}
 			n.Reason = t.Lease.EndReason

@@ -4,12 +4,12 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gyrum-labs/warp/client/wire"
+	"github.com/gyrum-labs/warp/client"
 )
 
 // SameServer reports whether two warp URLs name the same server: the same
 // scheme, host and port (a missing port is the scheme's), and path but for
-// a trailing slash; "" is wire.DefaultURL. gyrum sends WARP_TOKEN only to
+// a trailing slash; "" is client.DefaultURL. gyrum sends WARP_TOKEN only to
 // the server WARP_URL names: a lease.json is a file in a worktree, which a
 // repository can commit, and its warp_url must not draw the token to a
 // server of the repository's choosing.
@@ -21,7 +21,7 @@ func SameServer(a, b string) bool {
 
 func serverKey(s string) (string, bool) {
 	if s == "" {
-		s = wire.DefaultURL
+		s = client.DefaultURL
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
