@@ -99,18 +99,18 @@ func (c *tickCounter) get(k string) int {
 	return c.n[k]
 }
 
-// benchLoops measures gyrum's loop (started by gyrum start-work, POSTing
-// v2 every TickInterval with fresh activity) and the pre-ADR bash loop
-// (sleep; curl the v1 body) at the same interval, from /proc.
+// benchLoops measures gyrum's loop as start-work spawns it (gyrum
+// heartbeat run, POSTing v2 every TickInterval with fresh activity) and
+// the pre-ADR bash loop (sleep; curl the v1 body) at the same interval,
+// from /proc.
 func benchLoops(ctx context.Context, cfg Config, root string) ([]LoopResult, error) {
 	dir := filepath.Join(root, "loops")
 	if err := mkdir(dir); err != nil {
 		return nil, err
 	}
 	tc := &tickCounter{n: map[string]int{}}
-	// Heartbeats are told apart by ticket: B-1 gyrum-loop, B-2 bash, B-3
-	// gyrum alone.
-	ws, err := startWarp(ctx, dir, warp.Config{}, 3, 1, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
+	// Heartbeats are told apart by ticket: B-1 gyrum, B-2 bash.
+	ws, err := startWarp(ctx, dir, warp.Config{}, 2, 1, false, func(h http.Handler) http.Handler { return byTicket(tc, h) })
 	if err != nil {
 		return nil, err
 	}
@@ -118,50 +118,18 @@ func benchLoops(ctx context.Context, cfg Config, root string) ([]LoopResult, err
 	if _, err := ws.svc.Claim(ctx, "B-2", warp.ClaimRequest{Agent: "bash", Host: "bench"}); err != nil {
 		return nil, fmt.Errorf("bench: claim B-2: %w", err)
 	}
-	var out []LoopResult
-	// The loop as start-work spawns it from a release: gyrum-loop beside
-	// gyrum when it is there; then, for comparison, gyrum alone (a copy
-	// in a directory of its own, so start-work runs gyrum heartbeat run).
-	if _, err := os.Stat(filepath.Join(filepath.Dir(cfg.Gyrum), "gyrum-loop")); err == nil {
-		g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc, cfg.Gyrum, "B-1")
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	alone, err := copyAlone(cfg.Gyrum, filepath.Join(dir, "gyrum-alone"))
+	g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc, "B-1")
 	if err != nil {
 		return nil, err
 	}
-	g, err := gyrumLoop(ctx, cfg, dir, ws.url(), tc, alone, "B-3")
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, g)
 	b, err := bashLoop(ctx, cfg, dir, ws.url(), tc)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, b), nil
+	return []LoopResult{g, b}, nil
 }
 
-// copyAlone copies the binary exe into dir, alone, and returns the copy's path.
-func copyAlone(exe, dir string) (string, error) {
-	if err := mkdir(dir); err != nil {
-		return "", err
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		return "", fmt.Errorf("bench: %w", err)
-	}
-	out := filepath.Join(dir, filepath.Base(exe))
-	if err := os.WriteFile(out, data, 0o755); err != nil {
-		return "", fmt.Errorf("bench: %w", err)
-	}
-	return out, nil
-}
-
-func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter, gyrum, ticket string) (LoopResult, error) {
+func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter, ticket string) (LoopResult, error) {
 	wt := filepath.Join(dir, "worktree-"+ticket)
 	if err := mkdir(wt); err != nil {
 		return LoopResult{}, err
@@ -176,7 +144,7 @@ func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter
 		_ = watched.Wait()
 	}()
 	iv := secs(cfg.TickInterval)
-	sw := exec.CommandContext(ctx, gyrum, "start-work", ticket, "--dir", wt, "--watch-pid", strconv.Itoa(watched.Process.Pid))
+	sw := exec.CommandContext(ctx, cfg.Gyrum, "start-work", ticket, "--dir", wt, "--watch-pid", strconv.Itoa(watched.Process.Pid))
 	sw.Env = append(os.Environ(), "WARP_URL="+url, "GYRUM_HOME="+filepath.Join(dir, "home"),
 		"HEARTBEAT_INTERVAL_SECS="+iv, "HEARTBEAT_ACTIVITY_STALENESS_SECS=100000", "HEARTBEAT_INFLIGHT_MAX_SECS=100000")
 	if out, err := sw.CombinedOutput(); err != nil {
@@ -215,10 +183,7 @@ func gyrumLoop(ctx context.Context, cfg Config, dir, url string, tc *tickCounter
 		}
 	}()
 	r, err := measure(ctx, cfg, loop.PID, ticket, tc, false)
-	r.Loop = "gyrum heartbeat run (v2, activity-gated)"
-	if argv, aerr := proc.Cmdline(loop.PID); aerr == nil && len(argv) > 0 && filepath.Base(argv[0]) == "gyrum-loop" {
-		r.Loop = "gyrum-loop heartbeat run (v2, activity-gated; what start-work spawns beside a release's gyrum)"
-	}
+	r.Loop = "gyrum heartbeat run (v2, activity-gated, as start-work spawns it)"
 	if dynamicallyLinked(loop.PID) {
 		r.Loop += " — linked dynamically (cgo): a release is static, build with CGO_ENABLED=0 to measure what ships"
 	}

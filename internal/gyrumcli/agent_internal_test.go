@@ -1,13 +1,13 @@
 package gyrumcli
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 
 // Beyond the known agents (agentproc.Name, tested there), the walk takes
@@ -33,32 +33,16 @@ func TestAgentName(t *testing.T) {
 	}
 }
 
-// start-work runs gyrum-loop when it sits beside gyrum (and is an
-// executable file) and the server speaks plain http, gyrum heartbeat run
-// otherwise; the words are the same.
+// start-work spawns gyrum itself, heartbeat run, with words the watchdog,
+// doctor, release and complete-pr recognise as the loop of that worktree.
 func TestLoopArgv(t *testing.T) {
-	bin := t.TempDir()
-	exe := filepath.Join(bin, "gyrum")
+	exe := filepath.Join(t.TempDir(), "gyrum")
 	d := gyrumdir.Dir{Worktree: "/w/t", Path: "/w/t/.gyrum"}
-	want := []string{"heartbeat", "run", "--dir", "/w/t", "--schema-version", "2"}
-	if got := loopArgv(exe, d, 2, "http://127.0.0.1:7077"); !slices.Equal(got, append([]string{exe}, want...)) {
-		t.Errorf("alone: got %q", got)
+	got := loopArgv(exe, d, 1)
+	if want := []string{exe, "heartbeat", "run", "--dir", "/w/t", "--schema-version", "1"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
-	small := filepath.Join(bin, LoopBinaryName)
-	if err := os.WriteFile(small, []byte("not executable"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := loopArgv(exe, d, 2, "http://127.0.0.1:7077"); got[0] != exe {
-		t.Errorf("a gyrum-loop that is not executable: got %q, want gyrum", got)
-	}
-	if err := os.Chmod(small, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := loopArgv(exe, d, 1, "http://warp.internal:7077"); !slices.Equal(got, []string{small, "heartbeat", "run", "--dir", "/w/t", "--schema-version", "1"}) {
-		t.Errorf("beside: got %q", got)
-	}
-	// gyrum-loop has no TLS: an https server keeps the loop in gyrum.
-	if got := loopArgv(exe, d, 2, "HTTPS://warp.example.com"); got[0] != exe {
-		t.Errorf("https: got %q, want gyrum", got)
+	if dir, ok := watchdog.LoopDir(got); !ok || dir != "/w/t" {
+		t.Errorf("watchdog.LoopDir(%q) = %q, %v; want /w/t, true", got, dir, ok)
 	}
 }

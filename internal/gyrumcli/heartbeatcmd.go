@@ -12,7 +12,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
-	"github.com/gyrum-labs/warp/internal/rawhttp/rawtls"
 )
 
 func (a *App) heartbeatCommand() *cobra.Command {
@@ -79,7 +78,7 @@ func (a *App) heartbeatRun(ctx context.Context, dirFlag string, schema int) erro
 	if err != nil {
 		return err
 	}
-	err = heartbeat.Detached(ctx, d, schema, a.getenv, rawtls.Handshake(nil))
+	err = heartbeat.Detached(ctx, d, schema, a.getenv)
 	if errors.Is(err, heartbeat.ErrSettings) {
 		return clikit.Usagef("%v", err)
 	}

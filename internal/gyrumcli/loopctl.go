@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
@@ -56,8 +54,8 @@ func (a *App) childEnv() []string {
 
 // loopEnv is env for a loop: GOMAXPROCS=1 unless it names one. A loop runs
 // one goroutine's worth of work; with one P the runtime keeps no idle
-// threads spinning for work at each wake-up (measured with gyrum-loop:
-// 4-8 % less CPU per tick, 160-500 KiB less RSS). Set at exec because the
+// threads spinning for work at each wake-up (measured: 4-8 % less CPU per
+// tick, 160-500 KiB less RSS). Set at exec because the
 // runtime sizes its per-P state at start.
 func loopEnv(env []string) []string {
 	for _, kv := range env {
@@ -68,22 +66,11 @@ func loopEnv(env []string) []string {
 	return append(env, "GOMAXPROCS=1")
 }
 
-// LoopBinaryName is the loop alone (cmd/gyrum-loop): start-work runs it
-// when it sits beside gyrum, gyrum heartbeat run otherwise.
-const LoopBinaryName = "gyrum-loop"
-
-// loopArgv is the command line of a loop for worktree d, whose lease is
-// on the server at warpURL: gyrum-loop beside exe when there is one and
-// the server speaks plain http (a small binary without TLS, which matters
-// for a process that lives as long as its agent), else exe itself. Both
-// take the same words, heartbeat run, by which loops are recognised.
-func loopArgv(exe string, d gyrumdir.Dir, schema int, warpURL string) []string {
-	words := []string{"heartbeat", "run", "--dir", d.Worktree, "--schema-version", strconv.Itoa(schema)}
-	small := filepath.Join(filepath.Dir(exe), LoopBinaryName)
-	if fi, err := os.Stat(small); err == nil && !heartbeat.NeedsTLS(warpURL) && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return append([]string{small}, words...)
-	}
-	return append([]string{exe}, words...)
+// loopArgv is the command line of a loop for worktree d: exe (gyrum
+// itself) heartbeat run, the words by which loops are recognised
+// (watchdog.LoopDir).
+func loopArgv(exe string, d gyrumdir.Dir, schema int) []string {
+	return []string{exe, "heartbeat", "run", "--dir", d.Worktree, "--schema-version", strconv.Itoa(schema)}
 }
 
 // spawnLoop starts `gyrum heartbeat run --dir D` (loopArgv) in a new session with
@@ -96,11 +83,7 @@ func (a *App) spawnLoop(ctx context.Context, d gyrumdir.Dir, schema int) (proc.I
 	if err != nil {
 		return proc.Identity{}, err
 	}
-	lease, err := d.ReadLease()
-	if err != nil {
-		return proc.Identity{}, fmt.Errorf("start the heartbeat loop: %w", err)
-	}
-	argv := loopArgv(exe, d, schema, lease.WarpURL)
+	argv := loopArgv(exe, d, schema)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
 	cmd.Env = loopEnv(a.childEnv())

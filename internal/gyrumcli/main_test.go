@@ -178,9 +178,7 @@ func (e *env) loopsRunning() []gyrumdir.Entry {
 }
 
 // heartbeatProcesses returns the pids of processes running a heartbeat
-// loop of dir — `gyrum heartbeat run --dir dir` or the same words of
-// gyrum-loop, which start-work runs when it sits beside gyrum —
-// registered or not.
+// loop of dir (`gyrum heartbeat run --dir dir`), registered or not.
 func heartbeatProcesses(dir string) []int {
 	pids, _ := proc.List()
 	var out []int

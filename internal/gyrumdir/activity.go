@@ -14,8 +14,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // TouchActivity sets the mtime of last-activity to now, creating the file
@@ -137,7 +135,7 @@ func (d Dir) InFlight() ([]Marker, error) {
 		}
 		return nil, fmt.Errorf("list in-flight: %w", err)
 	}
-	ents, err := quiet.ReadDir(dir)
+	ents, err := readDirNoFollow(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -146,15 +144,15 @@ func (d Dir) InFlight() ([]Marker, error) {
 	}
 	out := make([]Marker, 0, len(ents))
 	for _, e := range ents {
-		if e.Type != unix.DT_REG && e.Type != unix.DT_UNKNOWN {
+		if !e.Type().IsRegular() {
 			continue
 		}
-		p := filepath.Join(dir, e.Name)
+		p := filepath.Join(dir, e.Name())
 		st, err := lstat(p)
 		if err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
 			continue // removed meanwhile, or not a file
 		}
-		m := Marker{Name: e.Name, Since: modTime(&st)}
+		m := Marker{Name: e.Name(), Since: modTime(&st)}
 		if data, err := readSmall(p, maxToolName); err == nil {
 			m.Tool = string(data)
 		}

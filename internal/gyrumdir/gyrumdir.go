@@ -18,7 +18,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gyrum-labs/warp/internal/quiet"
+	"golang.org/x/sys/unix"
 )
 
 // Names inside a worktree.
@@ -39,12 +39,13 @@ const (
 	WaitFile = "wait.json"
 	// StateFile holds the loop's latest outcome (LoopState) as JSON.
 	StateFile = "heartbeat.state"
-	// StateSpare is the loop's second copy of heartbeat.state, the
-	// previous content, which the next write fills and swaps in (Linux).
-	StateSpare = ".heartbeat.state.spare"
 	// LogFile is the loop's log; it rotates to LogFile+".1".
 	LogFile = "heartbeat.log"
 )
+
+// oldStateSpare is the second copy of heartbeat.state that earlier gyrum
+// versions kept and traded names with it; Clear removes one left behind.
+const oldStateSpare = ".heartbeat.state.spare"
 
 // Permissions of everything gyrum writes.
 const (
@@ -157,16 +158,16 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, StateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	var ents []os.DirEntry
+	var ents []fs.DirEntry
 	err := checkDir(d.file(InFlightDir))
 	if err == nil {
 		// Never through a symlink: that would empty someone else's directory.
-		ents, err = os.ReadDir(d.file(InFlightDir))
+		ents, err = readDirNoFollow(d.file(InFlightDir))
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
@@ -235,6 +236,6 @@ func readSmall(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer quiet.Close(fd)
+	defer unix.Close(fd)
 	return readFD(fd, path, limit)
 }

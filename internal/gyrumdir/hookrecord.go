@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gyrum-labs/warp/internal/quiet"
+	"golang.org/x/sys/unix"
 )
 
 // The activity record and the hook-event counter (hook health).
@@ -161,7 +161,7 @@ func (d Dir) WriteActivity(r ActivityRecord) error {
 		return fmt.Errorf("write activity: %w", err)
 	}
 	werr := writeFull(fd, p, encodeRecord(r), 0)
-	cerr := quiet.Close(fd)
+	cerr := unix.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("write activity: %w", err)
 	}
@@ -179,7 +179,7 @@ func (d Dir) CountHookEvent() error {
 		return fmt.Errorf("count hook event: %w", err)
 	}
 	werr := writeFull(fd, p, []byte{'.'}, -1)
-	cerr := quiet.Close(fd)
+	cerr := unix.Close(fd)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("count hook event: %w", err)
 	}
@@ -196,7 +196,7 @@ func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err e
 	if err != nil {
 		return ActivityRecord{}, false, time.Time{}, fmt.Errorf("read activity: %w", err)
 	}
-	defer quiet.Close(fd)
+	defer unix.Close(fd)
 	at := modTime(&st)
 	// A hook rewrites the record in place with one write, but a read that
 	// races it may see part of each record, and such a mix can parse: the
@@ -204,10 +204,10 @@ func (d Dir) ReadActivity() (rec ActivityRecord, ok bool, mtime time.Time, err e
 	// two reads in a row return the same bytes.
 	buf := make([]byte, 2*RecordSize)
 	prev, cur := buf[:RecordSize], buf[RecordSize:]
-	n, err := preadFull(fd, p, prev)
+	n, err := preadFull(fd, p, prev, 0)
 	for attempt := 0; err == nil; attempt++ {
 		var m int
-		if m, err = preadFull(fd, p, cur); err != nil {
+		if m, err = preadFull(fd, p, cur, 0); err != nil {
 			break
 		}
 		if m != n || string(prev[:n]) != string(cur[:m]) {

@@ -88,23 +88,26 @@ func TestSymlinksInGyrumDirAreNotFollowed(t *testing.T) {
 			}
 		})
 	}
-	t.Run(gyrumdir.StateSpare, func(t *testing.T) {
+	t.Run(gyrumdir.StateFile, func(t *testing.T) {
 		d := mustCreate(t)
 		v := newVictim(t)
-		if err := os.Symlink(v.path, d.File(gyrumdir.StateSpare)); err != nil {
+		if err := os.Symlink(v.path, d.File(gyrumdir.StateFile)); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := d.ReadState(); !errors.Is(err, gyrumdir.ErrUnsafe) {
+			t.Errorf("ReadState through a symlink: %v, want ErrUnsafe", err)
 		}
 		for i := range 3 {
 			if err := d.WriteState(gyrumdir.LoopState{PID: 1, Posts: int64(i)}); err != nil {
 				t.Fatalf("write %d: %v", i, err)
 			}
 		}
-		v.check(t, gyrumdir.StateSpare)
+		v.check(t, gyrumdir.StateFile)
 		if st, err := d.ReadState(); err != nil || st.Posts != 2 {
-			t.Errorf("state after writes past a symlinked spare: %+v, %v", st, err)
+			t.Errorf("state after writes over a symlink: %+v, %v", st, err)
 		}
-		if fi, err := os.Lstat(d.File(gyrumdir.StateSpare)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			t.Errorf("the symlink is still there")
+		if fi, err := os.Lstat(d.File(gyrumdir.StateFile)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("heartbeat.state after the writes: %v, %v; want a regular file", fi, err)
 		}
 	})
 	t.Run("in-flight dir", func(t *testing.T) {

@@ -2,11 +2,10 @@ package gyrumdir
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 
-	"github.com/gyrum-labs/warp/internal/quiet"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultLogMax is the size at which heartbeat.log rotates.
@@ -121,19 +120,9 @@ func (d Dir) LogTail(max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer quiet.Close(fd)
+	defer unix.Close(fd)
 	n := min(st.Size, max)
 	b := make([]byte, n)
-	got := 0
-	for int64(got) < n {
-		m, err := quiet.Pread(fd, b[got:], st.Size-n+int64(got))
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		got += m
-	}
-	return b[:got], nil
+	got, err := preadFull(fd, path, b, st.Size-n)
+	return b[:got], err
 }

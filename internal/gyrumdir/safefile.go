@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // ErrUnsafe reports a path gyrum refuses to use: a symbolic link, a FIFO,
@@ -45,7 +44,9 @@ func openRaw(path string, flag int, perm fs.FileMode) (int, error) {
 // openStat is openRaw, also returning the file's status.
 func openStat(path string, flag int, perm fs.FileMode) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	fd, err := quiet.Open(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := ignoringEINTR(func() (int, error) {
+		return unix.Open(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	})
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EMLINK) || errors.Is(err, unix.ENXIO) {
 			// ELOOP (EMLINK on some BSDs): a symlink; ENXIO: a FIFO opened
@@ -54,23 +55,43 @@ func openStat(path string, flag int, perm fs.FileMode) (int, unix.Stat_t, error)
 		}
 		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := quiet.Fstat(fd, &st); err != nil {
-		quiet.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
 		return -1, st, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
-		quiet.Close(fd)
+		unix.Close(fd)
 		return -1, st, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: a %s is not a regular file", ErrUnsafe, kind(uint32(st.Mode)))}
 	}
 	return fd, st, nil
 }
 
-// preadFull reads len(b) bytes of fd from offset 0, fewer at the end of
+// ignoringEINTR calls f until it returns anything but EINTR, as package
+// os does for its own calls: a signal can interrupt a call on a network or
+// FUSE file system.
+func ignoringEINTR[T any](f func() (T, error)) (T, error) {
+	for {
+		v, err := f()
+		if !errors.Is(err, unix.EINTR) {
+			return v, err
+		}
+	}
+}
+
+// pread is unix.Pread again after EINTR; a failed read returns 0 bytes.
+func pread(fd int, b []byte, off int64) (int, error) {
+	return ignoringEINTR(func() (int, error) {
+		n, err := unix.Pread(fd, b, off)
+		return max(n, 0), err
+	})
+}
+
+// preadFull reads len(b) bytes of fd from offset off, fewer at the end of
 // the file.
-func preadFull(fd int, path string, b []byte) (int, error) {
+func preadFull(fd int, path string, b []byte, off int64) (int, error) {
 	n := 0
 	for n < len(b) {
-		m, err := quiet.Pread(fd, b[n:], int64(n))
+		m, err := pread(fd, b[n:], off+int64(n))
 		if err != nil {
 			return n, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
@@ -128,11 +149,15 @@ func writeFull(fd int, path string, data []byte, off int64) error {
 	for len(data) > 0 {
 		var n int
 		var err error
+		n, err = ignoringEINTR(func() (int, error) {
+			if off >= 0 {
+				return unix.Pwrite(fd, data, off)
+			}
+			return unix.Write(fd, data)
+		})
+		n = max(n, 0)
 		if off >= 0 {
-			n, err = quiet.Pwrite(fd, data, off)
-			off += int64(max(n, 0))
-		} else {
-			n, err = quiet.Write(fd, data)
+			off += int64(n)
 		}
 		if err != nil {
 			return &fs.PathError{Op: "write", Path: path, Err: err}
@@ -176,12 +201,28 @@ func checkDir(path string) error {
 	return nil
 }
 
-// lstat is os.Lstat's system call through package quiet (the loop stats
+// readDirNoFollow lists the directory path, never through a symbolic link
+// in its last component (checkDir looked at the path first; this closes
+// the window between the look and the open).
+func readDirNoFollow(path string) ([]fs.DirEntry, error) {
+	fd, err := ignoringEINTR(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// lstat is os.Lstat's system call without an fs.FileInfo (the loop stats
 // its files every tick): the status of path itself, never of a symbolic
 // link's target.
 func lstat(path string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	if err := quiet.Lstat(path, &st); err != nil {
+	_, err := ignoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Lstat(path, &st) })
+	if err != nil {
 		return st, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	return st, nil

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // ErrStartLocked reports that another start-work is setting up the same
@@ -40,8 +38,8 @@ func LockStart(home, dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start lock: %w", err)
 	}
-	if err := quiet.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		quiet.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, ErrStartLocked
 		}
@@ -51,7 +49,7 @@ func LockStart(home, dir string) (unlock func(), err error) {
 	return func() {
 		if !done {
 			done = true
-			quiet.Close(fd)
+			unix.Close(fd)
 		}
 	}, nil
 }

@@ -40,22 +40,20 @@ type LoopState struct {
 
 // WriteState writes heartbeat.state atomically (a reader sees the old
 // content or the new one) but not durably (no fsync): it is rewritten every
-// tick and only informs. Where the file system can exchange two names in
-// one step (Linux), the content goes into StateSpare, which then trades
-// names with heartbeat.state, so no inode is created or freed per tick.
+// tick and only informs.
 func (d Dir) WriteState(s LoopState) error {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	return writeSwapped(d.file(StateFile), d.file(StateSpare), append(data, '\n'))
+	return writeFile(d.file(StateFile), append(data, '\n'), false)
 }
 
 // ReadState reads heartbeat.state. Missing wraps fs.ErrNotExist, unusable
 // content wraps ErrCorrupt.
 func (d Dir) ReadState() (LoopState, error) {
 	p := d.file(StateFile)
-	data, err := readSwapped(p, maxSmallFile)
+	data, err := readSmall(p, maxSmallFile)
 	if err != nil {
 		return LoopState{}, err
 	}

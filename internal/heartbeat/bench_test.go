@@ -11,7 +11,7 @@ import (
 // BenchmarkTick is one tick of a v2 loop that POSTs a heartbeat to a real
 // warp on loopback: the facts (watched process, lease, activity, hook
 // events, a process snapshot of the host), the decision, the POST over
-// rawhttp and the state file. Its CPU and allocations per tick are the
+// net/http and the state file. Its CPU and allocations per tick are the
 // loop's own cost (the server's share runs in this process too, so the
 // figure is an upper bound; warpbench measures the real process).
 func BenchmarkTick(b *testing.B) {

@@ -199,7 +199,7 @@ func TestBackedMarkers(t *testing.T) {
 	}
 }
 
-// The loop speaks the wire package's names for what the domain defines:
+// The loop speaks the client package's names for what the domain defines:
 // they must stay equal.
 func TestWireNamesMatchTheDomain(t *testing.T) {
 	pairs := [][2]string{
@@ -214,7 +214,7 @@ func TestWireNamesMatchTheDomain(t *testing.T) {
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {
-			t.Errorf("wire %q != domain %q", p[0], p[1])
+			t.Errorf("client %q != domain %q", p[0], p[1])
 		}
 	}
 	if want := 9 * warp.DefaultStartupGrace / 10; heartbeat.DefaultMaxRetryGap != want {

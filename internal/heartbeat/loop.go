@@ -80,12 +80,9 @@ type Config struct {
 	Jitter float64
 	// SchemaVersion is 2 (the default) or 1 (the pre-ADR loop).
 	SchemaVersion int
-	// API sends the heartbeats; NewAPI for the lease's server, token,
-	// secret and TLS when nil (timeout: the interval, within 2..30 s).
+	// API sends the heartbeats; NewAPI for the lease's server, token and
+	// secret when nil (timeout: the interval, within 2..30 s).
 	API API
-	// TLS makes an https server reachable when API is nil; without it a
-	// lease on an https server is refused at New.
-	TLS TLSFunc
 	// Self is the loop's own identity; proc.Self() when zero.
 	Self proc.Identity
 	// Now is the clock (time.Now when nil); Sleep waits d or until ctx
@@ -210,9 +207,6 @@ func New(cfg Config) (*Loop, error) {
 		if url == "" {
 			url = client.DefaultURL
 		}
-		if cfg.TLS == nil && NeedsTLS(url) {
-			return nil, fmt.Errorf("heartbeat: %s is https, and this binary speaks plain http only: run the loop with gyrum heartbeat run", url)
-		}
 		token := cfg.Token
 		if token != "" && !SameServer(url, cfg.Server) {
 			// A lease.json naming another server than WARP_URL gets the
@@ -220,7 +214,7 @@ func New(cfg Config) (*Loop, error) {
 			token = ""
 			l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", cfg.Server)
 		}
-		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second), cfg.TLS)
+		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second))
 	}
 	// Last: the watch holds a pidfd until Run's end closes it, and no
 	// error return above may leave it open.

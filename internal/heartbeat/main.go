@@ -18,14 +18,13 @@ import (
 // environment): the CLI reports it as a usage error.
 var ErrSettings = errors.New("bad settings")
 
-// Detached runs the loop of worktree d as `heartbeat run` does, in
-// whichever binary runs it (gyrum, or the small gyrum-loop): it logs to
-// .gyrum/heartbeat.log, reads its settings (HEARTBEAT_*, GYRUM_HOME,
-// WARP_TOKEN and the WARP_URL it is for) through getenv, runs on one P unless GOMAXPROCS is set, and
-// ends on SIGTERM, SIGINT or SIGHUP (unless started with SIGHUP ignored: nohup). tls makes an https server reachable
-// (nil in a binary that speaks plain http only). The error is for a loop
+// Detached runs the loop of worktree d as `gyrum heartbeat run` does: it
+// logs to .gyrum/heartbeat.log, reads its settings (HEARTBEAT_*,
+// GYRUM_HOME, WARP_TOKEN and the WARP_URL it is for) through getenv, runs
+// on one P unless GOMAXPROCS is set, and ends on SIGTERM, SIGINT or SIGHUP
+// (unless started with SIGHUP ignored: nohup). The error is for a loop
 // that could not start; it is logged too.
-func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(string) string, tls TLSFunc) error {
+func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(string) string) error {
 	lg, err := d.OpenLog(gyrumdir.DefaultLogMax)
 	if err != nil {
 		return err
@@ -45,7 +44,7 @@ func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(strin
 		return fail(fmt.Errorf("%w: %w", ErrSettings, err))
 	}
 	loop, err := New(Config{Dir: d, Registry: gyrumdir.NewRegistry(home), Agents: gyrumdir.NewAgentIndex(home),
-		Token: getenv("WARP_TOKEN"), Server: getenv("WARP_URL"), Durations: dur, SchemaVersion: schema, Logger: logger, TLS: tls})
+		Token: getenv("WARP_TOKEN"), Server: getenv("WARP_URL"), Durations: dur, SchemaVersion: schema, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}

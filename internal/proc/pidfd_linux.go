@@ -1,11 +1,10 @@
 package proc
 
 import (
+	"errors"
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gyrum-labs/warp/internal/quiet"
 )
 
 // openPidfd returns a pidfd of pid (close-on-exec), -1 when the kernel
@@ -21,17 +20,24 @@ func openPidfd(pid int) int {
 // pidfdExited reports whether the process of pidfd fd has exited (the
 // pidfd is readable from then on).
 func pidfdExited(fd int) (bool, error) {
-	ev, err := quiet.PollNow(fd, unix.POLLIN)
-	if err != nil {
-		return false, err
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(pfd, 0)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return false, err
+		}
 	}
+	ev := pfd[0].Revents
 	if ev&(unix.POLLNVAL|unix.POLLERR) != 0 {
 		return false, unix.EBADF
 	}
 	return ev&(unix.POLLIN|unix.POLLHUP) != 0, nil
 }
 
-func closeFD(fd int) { quiet.Close(fd) }
+func closeFD(fd int) { unix.Close(fd) }
 
 // pidfdSignal sends sig to the process of pidfd fd.
 func pidfdSignal(fd int, sig syscall.Signal) error { return unix.PidfdSendSignal(fd, sig, nil, 0) }

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/quiet"
+	"golang.org/x/sys/unix"
 )
 
 // Stat reads /proc/PID/stat. The comm field may hold spaces and
@@ -205,12 +205,12 @@ func parseSample(pid int, data []byte, boot time.Time) (Sample, bool) {
 // readInto reads a small /proc file into buf without allocating a new
 // buffer per file.
 func readInto(buf []byte, path string) ([]byte, bool) {
-	fd, err := quiet.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := open(path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, false
 	}
-	n, err := quiet.Read(fd, buf)
-	quiet.Close(fd)
+	n, err := read(fd, buf)
+	unix.Close(fd)
 	if err != nil || n <= 0 {
 		return nil, false
 	}
@@ -222,10 +222,20 @@ func readInto(buf []byte, path string) ([]byte, bool) {
 // (five more calls per read), and the heartbeat loop reads its agent's
 // stat every tick.
 func readFile(path string) ([]byte, error) {
-	fd, err := quiet.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := open(path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer quiet.Close(fd)
+	defer unix.Close(fd)
 	return ReadFD(fd, path, -1)
+}
+
+// open is unix.Open again after EINTR.
+func open(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
 }

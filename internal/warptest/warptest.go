@@ -307,7 +307,7 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// BuildGyrum builds the gyrum binary, with gyrum-hook and gyrum-loop beside it, into a new
+// BuildGyrum builds the gyrum binary, with gyrum-hook beside it, into a new
 // temporary directory, for a package's TestMain; path is gyrum's, remove
 // the directory's cleanup. Build output goes to stderr.
 func BuildGyrum() (path string, remove func(), err error) {
@@ -316,12 +316,10 @@ func BuildGyrum() (path string, remove func(), err error) {
 		return "", nil, err
 	}
 	path = filepath.Join(dir, "gyrum")
-	// The three binaries, as a release ships them: gyrum setup then
-	// installs gyrum-hook, the hook the agents run, and start-work spawns
-	// gyrum-loop, the heartbeat loop.
+	// Both binaries, as a release ships them: gyrum setup then installs
+	// gyrum-hook, the hook the agents run.
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", dir+string(filepath.Separator),
-		"github.com/gyrum-labs/warp/cmd/gyrum", "github.com/gyrum-labs/warp/cmd/gyrum-hook",
-		"github.com/gyrum-labs/warp/cmd/gyrum-loop")
+		"github.com/gyrum-labs/warp/cmd/gyrum", "github.com/gyrum-labs/warp/cmd/gyrum-hook")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as a release builds them
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {

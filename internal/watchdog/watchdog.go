@@ -363,8 +363,9 @@ func summarize(loops []Loop) Summary {
 
 // LoopDir returns the --dir of a `gyrum heartbeat run` command line, ok
 // false when argv is not one: the program must be named gyrum (or
-// gyrum-loop, the loop alone) and its
-// first two arguments that are not flags must be heartbeat run. A loop run
+// gyrum-loop, which earlier versions spawned and which may still run
+// during an upgrade) and its first two arguments that are not flags must
+// be heartbeat run. A loop run
 // without --dir works on its current directory: dir is "." then.
 func LoopDir(argv []string) (dir string, ok bool) {
 	if len(argv) < 3 || (filepath.Base(argv[0]) != "gyrum" && filepath.Base(argv[0]) != "gyrum-loop") {
