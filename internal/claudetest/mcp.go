@@ -76,7 +76,7 @@ func ServeMCP(ctx context.Context, recordDir string) error {
 			}
 			deadline := time.NewTimer(120 * time.Second)
 			defer deadline.Stop()
-			tick := time.NewTicker(50 * time.Millisecond)
+			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
 			for !exists(in.File) {
 				select {

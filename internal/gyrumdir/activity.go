@@ -126,6 +126,62 @@ type Marker struct {
 	Since time.Time // mtime: when the call started
 }
 
+// ToolUseID returns the tool_use_id the marker was made for, or "" when
+// its name does not give it back (an id MarkerName had to change, or
+// none).
+func (m Marker) ToolUseID() string {
+	if m.Name == "unknown" || MarkerName(m.Name) != m.Name || hashed(m.Name) {
+		return ""
+	}
+	return m.Name
+}
+
+// hashed reports whether name may end with the hash suffix MarkerName
+// adds to an id it changed (a '-' and 8 to 16 hex digits; shorter ones
+// are rare enough to tell apart): the id is then not the name. An id
+// that merely looks so is left unknown, which is safe.
+func hashed(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if n := len(name) - i - 1; i < 0 || n < 8 || n > 16 {
+		return false
+	}
+	_, err := strconv.ParseUint(name[i+1:], 16, 64)
+	return err == nil
+}
+
+// RecordTranscript records path as the agent's session transcript (see
+// TranscriptFile), unless one is recorded already: the hook calls it on
+// every PreToolUse, and after the first it costs one failed create.
+func (d Dir) RecordTranscript(path string) error {
+	if path == "" || len(path) > maxTranscriptPath {
+		return nil
+	}
+	f, err := openFile(d.file(TranscriptFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record transcript: %w", err)
+	}
+	_, werr := f.WriteString(path)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("record transcript: %w", err)
+	}
+	return nil
+}
+
+// Transcript returns the recorded transcript path (RecordTranscript).
+func (d Dir) Transcript() (string, error) {
+	data, err := readSmall(d.file(TranscriptFile), maxTranscriptPath)
+	if err != nil {
+		return "", fmt.Errorf("transcript: %w", err)
+	}
+	return string(data), nil
+}
+
+// maxTranscriptPath bounds a recorded transcript path (PATH_MAX).
+const maxTranscriptPath = 4096
+
 // InFlight lists the in-flight markers. A missing in-flight/ is empty.
 func (d Dir) InFlight() ([]Marker, error) {
 	dir := d.file(InFlightDir)

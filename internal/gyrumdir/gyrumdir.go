@@ -37,6 +37,9 @@ const (
 	InFlightDir = "in-flight"
 	// WaitFile holds the declaration of `gyrum wait` (Wait) as JSON.
 	WaitFile = "wait.json"
+	// TranscriptFile holds the path of the agent's session transcript, as
+	// its first PreToolUse hook gave it (transcript_path).
+	TranscriptFile = "transcript"
 	// StateFile holds the loop's latest outcome (LoopState) as JSON.
 	StateFile = "heartbeat.state"
 	// LogFile is the loop's log; it rotates to LogFile+".1".
@@ -158,7 +161,7 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -708,3 +708,70 @@ func TestPreparedThroughALink(t *testing.T) {
 		t.Error("Remove by the real path left an entry")
 	}
 }
+
+func TestMarkerToolUseID(t *testing.T) {
+	d := mustCreate(t)
+	ids := map[string]string{
+		"toolu_01ABC":            "toolu_01ABC", // Claude Code's ids are their own names
+		"call_x-1":               "call_x-1",
+		"":                       "", // no id: "unknown"
+		"a/b":                    "", // changed by MarkerName: hashed
+		strings.Repeat("x", 120): "", // too long: hashed
+	}
+	for id, want := range ids {
+		if err := d.StartInFlight(id, "T", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := d.InFlight()
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("%q: markers %v, %v", id, ms, err)
+		}
+		if got := ms[0].ToolUseID(); got != want {
+			t.Errorf("ToolUseID of the marker of %q: got %q, want %q", id, got, want)
+		}
+		if err := d.EndInFlight(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTranscriptRecordedOnceAndCleared(t *testing.T) {
+	d := mustCreate(t)
+	if err := d.RecordTranscript(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Transcript(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an empty path was recorded: %v", err)
+	}
+	for _, p := range []string{"/a/s.jsonl", "/b/other.jsonl"} {
+		if err := d.RecordTranscript(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := d.Transcript(); err != nil || got != "/a/s.jsonl" {
+		t.Fatalf("got %q, %v; want the first path", got, err)
+	}
+	if err := d.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Transcript(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after Clear: %v", err)
+	}
+	// A symlink planted in its place is neither followed nor written.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("/planted.jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, d.File(gyrumdir.TranscriptFile)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Transcript(); err == nil {
+		t.Fatalf("read %q through a symlink", got)
+	}
+	if err := d.RecordTranscript("/a/s.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "/planted.jsonl" {
+		t.Fatalf("the symlink's target was written: %q", data)
+	}
+}

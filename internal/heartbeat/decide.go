@@ -29,6 +29,32 @@ type MarkerFact struct {
 	// denied by the user, blocked by another PreToolUse hook — fires no
 	// Post event, so its marker proves only that the call started.
 	Backed bool
+	// Agent is what the agent's own record (Claude Code's transcript) says
+	// of the call: unfinished, finished, or nothing known.
+	Agent CallState
+}
+
+// CallState is what the agent has recorded of a tool call.
+type CallState int
+
+// The states of a call in the agent's record.
+const (
+	// CallUnknown: no record, or none that could be read; the process
+	// rule (Backed) decides.
+	CallUnknown CallState = iota
+	// CallOpen: the agent started the call and has not finished it (an MCP
+	// call waiting on something remote, a subagent, any in-process tool):
+	// it is in flight whether or not a process backs it.
+	CallOpen
+	// CallFinished: the agent finished the call without a Post event
+	// (denied, blocked): only its start counts, even if a process that
+	// happened to start with it still runs.
+	CallFinished
+)
+
+// running reports whether m is work in flight now (before the cap).
+func (m MarkerFact) running() bool {
+	return m.Agent == CallOpen || m.Backed && m.Agent != CallFinished
 }
 
 // Facts is everything one tick knows, gathered by the loop before it
@@ -113,8 +139,10 @@ const BackgroundPrefix = "background: "
 //     lease → exit quietly; it is unreadable → skip;
 //  3. the activity age is the time since the latest evidence of work:
 //     a completed tool call (last-activity), a tool call in flight (0 while
-//     a live process of the agent backs it and it is younger than the
-//     in-flight cap; otherwise only its start counts), a declared wait
+//     the agent has not finished it — its transcript says so, or, when
+//     nothing is known, a live process of the agent backs it — and it is
+//     younger than the in-flight cap; otherwise only its start counts), a
+//     declared wait
 //     (0 until it ends, within the cap), CPU used by the agent's own
 //     processes (foreground or background; never later than the in-flight
 //     cap after the agent's own last tool call), or the claim;
@@ -152,11 +180,11 @@ func Decide(f Facts, lim Limits) Decision {
 }
 
 // inFlightNow names the work running now that keeps the age at 0: the
-// newest backed tool call within the cap, else a declared wait.
+// newest running tool call within the cap, else a declared wait.
 func (f Facts) inFlightNow(lim Limits) string {
 	name, since := "", time.Time{}
 	for _, m := range f.Markers {
-		if !m.Backed || f.Now.Sub(m.Since) >= lim.InFlightMax {
+		if !m.running() || f.Now.Sub(m.Since) >= lim.InFlightMax {
 			continue
 		}
 		if name == "" || m.Since.After(since) {

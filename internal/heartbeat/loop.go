@@ -42,6 +42,7 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/transcript"
 )
 
 // Exit says why a loop ended.
@@ -135,6 +136,10 @@ type Loop struct {
 	busyAt    time.Time
 	busyWhat  string
 
+	// calls reads, across ticks, what the agent's transcript says of its
+	// tool calls (see agentCalls).
+	calls *transcript.Tracker
+
 	// maxGap is the longest wait the server allows between attempts
 	// (HeartbeatResponse.MaxRetryGapS); 0 until an answer says.
 	maxGap time.Duration
@@ -172,7 +177,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, fmt.Errorf("heartbeat: schema version %d: want 1 or 2", cfg.SchemaVersion)
 	}
 	l := &Loop{cfg: cfg, dir: cfg.Dir, log: cfg.Logger, now: cfg.Now, sleep: cfg.Sleep, rand: cfg.Rand,
-		legacy: cfg.SchemaVersion == 1}
+		legacy: cfg.SchemaVersion == 1, calls: transcript.NewTracker()}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -437,8 +442,10 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 		f.Wait = &w
 	}
 	f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
-	for _, m := range markers {
-		f.Markers = append(f.Markers, MarkerFact{Tool: m.Tool, Since: m.Since})
+	// What the agent recorded of its calls comes first: it is read only
+	// while markers exist, and only what the transcript gained since.
+	for i, st := range l.agentCalls(markers, now, l.cfg.Durations.InFlightMax) {
+		f.Markers = append(f.Markers, MarkerFact{Tool: markers[i].Tool, Since: markers[i].Since, Agent: st})
 	}
 	lim := Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax}
 	soon := lim.Staleness - time.Duration(2*float64(l.cfg.Durations.Interval)*(1+l.cfg.Jitter))
@@ -458,6 +465,38 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 		f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
 	}
 	return f
+}
+
+// agentCalls reads what the agent's session transcript says of each
+// marker's call younger than the in-flight cap: only when the hook
+// recorded a transcript, and only what it appended since the last tick
+// (transcript.Tracker). Nothing readable leaves every call CallUnknown.
+func (l *Loop) agentCalls(markers []gyrumdir.Marker, now time.Time, inFlightMax time.Duration) []CallState {
+	out := make([]CallState, len(markers))
+	var ids []string
+	for _, m := range markers {
+		if id := m.ToolUseID(); id != "" && now.Sub(m.Since) < inFlightMax {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return out
+	}
+	path, err := l.dir.Transcript()
+	if err != nil || path == "" {
+		return out
+	}
+	st := l.calls.Status(path, ids)
+	l.calls.Forget(map[string]bool{path: true})
+	for i, m := range markers {
+		switch st[m.ToolUseID()] {
+		case transcript.Open:
+			out[i] = CallOpen
+		case transcript.Finished:
+			out[i] = CallFinished
+		}
+	}
+	return out
 }
 
 // sample takes a snapshot of the agent's own processes (descendants of the

@@ -5,7 +5,8 @@
 // else the cwd walk — only worktrees a start-work prepared) and updates the
 // activity signals:
 //
-//   - PreToolUse: create the in-flight marker in-flight/<tool_use_id>;
+//   - PreToolUse: create the in-flight marker in-flight/<tool_use_id>, and
+//     record the session's transcript_path once (gyrumdir.TranscriptFile);
 //   - PostToolUse, PostToolUseFailure: remove that marker and touch
 //     last-activity;
 //   - any other event, no payload, or a payload that is not a JSON object:
@@ -19,7 +20,7 @@
 // It never fails its caller: the command exits 0 on every path and prints
 // nothing but, once, a lease-ended notice in Claude Code's hook output
 // format (Output); Run's error exists for tests. The payload is scanned, not
-// decoded: only four top-level string fields are kept, so a large
+// decoded: only five top-level string fields are kept, so a large
 // tool_response costs a read, not an allocation.
 package hook
 
@@ -79,15 +80,18 @@ type Payload struct {
 	CWD       string // cwd
 	ToolName  string // tool_name
 	ToolUseID string // tool_use_id
+	// Transcript is transcript_path: the session's transcript, where the
+	// loop reads whether a call the agent started has ended.
+	Transcript string
 	// Object reports that the input started as a JSON object; false for
 	// empty input and garbage.
 	Object bool
 }
 
 // Parse scans at most limit bytes of r for the top-level string fields
-// hook_event_name, cwd, tool_name and tool_use_id, skipping every other
-// value without keeping it. A syntax error or a cut-off input ends the
-// scan: the fields seen before it are returned.
+// hook_event_name, cwd, tool_name, tool_use_id and transcript_path,
+// skipping every other value without keeping it. A syntax error or a
+// cut-off input ends the scan: the fields seen before it are returned.
 func Parse(r io.Reader, limit int64) Payload {
 	s := &scanner{r: bufio.NewReaderSize(io.LimitReader(r, limit), 32<<10)}
 	var p Payload
@@ -127,6 +131,8 @@ func Parse(r io.Reader, limit int64) Payload {
 			dst = &p.ToolName
 		case "tool_use_id":
 			dst = &p.ToolUseID
+		case "transcript_path":
+			dst = &p.Transcript
 		}
 		c, ok = s.peek()
 		if !ok {
@@ -390,7 +396,7 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: p.Event, Tool: p.ToolName, At: o.Now}
 	switch canonical(p.Event) {
 	case EventPreToolUse:
-		err = d.StartInFlight(p.ToolUseID, p.ToolName, o.Now)
+		err = errors.Join(d.StartInFlight(p.ToolUseID, p.ToolName, o.Now), d.RecordTranscript(p.Transcript))
 	case EventPostToolUse, EventPostToolUseFailure:
 		err = errors.Join(endMarker(d, p), d.WriteActivity(rec))
 	default:

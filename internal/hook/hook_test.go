@@ -61,10 +61,10 @@ func TestParseDocumentedPayloads(t *testing.T) {
 		name, in string
 		want     hook.Payload
 	}{
-		{"pre", payload(prePayload, "/w"), hook.Payload{Event: "PreToolUse", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Object: true}},
-		{"post", payload(postPayload, "/w"), hook.Payload{Event: "PostToolUse", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Object: true}},
-		{"failure", payload(failurePayload, "/w"), hook.Payload{Event: "PostToolUseFailure", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Object: true}},
-		{"stop", payload(stopPayload, "/w"), hook.Payload{Event: "Stop", CWD: "/w", Object: true}},
+		{"pre", payload(prePayload, "/w"), hook.Payload{Event: "PreToolUse", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Transcript: "/home/user/.claude/projects/-home-user-my-project/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl", Object: true}},
+		{"post", payload(postPayload, "/w"), hook.Payload{Event: "PostToolUse", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Transcript: "/home/user/.claude/projects/-home-user-my-project/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl", Object: true}},
+		{"failure", payload(failurePayload, "/w"), hook.Payload{Event: "PostToolUseFailure", CWD: "/w", ToolName: "Bash", ToolUseID: "toolu_01ABC123", Transcript: "/home/user/.claude/projects/-home-user-my-project/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl", Object: true}},
+		{"stop", payload(stopPayload, "/w"), hook.Payload{Event: "Stop", CWD: "/w", Transcript: "/x.jsonl", Object: true}},
 		{"escapes", `{"cwd":"/tmp/a \"b\"\\c\u00e9","hook_event_name":"PreToolUse"}`, hook.Payload{Event: "PreToolUse", CWD: `/tmp/a "b"\cé`, Object: true}},
 		{"nested same keys ignored", `{"tool_input":{"cwd":"/evil","hook_event_name":"X"},"cwd":"/w"}`, hook.Payload{CWD: "/w", Object: true}},
 		{"non-string field", `{"cwd":42,"hook_event_name":"PostToolUse"}`, hook.Payload{Event: "PostToolUse", Object: true}},
@@ -152,6 +152,34 @@ func TestRunPreThenPost(t *testing.T) {
 		if at, err := d.LastActivity(); err != nil || !at.Equal(t1) {
 			t.Fatalf("last-activity: got %v, %v, want %v", at, err, t1)
 		}
+	}
+}
+
+// PreToolUse records the session's transcript once: a later call with
+// another transcript_path (a subagent's) leaves it, and a Post event
+// records nothing.
+func TestRunRecordsTranscriptOnce(t *testing.T) {
+	d := worktree(t)
+	now := time.Now()
+	if _, err := hook.Run(strings.NewReader(payload(postPayload, d.Worktree)), hook.Options{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := d.Transcript(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after PostToolUse: transcript %q, %v; want none", p, err)
+	}
+	if _, err := hook.Run(strings.NewReader(payload(prePayload, d.Worktree)), hook.Options{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "/home/user/.claude/projects/-home-user-my-project/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl"
+	if p, err := d.Transcript(); err != nil || p != want {
+		t.Fatalf("after PreToolUse: transcript %q, %v; want %q", p, err, want)
+	}
+	other := strings.Replace(payload(prePayload, d.Worktree), "00893aaf", "subagent", 1)
+	if _, err := hook.Run(strings.NewReader(other), hook.Options{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := d.Transcript(); err != nil || p != want {
+		t.Fatalf("after a second PreToolUse: transcript %q, %v; want %q kept", p, err, want)
 	}
 }
 

@@ -106,6 +106,15 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 		claudetest.Tools(turn...), claudetest.Text("done"))
 	o, calls := mcpOptions(t, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
 	w = watchTicket(t, ws, ticket)
+	var longFile string
+	for _, c := range turn {
+		f, _ := c.Input["file"].(string)
+		if c.ID == long {
+			longFile = f
+		} else if err := os.WriteFile(f, nil, 0o600); err != nil { // the short calls return at once
+			t.Fatal(err)
+		}
+	}
 	s := start(t, model, project, o)
 	poll(t, "the long MCP call to begin", func() bool {
 		for _, c := range claudetest.MCPCalls(calls) {
@@ -116,15 +125,6 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 		}
 		return false
 	})
-	var longFile string
-	for _, c := range turn {
-		f, _ := c.Input["file"].(string)
-		if c.ID == long {
-			longFile = f
-		} else if err := os.WriteFile(f, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	time.Sleep(time.Until(began.Add(holdFor))) // the remote step the call waits on
 	if err := os.WriteFile(longFile, nil, 0o600); err != nil {
 		t.Fatal(err)
