@@ -36,10 +36,12 @@ tool calls show progress; gyrum's hook and heartbeat loop keep it.
   open ticket (add ` + "`--worktree`" + ` for a worktree of its own, and work there).
 - Done: ` + "`gyrum complete-pr --pr URL`" + ` once the pull request is up; to give
   the ticket back unfinished: ` + "`gyrum release`" + `.
-- A long wait on something outside this host (a CI queue, a review):
-  declare it first, ` + "`gyrum wait --for 45m --reason \"CI queue\"`" + `, and run
-  ` + "`gyrum wait --done`" + ` when it is over. Builds and tests on this host count
-  by themselves.
+- A tool call that itself waits (a long command, an MCP tool waiting on a
+  remote service, a subagent) counts for as long as it runs, and so do
+  builds and tests on this host: nothing to declare. A wait that no tool
+  call covers (you stop to wait for a CI run or a review and check back
+  later): declare it first, ` + "`gyrum wait --for 45m --reason \"CI queue\"`" + `, and
+  run ` + "`gyrum wait --done`" + ` when it is over.
 - If you are told that your lease on a ticket ended (lapsed, released,
   taken over, completed elsewhere): stop working on that ticket at once —
   no commit, push or pull request for it; run ` + "`gyrum status`" + `; clean up

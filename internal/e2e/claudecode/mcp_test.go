@@ -139,6 +139,9 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	if ended.IsZero() {
 		t.Fatalf("the long MCP call never returned: %+v", claudetest.MCPCalls(calls))
 	}
+	for _, c := range claudetest.MCPCalls(calls) {
+		t.Logf("MCP call %s %s: %s to %s", c.Tool, c.ToolUseID, c.Began.Format("15:04:05.000"), c.Ended.Format("15:04:05.000"))
+	}
 	t.Logf("long call from %s to %s; heartbeats:\n%s", began.Format("15:04:05.000"), ended.Format("15:04:05.000"),
 		describeBeats(beatsOf(ws, ticket), began))
 	return ws, w, began, ended
