@@ -273,7 +273,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// The hosts' rows alone: the adoption query would also sum every
 	// heartbeat count of the window, which grows with the fleet's
-	// heartbeat-seconds (docs/BENCHMARKS.md).
+	// heartbeat-seconds (warpbench runs in the history of docs/BENCHMARKS.md).
 	hosts, err := svc.HostsBySchema(ctx, m.cfg.AdoptionWindow)
 	if err != nil {
 		m.log.Warn("metrics: scrape hosts by schema", "err", err)

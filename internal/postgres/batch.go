@@ -52,7 +52,7 @@ func scanTicketLeases(rows pgx.Rows, n int) (map[string]warp.TicketLease, error)
 // sequential scans of tickets and leases joined by hash for both (the
 // rows of a lease updated at every heartbeat cost each scan again until
 // vacuum); with index lookups the same ingest answered 10 % more
-// heartbeats a second (docs/BENCHMARKS.md). The settings are the transaction's own
+// heartbeats a second (warpbench runs in the history of docs/BENCHMARKS.md). The settings are the transaction's own
 // (set_config's is_local) and off only penalises a sequential scan or a
 // hash join: a statement with no other way still has it. The batch's
 // statements run only here, so the plans PostgreSQL caches for them are

@@ -15,7 +15,7 @@ import (
 // deferWrites go out in one pipeline with the next statement, or with the
 // COMMIT. A heartbeat batch is then two round trips (BEGIN with the lease
 // reads, the lease writes with COMMIT) instead of four; on this host a
-// round trip costs each side a sleep and a wake (docs/BENCHMARKS.md).
+// round trip costs each side a sleep and a wake (warpbench runs in the history of docs/BENCHMARKS.md).
 //
 // A deferred statement must not depend on a check made after it runs: a
 // pipeline runs through to its COMMIT. A statement that must fail the

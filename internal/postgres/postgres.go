@@ -328,7 +328,7 @@ func (db *DB) Close() error {
 // read while the other commits; more split the same heartbeats into
 // smaller batches, each paying its own commit (paired runs on the bench
 // host: two workers 0.328 of the no-op handler, three 0.301, with
-// PostgreSQL spending a fifth less CPU a heartbeat; docs/BENCHMARKS.md).
+// PostgreSQL spending a fifth less CPU a heartbeat; warpbench runs in the history of docs/BENCHMARKS.md).
 const MaxBatchWorkers = 2
 
 // ConcurrentWriters tells the Service's heartbeat group commit how many
