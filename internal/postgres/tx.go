@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -305,18 +306,16 @@ func (t *tx) scanLeases(ctx context.Context, q string, args ...any) ([]warp.Leas
 	return out, nil
 }
 
-// dueLeasesSQL is the sweep's query: $1 now, $2 limit, $3 the grace's
-// refreshed-from bound when grace. The partial index leases_held_expires
-// answers it in O(due); lock adds FOR UPDATE OF l, t SKIP LOCKED, which
-// locks each due lease together with its ticket, so the sweep then updates
-// both without waiting: it cannot deadlock with a heartbeat that locked the
-// ticket first, and two replicas sweeping at once never lapse one lease
-// twice. Tests check its plan.
-func dueLeasesSQL(grace, lock bool) string {
+// dueLeasesSQL is the sweep's query: $1 now, $2 limit, then a pair of
+// arguments (refreshed before, expires after) for each of the n graces in
+// force. The partial index leases_held_expires answers it in O(due);
+// inside Update it locks what it returns and skips leases a heartbeat
+// holds. Tests check its plan.
+func dueLeasesSQL(n int, lock bool) string {
 	q := "SELECT " + leaseCols + " FROM leases l JOIN tickets t ON t.id = l.ticket" +
 		" WHERE l.state = 'held' AND l.expires_at <= $1"
-	if grace {
-		q += " AND l.refreshed_at >= $3"
+	for i := range n {
+		q += fmt.Sprintf(" AND NOT (l.refreshed_at < $%d AND l.expires_at > $%d)", 3+2*i, 4+2*i)
 	}
 	q += " ORDER BY l.expires_at LIMIT $2"
 	if lock {
@@ -327,10 +326,14 @@ func dueLeasesSQL(grace, lock bool) string {
 
 func (t *tx) DueLeases(ctx context.Context, f warp.DueFilter, limit int) ([]warp.Lease, error) {
 	args := []any{ts(f.Now), limitArg(limit)}
-	if !f.RefreshedFrom.IsZero() {
-		args = append(args, ts(f.RefreshedFrom))
+	for _, p := range f.Protect {
+		after := int64(math.MinInt64) // any expiry
+		if !p.ExpiresAfter.IsZero() {
+			after = ts(p.ExpiresAfter)
+		}
+		args = append(args, ts(p.RefreshedBefore), after)
 	}
-	return t.scanLeases(ctx, dueLeasesSQL(!f.RefreshedFrom.IsZero(), t.write), args...)
+	return t.scanLeases(ctx, dueLeasesSQL(len(f.Protect), t.write), args...)
 }
 
 // verdictDueSQL is the verdict pass's query: $1 now, $2 limit. The partial

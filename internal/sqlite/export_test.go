@@ -9,7 +9,7 @@ import (
 )
 
 // DueLeasesSQL is the sweep's query, for the plan test.
-const DueLeasesSQL = dueLeasesSQL
+var DueLeasesSQL = dueLeasesSQL
 
 // TicketsSQL is the listing query of f, for the plan test.
 func TicketsSQL(f warp.TicketFilter) (string, []any) { return ticketsSQL(f) }

@@ -37,11 +37,6 @@ const (
 		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?,
 		verdict_due_at = ?
 		WHERE ticket = ? AND epoch = ?`
-	// dueLeasesSQL is the sweep's query; the partial index
-	// leases_held_expires answers it in O(due). Tests check its plan.
-	dueLeasesSQL = `SELECT ` + leaseCols + ` FROM leases l
-		WHERE l.state = 'held' AND l.expires_at <= ? AND l.refreshed_at >= ?
-		ORDER BY l.expires_at LIMIT ?`
 	// verdictDueSQL is the verdict pass's query; the partial index
 	// leases_held_verdict_due answers it in O(due). Tests check its plan.
 	verdictDueSQL = `SELECT ` + leaseCols + ` FROM leases l
@@ -101,11 +96,25 @@ func nextOpenSQL(n int) string {
 	return b.String()
 }
 
+// dueLeasesSQL is the sweep's query with n graces in force, each a
+// NOT (refreshed before, expires after) pair of arguments between now and
+// the limit; the partial index leases_held_expires answers it in O(due).
+// Tests check its plan.
+func dueLeasesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT ` + leaseCols + ` FROM leases l WHERE l.state = 'held' AND l.expires_at <= ?`)
+	for range n {
+		b.WriteString(` AND NOT (l.refreshed_at < ? AND l.expires_at > ?)`)
+	}
+	b.WriteString(` ORDER BY l.expires_at LIMIT ?`)
+	return b.String()
+}
+
 // preparedQueries lists what Open prepares.
 func preparedQueries() []string {
 	qs := []string{qInsertTicket, qInsertLabel, qTicket, qUpdateTicket, qCountTickets, qLease, qCurrentLease, qCurrentLeases, qInsertLease,
 		qUpdateLease,
-		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL, verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qPruneVerdicts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
+		qCountHeartbeats(updateChunk), qCountHeartbeats(smallChunk), qCountHeartbeatRows, qRecordHosts(updateChunk), qRecordHosts(smallChunk), dueLeasesSQL(0), dueLeasesSQL(1), dueLeasesSQL(2), verdictDueSQL, qHeldLeases, qHostHeldLeases, qEndedHosts, qAddVerdictCount, qVerdictCounts, qPruneVerdicts, qAppendEvent, qEvents, qRecentEvents, qCountHeartbeat, qRecordHost,
 		qAdoption, qHostsBySchema, qPruneCounts, qPruneHosts, qMeta, qSetMeta, qNewHost, qHostRecorded, qHostsOfToken,
 		nextOpenSQL(0), nextOpenSQL(1), nextOpenSQL(2), nextOpenSQL(3)}
 	for _, q := range updateLeasesSQL {

@@ -285,7 +285,8 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			}
 		}
 	}
-	check("due leases", sqlite.DueLeasesSQL, []any{now, now, 1000}, "USING INDEX leases_held_expires")
+	check("due leases", sqlite.DueLeasesSQL(0), []any{now, 1000}, "USING INDEX leases_held_expires")
+	check("due leases in two graces", sqlite.DueLeasesSQL(2), []any{now, now, now, now, now, 1000}, "USING INDEX leases_held_expires")
 	for _, st := range []warp.TicketState{warp.TicketOpen, warp.TicketClaimed} {
 		q, args := sqlite.TicketsSQL(warp.TicketFilter{State: st, Limit: 100})
 		check("tickets by state", q, args, "USING INDEX tickets_state_seq")

@@ -306,11 +306,15 @@ func (t *tx) queryLeases(ctx context.Context, op, query string, args ...any) ([]
 }
 
 func (t *tx) DueLeases(ctx context.Context, f warp.DueFilter, limit int) ([]warp.Lease, error) {
-	from := int64(-1 << 63) // no grace: every lease qualifies
-	if !f.RefreshedFrom.IsZero() {
-		from = nanos(f.RefreshedFrom)
+	args := []any{nanos(f.Now)}
+	for _, p := range f.Protect {
+		after := int64(-1 << 63) // any expiry
+		if !p.ExpiresAfter.IsZero() {
+			after = nanos(p.ExpiresAfter)
+		}
+		args = append(args, nanos(p.RefreshedBefore), after)
 	}
-	return t.queryLeases(ctx, "due leases", dueLeasesSQL, nanos(f.Now), from, limitArg(limit))
+	return t.queryLeases(ctx, "due leases", dueLeasesSQL(len(f.Protect)), append(args, limitArg(limit))...)
 }
 
 func (t *tx) VerdictDueLeases(ctx context.Context, now time.Time, limit int) ([]warp.Lease, error) {

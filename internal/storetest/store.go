@@ -253,13 +253,32 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			if got, want := leaseTickets(due), []string{"e", "d", "c", "b", "a"}; !slices.Equal(got, want) {
 				t.Errorf("due: got %v, want %v", got, want)
 			}
-			// Grace: only leases refreshed at or after T0+3m.
-			due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now, RefreshedFrom: T0().Add(3 * time.Minute)}, 100)
-			if err != nil {
-				return err
-			}
-			if got, want := leaseTickets(due), []string{"e", "d", "c"}; !slices.Equal(got, want) {
-				t.Errorf("due with refreshed_from T0+3m: got %v, want %v", got, want)
+			// Graces: a lease refreshed before a grace's From and due after
+			// its DueBefore (any, when zero) is protected while it lasts.
+			for _, tc := range []struct {
+				name    string
+				protect []warp.Protection
+				want    []string
+			}{
+				{"a grace from T0+3m", []warp.Protection{{RefreshedBefore: T0().Add(3 * time.Minute)}}, []string{"e", "d", "c"}},
+				{"a grace from T0+3m of what was not due at now-1.5m",
+					[]warp.Protection{{RefreshedBefore: T0().Add(3 * time.Minute), ExpiresAfter: now.Add(-90 * time.Second)}}, []string{"e", "d", "c", "b"}},
+				{"two graces", []warp.Protection{
+					{RefreshedBefore: T0().Add(3 * time.Minute), ExpiresAfter: now.Add(-90 * time.Second)},
+					{RefreshedBefore: T0().Add(5 * time.Minute), ExpiresAfter: now.Add(-270 * time.Second)}}, []string{"e"}},
+			} {
+				due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now, Protect: tc.protect}, 100)
+				if err != nil {
+					return err
+				}
+				if got := leaseTickets(due); !slices.Equal(got, tc.want) {
+					t.Errorf("due under %s: got %v, want %v", tc.name, got, tc.want)
+				}
+				for _, l := range due { // the store agrees with the rule
+					if !(warp.DueFilter{Now: now, Protect: tc.protect}).Match(l) {
+						t.Errorf("due under %s: %s returned, but the rule does not select it", tc.name, l.Ticket)
+					}
+				}
 			}
 			due, err = tx.DueLeases(e.ctx, warp.DueFilter{Now: now.Add(time.Nanosecond)}, 100)
 			if err != nil {

@@ -160,6 +160,8 @@ func testSweep(t *testing.T, open func(t *testing.T) warp.Store) {
 		if got := e.sweptTickets(); !slices.Equal(got, []string{"hb-after"}) {
 			t.Errorf("sweep inside grace: got %v, want [hb-after] (refreshed after the start)", got)
 		}
+		// Four minutes without a sweep: a gap, whose grace must not lapse
+		// what the startup grace still protects.
 		e.clock.Set(T0().Add(35*time.Minute - time.Nanosecond))
 		if got := e.sweptTickets(); len(got) != 0 {
 			t.Errorf("sweep just before grace end: got %v, want none", got)

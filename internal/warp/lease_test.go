@@ -446,11 +446,16 @@ func TestNextVerdictChangeIsExact(t *testing.T) {
 func TestGraceDue(t *testing.T) {
 	p := corePolicy()
 	start := pAt(time.Hour)
-	g := p.NewGrace(start)
+	gapStart := pAt(20 * time.Minute)
+	g := p.NewGrace(start, gapStart)
 	old := heldAt(0, 0)
 	old.ExpiresAt, old.RefreshedAt = pAt(30*time.Minute), pAt(0)
 	fresh := old
 	fresh.RefreshedAt = start.Add(time.Minute)
+	dead := old // due before the gap began: dead before the outage
+	dead.ExpiresAt = pAt(15 * time.Minute)
+	atGap := old
+	atGap.ExpiresAt = gapStart
 	for _, tc := range []struct {
 		name  string
 		now   time.Time
@@ -461,14 +466,19 @@ func TestGraceDue(t *testing.T) {
 		{"a lease refreshed after the start lapses on schedule", start.Add(5 * time.Minute), fresh, true},
 		{"once the grace is over the old lease lapses", start.Add(10 * time.Minute), old, true},
 		{"a lease whose expiry has not passed is never due", pAt(29 * time.Minute), old, false},
+		{"a lease already due when the gap began lapses during the grace", start.Add(5 * time.Minute), dead, true},
+		{"... and one due at the gap's very start", start.Add(5 * time.Minute), atGap, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := g.Due(tc.now).Match(tc.lease); got != tc.due {
+			if got := warp.Due(tc.now, g).Match(tc.lease); got != tc.due {
 				t.Errorf("due %v, want %v", got, tc.due)
 			}
 		})
 	}
-	if (warp.Policy{LeaseWindow: time.Minute}).NewGrace(start) != (warp.Grace{}) {
+	if g := p.NewGrace(start, time.Time{}); warp.Due(start.Add(time.Minute), g).Match(dead) {
+		t.Errorf("without a known gap start the grace protects every old lease: %+v lapses %+v", g, dead)
+	}
+	if (warp.Policy{LeaseWindow: time.Minute}).NewGrace(start, gapStart) != (warp.Grace{}) {
 		t.Error("a policy without grace opens one")
 	}
 }

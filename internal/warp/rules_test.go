@@ -27,14 +27,56 @@ func TestStartGrace(t *testing.T) {
 		{"first start: no sweep recorded", withGrace, warp.LastSweep{}, full, true},
 		{"another replica swept a moment ago", withGrace, warp.LastSweep{At: t0.Add(-10 * time.Second), By: other}, warp.Grace{}, false},
 		{"another replica swept just inside two intervals", withGrace, warp.LastSweep{At: t0.Add(-2*interval + time.Nanosecond), By: other}, warp.Grace{}, false},
-		{"another replica swept two intervals ago: an outage", withGrace, warp.LastSweep{At: t0.Add(-2 * interval), By: other}, full, true},
-		{"this instance swept last: a restart", withGrace, warp.LastSweep{At: t0.Add(-10 * time.Second), By: self}, full, true},
+		{"another replica swept two intervals ago: an outage, protecting what was not due then", withGrace,
+			warp.LastSweep{At: t0.Add(-2 * interval), By: other}, dueBefore(full, t0.Add(-2*interval)), true},
+		{"this instance swept last: a restart, protecting what was not due at its last sweep", withGrace,
+			warp.LastSweep{At: t0.Add(-10 * time.Second), By: self}, dueBefore(full, t0.Add(-10*time.Second)), true},
 		{"a sweep recorded before its sweeper was", withGrace, warp.LastSweep{At: t0.Add(-10 * time.Second)}, warp.Grace{}, false},
-		{"a sweep time ahead of this clock", withGrace, warp.LastSweep{At: t0.Add(time.Second), By: other}, full, true},
+		{"a sweep time ahead of this clock: nothing known of the gap", withGrace, warp.LastSweep{At: t0.Add(time.Second), By: other}, full, true},
 		{"no grace configured ends the earlier one", noGrace, warp.LastSweep{At: t0.Add(-10 * time.Second), By: other}, warp.Grace{From: t0, Until: t0}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, open := tc.policy.StartGrace(t0, tc.last, self, interval)
+			if g != tc.want || open != tc.wantOpen {
+				t.Errorf("got %+v, open %v; want %+v, open %v", g, open, tc.want, tc.wantOpen)
+			}
+		})
+	}
+}
+
+func dueBefore(g warp.Grace, at time.Time) warp.Grace {
+	g.DueBefore = at
+	return g
+}
+
+// TestGapGrace: a sweep after more than three sweep intervals without one
+// (warp frozen, its database unwritable or unreachable, the clock stepped
+// forward) opens a grace from now that protects what was not due when the
+// gap began.
+func TestGapGrace(t *testing.T) {
+	interval := 30 * time.Second
+	p := warp.DefaultPolicy()
+	noGrace := warp.DefaultPolicy()
+	noGrace.StartupGrace = 0
+	for _, tc := range []struct {
+		name     string
+		policy   warp.Policy
+		last     warp.LastSweep
+		want     warp.Grace
+		wantOpen bool
+	}{
+		{"no sweep recorded: the start's grace covers it", p, warp.LastSweep{}, warp.Grace{}, false},
+		{"the last sweep one interval ago: no gap", p, warp.LastSweep{At: t0.Add(-interval), By: "a"}, warp.Grace{}, false},
+		{"exactly three intervals: no gap", p, warp.LastSweep{At: t0.Add(-3 * interval), By: "a"}, warp.Grace{}, false},
+		{"just over three intervals: a gap", p, warp.LastSweep{At: t0.Add(-3*interval - time.Nanosecond), By: "a"},
+			warp.Grace{From: t0, Until: t0.Add(p.StartupGrace), DueBefore: t0.Add(-3*interval - time.Nanosecond)}, true},
+		{"an 8-hour laptop sleep", p, warp.LastSweep{At: t0.Add(-8 * time.Hour), By: "a"},
+			warp.Grace{From: t0, Until: t0.Add(p.StartupGrace), DueBefore: t0.Add(-8 * time.Hour)}, true},
+		{"a clock stepped back: no gap", p, warp.LastSweep{At: t0.Add(time.Hour), By: "a"}, warp.Grace{}, false},
+		{"no grace configured: none", noGrace, warp.LastSweep{At: t0.Add(-time.Hour), By: "a"}, warp.Grace{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, open := tc.policy.GapGrace(t0, tc.last, interval)
 			if g != tc.want || open != tc.wantOpen {
 				t.Errorf("got %+v, open %v; want %+v, open %v", g, open, tc.want, tc.wantOpen)
 			}

@@ -187,7 +187,7 @@ func (s *Service) Init(ctx context.Context) error {
 				"last_sweep", last.At, "swept_by", last.By, "sweep_interval", s.sweepInterval())
 			return nil
 		}
-		return writeGrace(ctx, tx, g)
+		return writeGrace(ctx, tx, g, now)
 	})
 }
 
@@ -207,9 +207,12 @@ type LastSweep struct {
 // replica sweeps (within the last two sweep intervals) there was none,
 // and a replica that restarts, even over and over, must not keep every
 // dead agent's lease from lapsing. A start of the instance that swept
-// last is a restart, which opens the grace.
+// last is a restart, which opens the grace — for the leases not yet due at
+// the last sweep (Grace.DueBefore): a dead lease lapses within window +
+// grace + a sweep of its last evidence however often warp restarts, since
+// every run's sweeps move the last sweep on.
 func (p Policy) StartGrace(now time.Time, last LastSweep, self string, sweepInterval time.Duration) (g Grace, open bool) {
-	g = p.NewGrace(now)
+	g = p.NewGrace(now, last.At)
 	if g.From.IsZero() {
 		return Grace{From: now, Until: now}, true
 	}
@@ -1047,6 +1050,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	start := time.Now()
 	now := s.now()
 	var res SweepResult
+	if err := s.openGapGrace(ctx, now); err != nil {
+		return res, err
+	}
 	for {
 		lapsed, n, err := s.lapseBatch(ctx, now)
 		if err != nil {
@@ -1075,6 +1081,29 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, err
 }
 
+// openGapGrace opens a grace (Policy.GapGrace) when the last recorded
+// sweep is more than three sweep intervals before now: whatever kept warp
+// from sweeping also kept it from recording heartbeats, and the leases
+// must not lapse for time warp could not observe. It runs before the
+// sweep lapses anything, in a transaction of its own, so the sweep that
+// follows the gap already reads the grace.
+func (s *Service) openGapGrace(ctx context.Context, now time.Time) error {
+	return s.store.Update(ctx, func(tx Tx) error {
+		last, err := s.lastSweep(ctx, tx)
+		if err != nil {
+			return err
+		}
+		g, open := s.cfg.Policy.GapGrace(now, last, s.sweepInterval())
+		if !open {
+			return nil
+		}
+		s.log.Warn("warp could not sweep for a while (frozen, its database unwritable or unreachable, or the clock stepped): "+
+			"leases not yet due when the gap began are kept until the grace ends",
+			"gap", now.Sub(last.At).Round(time.Millisecond), "gap_began", last.At, "grace_until", g.Until)
+		return writeGrace(ctx, tx, g, now)
+	})
+}
+
 // lapseBatch lapses up to sweepBatch due leases in one transaction; n is
 // how many were due. The mode and the grace are read in the transaction
 // that lapses: a mode change that commits during the sweep moves
@@ -1086,11 +1115,11 @@ func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease
 		if err != nil {
 			return err
 		}
-		grace, err := readGrace(ctx, tx)
+		cur, prev, err := readGraces(ctx, tx)
 		if err != nil {
 			return err
 		}
-		leases, err := tx.DueLeases(ctx, grace.Due(now), sweepBatch)
+		leases, err := tx.DueLeases(ctx, Due(now, cur, prev), sweepBatch)
 		if err != nil {
 			return fmt.Errorf("due leases: %w", err)
 		}
@@ -1118,34 +1147,64 @@ func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease
 // of holding the writer for seconds in one (1M rows: 1.4 s on SQLite).
 const pruneVerdictBatch = 10_000
 
-// writeGrace stores grace g (Service.Init): replicas sharing the database
-// and the sweeps of this start read it back with readGrace.
-func writeGrace(ctx context.Context, tx Tx, g Grace) error {
-	if err := tx.SetMeta(ctx, MetaGraceFrom, formatTime(g.From)); err != nil {
-		return fmt.Errorf("store grace: %w", err)
+// writeGrace stores grace g, opened at now (Service.Init, a sweep after a
+// gap): replicas sharing the database and the sweeps read it back with
+// readGraces. The grace it replaces stays in force beside it until its own
+// end — what it protected is protected still — unless g is empty (no grace
+// configured), which ends both.
+func writeGrace(ctx context.Context, tx Tx, g Grace, now time.Time) error {
+	cur, _, err := readGraces(ctx, tx)
+	if err != nil {
+		return err
 	}
-	if err := tx.SetMeta(ctx, MetaGraceUntil, formatTime(g.Until)); err != nil {
-		return fmt.Errorf("store grace: %w", err)
+	prev := Grace{}
+	if now.Before(cur.Until) && g.Until.After(now) {
+		prev = cur
+	}
+	for _, m := range []struct {
+		keys [3]string
+		g    Grace
+	}{
+		{[3]string{MetaGraceFrom, MetaGraceUntil, MetaGraceDueBefore}, g},
+		{[3]string{MetaPrevGraceFrom, MetaPrevGraceUntil, MetaPrevGraceDueBefore}, prev},
+	} {
+		for i, at := range []time.Time{m.g.From, m.g.Until, m.g.DueBefore} {
+			v := ""
+			if !at.IsZero() {
+				v = formatTime(at)
+			}
+			if err := tx.SetMeta(ctx, m.keys[i], v); err != nil {
+				return fmt.Errorf("store grace: %w", err)
+			}
+		}
 	}
 	return nil
 }
 
-// readGrace returns the grace the last start stored; the zero Grace (none)
-// when there is none or it cannot be read back.
-func readGrace(ctx context.Context, tx Tx) (Grace, error) {
+// readGraces returns the grace stored last and the one it replaced while
+// that was in force; the zero Grace for one not stored (or unreadable).
+func readGraces(ctx context.Context, tx Tx) (cur, prev Grace, err error) {
+	if cur, err = readGrace(ctx, tx, MetaGraceFrom, MetaGraceUntil, MetaGraceDueBefore); err != nil {
+		return Grace{}, Grace{}, err
+	}
+	prev, err = readGrace(ctx, tx, MetaPrevGraceFrom, MetaPrevGraceUntil, MetaPrevGraceDueBefore)
+	return cur, prev, err
+}
+
+func readGrace(ctx context.Context, tx Tx, keys ...string) (Grace, error) {
 	var g Grace
-	for _, m := range []struct {
-		key string
-		at  *time.Time
-	}{{MetaGraceFrom, &g.From}, {MetaGraceUntil, &g.Until}} {
-		v, err := tx.Meta(ctx, m.key)
-		if errors.Is(err, ErrNotFound) {
-			return Grace{}, nil
+	for i, at := range []*time.Time{&g.From, &g.Until, &g.DueBefore} {
+		v, err := tx.Meta(ctx, keys[i])
+		if errors.Is(err, ErrNotFound) || err == nil && v == "" {
+			if i < 2 {
+				return Grace{}, nil // no grace stored
+			}
+			continue // no DueBefore (stored by an older warp): protect all
 		}
 		if err != nil {
 			return Grace{}, fmt.Errorf("read grace: %w", err)
 		}
-		if *m.at, err = parseTime(v); err != nil {
+		if *at, err = parseTime(v); err != nil {
 			return Grace{}, nil
 		}
 	}

@@ -201,10 +201,15 @@ const (
 	// MetaVerdictThresholds holds the stall and silent thresholds the held
 	// leases' verdict-due times were computed with (Policy.verdictKey).
 	MetaVerdictThresholds = "verdict_thresholds"
-	MetaGraceFrom         = "grace_from"   // RFC 3339 nano: leases refreshed before it are protected
-	MetaGraceUntil        = "grace_until"  // RFC 3339 nano: ... until then
-	MetaLastSweep         = "last_sweep"   // RFC 3339 nano
-	MetaLastSweeper       = "last_sweeper" // Config.Instance of the last sweep
+	MetaGraceFrom         = "grace_from"       // RFC 3339 nano: leases refreshed before it are protected
+	MetaGraceUntil        = "grace_until"      // RFC 3339 nano: ... until then
+	MetaGraceDueBefore    = "grace_due_before" // RFC 3339 nano or "": ... unless due by then
+	// The grace the last one replaced, while in force (the same three).
+	MetaPrevGraceFrom      = "prev_grace_from"
+	MetaPrevGraceUntil     = "prev_grace_until"
+	MetaPrevGraceDueBefore = "prev_grace_due_before"
+	MetaLastSweep          = "last_sweep"   // RFC 3339 nano
+	MetaLastSweeper        = "last_sweeper" // Config.Instance of the last sweep
 	// MetaLastVerdictPass is the time of the last verdict pass (RFC 3339
 	// nano): the next one tallies the hosts whose leases ended since.
 	MetaLastVerdictPass = "last_verdict_pass"
