@@ -132,7 +132,7 @@ func TestStartupGraceOnlyAfterAnOutage(t *testing.T) {
 	}
 	clk.Advance(20 * time.Second)
 	startInstance(t, db, warp.DefaultPolicy(), clk, "B") // replica B (re)starts
-	clk.Advance(50 * time.Second) // A sweeps on schedule: no gap
+	clk.Advance(50 * time.Second)                        // A sweeps on schedule: no gap
 	res, err := a.Sweep(ctx)
 	if err != nil || len(res.Lapsed) != 1 || res.Lapsed[0].Ticket != "T-1" {
 		t.Fatalf("A's sweep after B started: %+v, %v; want T-1 lapsed (B's start is no outage)", res.Lapsed, err)
