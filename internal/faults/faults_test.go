@@ -1,0 +1,176 @@
+// Package faults_test is the fault catalogue: real warp processes on
+// scaled times, one infrastructure fault each, and what it may and may not
+// do to the leases of a working fleet (docs/RELIABILITY.md).
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
+)
+
+var warpBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "warp-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	warpBin = filepath.Join(dir, "warp")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", warpBin, "github.com/gyrum-labs/warp/cmd/warp")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build warp:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Scaled times of the catalogue: a fault of twice the window lasts 6 s.
+const (
+	window = 3 * time.Second
+	sweep  = 200 * time.Millisecond
+	grace  = 2 * time.Second
+	beat   = 200 * time.Millisecond
+)
+
+// serve starts `warp serve` on db with the catalogue's times.
+func serve(t *testing.T, db string, extra ...string) *warpclitest.Process {
+	t.Helper()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db,
+		"--lease-window", window.String(), "--sweep-interval", sweep.String(), "--startup-grace", grace.String(),
+		"--stall-after", "2s", "--silent-after", "2500ms"}, extra...)
+	return warpclitest.StartProcess(t, exec.Command(warpBin, args...))
+}
+
+// agent is a working agent's loop reduced to what warp sees: a v2
+// heartbeat of fresh activity every beat, with its lease secret, for as
+// long as it runs; requests that fail (warp frozen or down) are retried
+// at the next beat, as the loop does.
+type agent struct {
+	ticket client.Ticket
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func claim(t *testing.T, c *client.Client, id string) client.Ticket {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateTicket(ctx, client.CreateTicketRequest{ID: id, Title: id}); err != nil {
+		t.Fatalf("create %s: %v", id, err)
+	}
+	tk, err := c.Claim(ctx, id, client.ClaimRequest{Agent: "agent-" + id, Host: "host-1"})
+	if err != nil {
+		t.Fatalf("claim %s: %v", id, err)
+	}
+	return tk
+}
+
+func work(c *client.Client, tk client.Ticket) *agent {
+	a := &agent{ticket: tk, stop: make(chan struct{}), done: make(chan struct{})}
+	hc := c.WithLeaseSecret(tk.LeaseSecret)
+	go func() {
+		defer close(a.done)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, _ = hc.Heartbeat(ctx, client.NewHeartbeat(tk.ID, tk.Lease.Epoch, 0))
+			cancel()
+			select {
+			case <-a.stop:
+				return
+			case <-time.After(beat):
+			}
+		}
+	}()
+	return a
+}
+
+func (a *agent) Stop() {
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	<-a.done
+}
+
+// leaseOf reads ticket id's lease state and end.
+func leaseOf(t *testing.T, c *client.Client, id string) client.Lease {
+	t.Helper()
+	tk, err := c.Ticket(context.Background(), id)
+	if err != nil || tk.Lease == nil {
+		t.Fatalf("ticket %s: %+v, %v", id, tk, err)
+	}
+	return *tk.Lease
+}
+
+// poll waits up to 20 s for cond.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Warp frozen (SIGSTOP: a VM suspend, a laptop asleep) for twice the lease
+// window while its agents keep working: no healthy lease lapses, and a
+// dead one lapses once the gap's grace ends.
+func TestFreezeTwiceTheWindow(t *testing.T) {
+	p := serve(t, filepath.Join(t.TempDir(), "warp.db"))
+	c := client.NewClient(p.URL, "")
+	var agents []*agent
+	for i := range 4 {
+		a := work(c, claim(t, c, fmt.Sprintf("H-%d", i)))
+		agents = append(agents, a)
+		defer a.Stop()
+	}
+	claim(t, c, "DEAD") // its agent never beats
+	time.Sleep(time.Second)
+
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * window)
+	if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+
+	var once sync.Once
+	poll(t, "the dead lease to lapse", func() bool {
+		for _, a := range agents {
+			if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
+				once.Do(func() { t.Errorf("healthy lease %s is %s (%s) after the freeze", a.ticket.ID, l.State, l.EndReason) })
+			}
+		}
+		return leaseOf(t, c, "DEAD").State == "lapsed"
+	})
+	if late := time.Since(resumed); late > grace+2*sweep+time.Second {
+		t.Errorf("the dead lease lapsed %v after warp resumed, want within the grace and a sweep (%v)", late, grace+sweep)
+	}
+	time.Sleep(grace) // past the grace: the working agents' leases hold on
+	for _, a := range agents {
+		if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
+			t.Errorf("healthy lease %s is %s (%s) after the grace", a.ticket.ID, l.State, l.EndReason)
+		}
+	}
+}
