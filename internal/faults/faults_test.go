@@ -5,11 +5,13 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -168,6 +170,92 @@ func TestFreezeTwiceTheWindow(t *testing.T) {
 		t.Errorf("the dead lease lapsed %v after warp resumed, want within the grace and a sweep (%v)", late, grace+sweep)
 	}
 	time.Sleep(grace) // past the grace: the working agents' leases hold on
+	for _, a := range agents {
+		if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
+			t.Errorf("healthy lease %s is %s (%s) after the grace", a.ticket.ID, l.State, l.EndReason)
+		}
+	}
+}
+
+// fill writes a file into dir until the file system is full; removing the
+// returned path frees the space again.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return p
+			}
+			t.Fatal(err)
+		}
+	}
+}
+
+// SQLite on a full file system for 1.5× the window while its agents work:
+// writes fail cleanly meanwhile, and once space returns no healthy lease
+// lapses; a dead one lapses once the gap's grace ends. Needs root (a
+// small tmpfs); CI runs as root.
+func TestSQLiteDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: mounting a small tmpfs needs root")
+	}
+	fs := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", fs).CombinedOutput(); err != nil {
+		t.Skipf("skipping: cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", fs).Run() })
+	p := serve(t, filepath.Join(fs, "warp.db"))
+	c := client.NewClient(p.URL, "")
+	var agents []*agent
+	for i := range 4 {
+		a := work(c, claim(t, c, fmt.Sprintf("H-%d", i)))
+		agents = append(agents, a)
+		defer a.Stop()
+	}
+	claim(t, c, "DEAD")
+	time.Sleep(time.Second)
+
+	filler := fill(t, fs)
+	// SQLite may still have room inside its files: write until it has none.
+	n := 0
+	for ; n < 5000; n++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.CreateTicket(ctx, client.CreateTicketRequest{ID: fmt.Sprintf("FILL-%d", n), Title: strings.Repeat("x", 200)})
+		cancel()
+		if err != nil {
+			t.Logf("the database is full after %d more tickets: %v", n, err)
+			break
+		}
+	}
+	if n == 5000 {
+		t.Fatal("every write still succeeds on the full file system")
+	}
+	time.Sleep(window * 3 / 2)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+
+	var once sync.Once
+	poll(t, "the dead lease to lapse", func() bool {
+		for _, a := range agents {
+			if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
+				once.Do(func() {
+					t.Errorf("healthy lease %s is %s (%s) after the disk filled", a.ticket.ID, l.State, l.EndReason)
+				})
+			}
+		}
+		return leaseOf(t, c, "DEAD").State == "lapsed"
+	})
+	t.Logf("the dead lease lapsed %v after space returned", time.Since(freed).Round(time.Millisecond))
+	time.Sleep(grace)
 	for _, a := range agents {
 		if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
 			t.Errorf("healthy lease %s is %s (%s) after the grace", a.ticket.ID, l.State, l.EndReason)
