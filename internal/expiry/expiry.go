@@ -122,16 +122,18 @@ func (j *Job) loop(ctx context.Context) {
 // SweepLocker is implemented by stores that several warp replicas share
 // (internal/postgres). The job sweeps on a tick only when TrySweepLock
 // returns ok, so one replica sweeps per interval; ok false with a nil error
-// means another replica holds the lock. release ends the sweep.
+// means another replica holds the lock. release ends the sweep. hold is
+// how long the lock may outlive the last call: the job passes three sweep
+// intervals, so a frozen sweeper is replaced within that.
 type SweepLocker interface {
-	TrySweepLock(ctx context.Context) (release func(), ok bool, err error)
+	TrySweepLock(ctx context.Context, hold time.Duration) (release func(), ok bool, err error)
 }
 
 // sweep runs one sweep and reports it; errors are logged, never returned,
 // so a database outage only costs the ticks it lasts.
 func (j *Job) sweep(ctx context.Context) {
 	if j.cfg.Locker != nil {
-		release, held, err := j.cfg.Locker.TrySweepLock(ctx)
+		release, held, err := j.cfg.Locker.TrySweepLock(ctx, 3*j.cfg.Interval)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

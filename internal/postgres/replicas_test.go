@@ -323,3 +323,64 @@ func TestServeRejectsUnusablePostgres(t *testing.T) {
 		}
 	}
 }
+
+// The replica that sweeps is frozen (SIGSTOP) for ten sweep intervals: its
+// session keeps the advisory lock, but goes idle, and PostgreSQL ends it
+// after three intervals (idle_session_timeout); the other replica takes
+// the lock and sweeps, so a dead lease due during the freeze lapses on
+// time. Resumed, the old sweeper does not hold the lock.
+func TestFrozenSweeperHandsOver(t *testing.T) {
+	_, u := newSchema(t)
+	const interval = 200 * time.Millisecond
+	args := []string{"--lease-window", "1s", "--sweep-interval", interval.String(), "--startup-grace", "0",
+		"--stall-after", "500ms", "--silent-after", "800ms"}
+	a := startWarp(t, u, args...)
+	b := startWarp(t, u, args...)
+	conn := connect(t, u)
+	var old *warpProc
+	poll := func(what string, limit time.Duration, cond func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > limit {
+				t.Fatalf("timed out after %v waiting for %s", limit, what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	poll("a replica to hold the sweep lock", 10*time.Second, func() bool { old = sweeper(t, conn, a, b); return old != nil })
+	other := a
+	if old == a {
+		other = b
+	}
+	ctx := context.Background()
+	if _, err := other.client.CreateTicket(ctx, client.CreateTicketRequest{ID: "DEAD"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.client.Claim(ctx, "DEAD", client.ClaimRequest{Agent: "a", Host: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer old.Cmd.Process.Signal(syscall.SIGCONT)
+	took := poll("the other replica to take the sweep lock", 10*interval, func() bool { return sweeper(t, conn, a, b) == other })
+	t.Logf("the other replica swept %v after the sweeper froze", took.Round(time.Millisecond))
+	if took > 3*interval+time.Second {
+		t.Errorf("hand-over took %v, want within three sweep intervals (%v) and a second's slack", took, 3*interval)
+	}
+	poll("the dead lease to lapse", 5*time.Second, func() bool {
+		tk, err := other.client.Ticket(ctx, "DEAD")
+		return err == nil && tk.Lease != nil && tk.Lease.State == "lapsed"
+	})
+	if err := old.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * interval) // the resumed replica's next ticks
+	if s := sweeper(t, conn, a, b); s != other {
+		t.Errorf("after the old sweeper resumed the lock is held by %v, want the replica that took over", s)
+	}
+	t.Logf("frozen for %v", time.Since(frozen).Round(time.Millisecond))
+}

@@ -4,25 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // TrySweepLock reports whether this replica may run the expiry sweep now
-// (internal/expiry calls it before each sweep). The lock is a session
-// advisory lock (pg_try_advisory_lock) on a connection of its own, and the
-// replica that wins it keeps it between sweeps: one replica sweeps per
-// interval, always the same one, until it closes the DB or its lock
-// connection dies (the process is killed, the network drops, the database
-// restarts). PostgreSQL then frees the lock and the next call on another
-// replica wins it, so a dead sweeper is replaced within one sweep interval.
+// (internal/expiry calls it before each sweep, every interval). The lock
+// is a session advisory lock (pg_try_advisory_lock) on a connection of its
+// own, and the replica that wins it keeps it between sweeps: one replica
+// sweeps per interval, always the same one, until it closes the DB or its
+// lock connection dies (the process is killed, the network drops, the
+// database restarts). PostgreSQL then frees the lock and the next call on
+// another replica wins it, so a dead sweeper is replaced within one sweep
+// interval.
+//
+// hold bounds how long the lock outlives the last call: the lock session
+// runs with idle_session_timeout = hold, so a sweeper that stops calling
+// without dying — frozen (SIGSTOP, a VM suspended), or cut off from the
+// database with its TCP session left open — loses the lock to PostgreSQL
+// after hold, and another replica takes over. A sweeper that resumes
+// finds its session gone and sweeps no more until it wins the lock again;
+// a sweep it was in the middle of lapses only leases it locks row by row,
+// as any concurrent sweep does. 0: no bound.
 //
 // ok is false, with a nil error, when another replica holds the lock. release
 // ends this sweep; leadership stays until Close. An error means the lock
 // could not be checked (a wrapped ErrUnavailable when the database is down):
 // the caller skips this sweep.
-func (db *DB) TrySweepLock(ctx context.Context) (release func(), ok bool, err error) {
+func (db *DB) TrySweepLock(ctx context.Context, hold time.Duration) (release func(), ok bool, err error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
@@ -37,7 +48,11 @@ func (db *DB) TrySweepLock(ctx context.Context) (release func(), ok bool, err er
 		db.dropLockConnLocked()
 	}
 	if db.lockConn == nil {
-		conn, err := pgx.ConnectConfig(ctx, db.connCfg)
+		cfg := db.connCfg.Copy()
+		if hold > 0 {
+			cfg.RuntimeParams["idle_session_timeout"] = strconv.FormatInt(max(hold.Milliseconds(), 1), 10)
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			return nil, false, fmt.Errorf("sweep lock: %w", translate(err))
 		}

@@ -26,7 +26,7 @@ func openNamed(t *testing.T, u, name string) *postgres.DB {
 
 func tryLock(t *testing.T, db *postgres.DB) bool {
 	t.Helper()
-	release, ok, err := db.TrySweepLock(context.Background())
+	release, ok, err := db.TrySweepLock(context.Background(), 0)
 	if err != nil {
 		t.Fatalf("TrySweepLock: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestSweepLockHasOneHolder(t *testing.T) {
 	if !tryLock(t, b) {
 		t.Fatal("the lock was not free after the holder closed")
 	}
-	if _, _, err := a.TrySweepLock(context.Background()); err == nil {
+	if _, _, err := a.TrySweepLock(context.Background(), 0); err == nil {
 		t.Error("TrySweepLock on a closed store: want an error")
 	}
 }

@@ -142,7 +142,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.TrySweepLock(ctx); err != nil {
+	if _, _, err := db.TrySweepLock(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -157,7 +157,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 		"view":   func() error { _, err := svc.Ticket(ctx, "T-1"); return err },
 		"sweep":  func() error { _, err := svc.Sweep(ctx); return err },
 		"sweep lock": func() error {
-			_, _, err := db.TrySweepLock(ctx)
+			_, _, err := db.TrySweepLock(ctx, 0)
 			return err
 		},
 	}
@@ -183,7 +183,7 @@ func TestUnavailableThenRecovers(t *testing.T) {
 	if _, err := svc.CreateTicket(ctx, warp.NewTicket{ID: "T-2"}); err != nil {
 		t.Fatalf("create after the database came back: %v", err)
 	}
-	if _, ok, err := db.TrySweepLock(ctx); err != nil || !ok {
+	if _, ok, err := db.TrySweepLock(ctx, 0); err != nil || !ok {
 		t.Fatalf("sweep lock after the database came back: ok %v err %v", ok, err)
 	}
 	got, err := svc.Ticket(ctx, "T-1")
