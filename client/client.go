@@ -270,9 +270,16 @@ func getPages[T any](ctx context.Context, c *Client, path string, window time.Du
 
 // Mode returns the current expiry mode.
 func (c *Client) Mode(ctx context.Context) (string, error) {
-	var m ModeBody
-	err := c.Do(ctx, http.MethodGet, "/v1/mode", nil, &m)
+	m, err := c.ModeStatus(ctx)
 	return m.Mode, err
+}
+
+// ModeStatus returns the current expiry mode with the server's clock when
+// it answered (ModeStatus.Now; nil from servers before it was added).
+func (c *Client) ModeStatus(ctx context.Context) (ModeStatus, error) {
+	var m ModeStatus
+	err := c.Do(ctx, http.MethodGet, "/v1/mode", nil, &m)
+	return m, err
 }
 
 // SetMode switches the expiry mode.

@@ -324,6 +324,23 @@ func ExampleClient_Mode() {
 	// transition <nil>
 }
 
+func ExampleClient_ModeStatus() {
+	srv := fakeWarp(map[string]string{"GET /v1/mode": `{"mode":"transition","now":"2026-01-02T15:04:05Z"}`})
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
+
+	m, err := c.ModeStatus(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Judge lease ages by the server's clock, not this host's.
+	fmt.Println(m.Mode, m.Now.Format(time.RFC3339))
+	// Output:
+	// warp got GET /v1/mode
+	// transition 2026-01-02T15:04:05Z
+}
+
 func ExampleClient_SetMode() {
 	srv := fakeWarp(map[string]string{
 		"PUT /v1/mode": `{"error":{"code":"adoption_incomplete","message":"refusing activity mode: 1 host(s) sent v1 heartbeats in the last 24h0m0s (h2); migrate them or pass --force"}}`,

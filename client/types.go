@@ -90,6 +90,11 @@ type ClaimNextRequest struct {
 type ReleaseRequest struct {
 	Epoch  int64  `json:"epoch,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// IdleForS, when positive, makes the release conditional: the server
+	// releases only a lease that has shown no progress for longer than
+	// this many seconds by its own clock, and answers 409 conflict for one
+	// that has (activity that arrived after the caller looked).
+	IdleForS float64 `json:"idle_for_s,omitempty"`
 }
 
 // CompleteRequest is the body of POST /v1/tickets/{id}/complete.
@@ -198,6 +203,15 @@ type Adoption struct {
 type ModeBody struct {
 	Mode  string `json:"mode"`
 	Force bool   `json:"force,omitempty"`
+}
+
+// ModeStatus is the answer to GET /v1/mode (and to PUT, without Now).
+type ModeStatus struct {
+	Mode string `json:"mode"`
+	// Now is the server's clock when it answered GET /v1/mode (absent from
+	// older servers and in PUT's answer): what a caller judges lease ages
+	// against, rather than its own clock.
+	Now *time.Time `json:"now,omitempty"`
 }
 
 // HostAlarm is a raised host alarm on the wire: most of the host's leases

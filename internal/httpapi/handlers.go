@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -130,7 +131,16 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if req.Epoch == 0 && CallerRole(r.Context()) < RoleAdmin {
 		return fmt.Errorf("%w: releasing without an epoch needs the admin role; agents send the epoch of their claim", httpkit.ErrForbidden)
 	}
-	v, err := s.svc.Release(r.Context(), r.PathValue("id"), req.Epoch, req.Reason)
+	var v warp.TicketView
+	var err error
+	switch {
+	case req.IdleForS < 0 || math.IsNaN(req.IdleForS) || req.IdleForS > maxIdleForS:
+		return warp.Errorf(warp.ErrInvalid, "idle_for_s must be between 0 and %d seconds, got %v", maxIdleForS, req.IdleForS)
+	case req.IdleForS > 0:
+		v, err = s.svc.ReleaseIdle(r.Context(), r.PathValue("id"), req.Epoch, req.Reason, time.Duration(req.IdleForS*float64(time.Second)))
+	default:
+		v, err = s.svc.Release(r.Context(), r.PathValue("id"), req.Epoch, req.Reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -209,9 +219,13 @@ func (s *Server) getMode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
+	now := s.svc.Now()
+	writeJSON(w, http.StatusOK, ModeStatus{Mode: string(m), Now: &now})
 	return nil
 }
+
+// maxIdleForS bounds a conditional release's idle time (ten years).
+const maxIdleForS = 10 * 365 * 24 * 3600
 
 func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
 	var req ModeBody
@@ -227,7 +241,7 @@ func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.changed(apihook.Change{Kind: warp.EventModeChanged, Mode: string(m)})
-	writeJSON(w, http.StatusOK, ModeBody{Mode: string(m)})
+	writeJSON(w, http.StatusOK, ModeStatus{Mode: string(m)})
 	return nil
 }
 

@@ -76,7 +76,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	clock := &testClock{now: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}
-	svc, err := warp.NewService(db, warp.Config{Policy: warp.DefaultPolicy(), InitialMode: o.mode, Now: clock.Now})
+	svc, err := warp.NewService(db, warp.Config{Policy: warp.DefaultPolicy(), InitialMode: o.mode, Now: clock.Now, // sweeps by hand, hours apart: no gap
+		SweepInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

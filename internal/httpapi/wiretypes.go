@@ -22,6 +22,7 @@ type (
 	AdoptionSummary     = client.AdoptionSummary
 	Adoption            = client.Adoption
 	ModeBody            = client.ModeBody
+	ModeStatus          = client.ModeStatus
 	HostAlarm           = client.HostAlarm
 	HostHook            = client.HostHook
 	Host                = client.Host

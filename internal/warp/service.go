@@ -841,15 +841,37 @@ func (s *Service) Close() error {
 // Release ends the lease of epoch on ticket id and reopens the ticket.
 // epoch 0 releases the current lease (operators).
 func (s *Service) Release(ctx context.Context, id string, epoch int64, reason string) (TicketView, error) {
-	return s.finish(ctx, id, epoch, LeaseReleased, reason, "")
+	return s.finish(ctx, id, epoch, LeaseReleased, reason, "", 0)
+}
+
+// ReleaseIdle is Release only when the lease has shown no progress for
+// longer than idleFor by this server's clock and the current mode
+// (CheckIdle), decided in the transaction that releases: a lease that
+// showed activity after the caller listed it is kept (ErrConflict).
+func (s *Service) ReleaseIdle(ctx context.Context, id string, epoch int64, reason string, idleFor time.Duration) (TicketView, error) {
+	if idleFor <= 0 {
+		return TicketView{}, Errorf(ErrInvalid, "idle time must be positive, got %s", idleFor)
+	}
+	return s.finish(ctx, id, epoch, LeaseReleased, reason, "", idleFor)
+}
+
+// CheckIdle returns nil when lease l of ticket id has shown no progress
+// (its effective time under mode) for longer than idleFor at now, else an
+// ErrConflict that says when it last did.
+func CheckIdle(mode Mode, id string, l Lease, now time.Time, idleFor time.Duration) error {
+	at, _ := Effective(mode, l)
+	if idle := now.Sub(at); idle <= idleFor {
+		return Errorf(ErrConflict, "ticket %s showed progress %s ago, within %s: not released", id, idle.Round(time.Second), idleFor)
+	}
+	return nil
 }
 
 // Complete ends the lease of epoch on ticket id and completes the ticket.
 func (s *Service) Complete(ctx context.Context, id string, epoch int64, prURL string) (TicketView, error) {
-	return s.finish(ctx, id, epoch, LeaseCompleted, "", prURL)
+	return s.finish(ctx, id, epoch, LeaseCompleted, "", prURL, 0)
 }
 
-func (s *Service) finish(ctx context.Context, id string, epoch int64, state LeaseState, reason, prURL string) (TicketView, error) {
+func (s *Service) finish(ctx context.Context, id string, epoch int64, state LeaseState, reason, prURL string, idleFor time.Duration) (TicketView, error) {
 	if !ValidTicketID(id) {
 		return TicketView{}, Errorf(ErrInvalid, "ticket id %q is invalid", id)
 	}
@@ -868,6 +890,15 @@ func (s *Service) finish(ctx context.Context, id string, epoch int64, state Leas
 		t, l, err := s.heldLease(ctx, tx, id, epoch)
 		if err != nil {
 			return err
+		}
+		if idleFor > 0 {
+			mode, err := s.currentMode(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := CheckIdle(mode, id, l, now, idleFor); err != nil {
+				return err
+			}
 		}
 		ch := End(t, l, state, reason, prURL, now)
 		if _, err := s.write(ctx, tx, ch); err != nil {

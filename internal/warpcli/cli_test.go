@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -421,5 +422,37 @@ func TestHumanOutputEscapesControlCharacters(t *testing.T) {
 	got := decode[client.TicketList](t, r.stdout)
 	if len(got.Tickets) != 1 || got.Tickets[0].Lease == nil || got.Tickets[0].Lease.Host != evil || got.Tickets[0].Lease.InFlight != "Bash"+osc52 {
 		t.Errorf("--json changed the text: %+v", got)
+	}
+}
+
+// stale-unlock judges idleness by the server's clock, not this host's, and
+// releases only what is still idle when the release reaches the server.
+func TestStaleUnlockUsesTheServersView(t *testing.T) {
+	s := startServer(t, func(c *warpcli.ServeConfig) { c.Policy.LeaseWindow = 2 * time.Hour })
+	for _, id := range []string{"A", "B"} {
+		s.run(t, nil, "ticket", "create", id).mustSucceed(t)
+		s.claim(t, id, "host-"+strings.ToLower(id))
+	}
+	s.clock.Advance(40 * time.Minute) // the server's clock; this host's stays in 2026-12 or wherever it is
+	r := s.run(t, nil, "stale-unlock", "--dry-run", "--json").mustSucceed(t)
+	if rep := decode[warpcli.StaleUnlockReport](t, r.stdout); len(rep.Stale) != 2 || rep.Stale[0].IdleS != 2400 {
+		t.Fatalf("dry run by the server's clock: %+v, want A and B idle 40 min", rep)
+	}
+	// B shows progress between a listing and its release: the server
+	// refuses the conditional release, A's goes through.
+	s.heartbeat(t, client.HeartbeatRequest{SchemaVersion: ptr(2), Ticket: "B", Epoch: 1, Host: "host-b", ActivityAgeS: ptr(0.0)})
+	c := client.NewClient(s.URL(), adminToken)
+	ctx := context.Background()
+	if _, err := c.Release(ctx, "B", client.ReleaseRequest{Epoch: 1, IdleForS: 1800}); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("conditional release of B after its activity: %v, want conflict", err)
+	}
+	if _, err := c.Release(ctx, "A", client.ReleaseRequest{Epoch: 1, IdleForS: 1800}); err != nil {
+		t.Fatalf("conditional release of idle A: %v", err)
+	}
+	if v, _ := s.Service.Ticket(ctx, "B"); v.Ticket.State != warp.TicketClaimed {
+		t.Fatalf("B is %s, want still claimed", v.Ticket.State)
+	}
+	if _, err := c.Release(ctx, "B", client.ReleaseRequest{Epoch: 1, IdleForS: -1}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("negative idle_for_s: %v, want invalid", err)
 	}
 }

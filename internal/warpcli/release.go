@@ -166,10 +166,11 @@ the meantime is skipped rather than released. Needs an admin token.`,
 // (the server or its database) stops the walk: the report still holds
 // what was done before it, and failed is that release's error.
 func (c *CLI) staleUnlock(ctx context.Context, cl *client.Client, olderThan time.Duration, dry bool) (rep StaleUnlockReport, failed, err error) {
-	modeName, err := cl.Mode(ctx)
+	ms, err := cl.ModeStatus(ctx)
 	if err != nil {
 		return rep, nil, fail(cl, err)
 	}
+	modeName := ms.Mode
 	mode, err := warp.ParseMode(modeName)
 	if err != nil {
 		return rep, nil, fmt.Errorf("server answered mode %q: %w", modeName, err)
@@ -178,7 +179,13 @@ func (c *CLI) staleUnlock(ctx context.Context, cl *client.Client, olderThan time
 	if err != nil {
 		return rep, nil, fail(cl, err)
 	}
+	// Idleness is judged by the server's clock, read with the mode (a
+	// server too old to say leaves this host's); the release itself is
+	// judged again by the server when it happens.
 	now := c.now()
+	if ms.Now != nil {
+		now = *ms.Now
+	}
 	rep = StaleUnlockReport{Mode: modeName, OlderThan: olderThan.String(), DryRun: dry, Claimed: len(tickets), Stale: []StaleClaim{}}
 	for _, t := range tickets {
 		sc, idle, ok := staleClaim(mode, t, now, olderThan)
@@ -186,7 +193,7 @@ func (c *CLI) staleUnlock(ctx context.Context, cl *client.Client, olderThan time
 			continue
 		}
 		if !dry {
-			failed = releaseStale(ctx, cl, &sc, idle)
+			failed = releaseStale(ctx, cl, &sc, idle, olderThan)
 		}
 		rep.Stale = append(rep.Stale, sc)
 		if failed != nil {
@@ -220,17 +227,23 @@ func staleClaim(mode warp.Mode, t client.Ticket, now time.Time, olderThan time.D
 	return sc, idle, true
 }
 
-// releaseStale releases sc's lease at its epoch and records the outcome in
-// sc: released, skipped (the lease moved on between the listing and the
-// release) or failed, whose error it returns.
-func releaseStale(ctx context.Context, cl *client.Client, sc *StaleClaim, idle time.Duration) error {
+// releaseStale releases sc's lease at its epoch if still idle for longer
+// than olderThan, and records the outcome in sc: released, skipped (the
+// lease moved on or showed progress between the listing and the release)
+// or failed, whose error it returns.
+func releaseStale(ctx context.Context, cl *client.Client, sc *StaleClaim, idle, olderThan time.Duration) error {
+	// Conditional: the server releases only if, by its clock and in the
+	// transaction that releases, the lease is still idle for longer than
+	// olderThan.
 	_, err := cl.Release(ctx, sc.Ticket, client.ReleaseRequest{Epoch: sc.Epoch,
-		Reason: "stale-unlock: no progress for " + Age(idle)})
+		Reason: "stale-unlock: no progress for " + Age(idle), IdleForS: olderThan.Seconds()})
 	switch {
 	case err == nil:
 		sc.Action = "released"
-	case errors.Is(err, client.ErrStaleEpoch) || errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrNotFound):
-		// The lease moved on between the listing and the release.
+	case errors.Is(err, client.ErrStaleEpoch) || errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrNotFound) ||
+		errors.Is(err, client.ErrConflict):
+		// The lease moved on, or showed progress, between the listing and
+		// the release.
 		sc.Action, sc.Error = "skipped", apiclient.Message(err)
 	default:
 		sc.Action, sc.Error = "failed", apiclient.Message(err)
