@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,6 +178,17 @@ func TestFreezeTwiceTheWindow(t *testing.T) {
 	}
 }
 
+// readyz returns the status of GET /readyz.
+func readyz(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // fill writes a file into dir until the file system is full; removing the
 // returned path frees the space again.
 func fill(t *testing.T, dir string) string {
@@ -237,6 +249,15 @@ func TestSQLiteDiskFull(t *testing.T) {
 	if n == 5000 {
 		t.Fatal("every write still succeeds on the full file system")
 	}
+	if code := readyz(t, p.URL); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d while writes fail, want 503", code)
+	}
+	// A warp started on the full file system says why it cannot.
+	start := exec.Command(warpBin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(fs, "new.db"))
+	out, err := start.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no space left") {
+		t.Errorf("warp serve on a full file system: %v, output:\n%s\nwant a failure that says no space left", err, out)
+	}
 	time.Sleep(window * 3 / 2)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -255,6 +276,9 @@ func TestSQLiteDiskFull(t *testing.T) {
 		return leaseOf(t, c, "DEAD").State == "lapsed"
 	})
 	t.Logf("the dead lease lapsed %v after space returned", time.Since(freed).Round(time.Millisecond))
+	if code := readyz(t, p.URL); code != http.StatusOK {
+		t.Errorf("/readyz answered %d once writes succeed again, want 200", code)
+	}
 	time.Sleep(grace)
 	for _, a := range agents {
 		if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {

@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -69,6 +70,15 @@ type DB struct {
 	rStmts stmtCache
 	ckpt   *checkpointer // see checkpoint.go
 	log    *slog.Logger
+
+	// ident is the database file's identity when it was opened (see
+	// checkFile); lost is set once it no longer names that file.
+	ident fileIdent
+	lost  atomic.Bool
+	// writeErr holds the error of the last write transaction when it
+	// failed for want of the database (full, unwritable), nil once one
+	// succeeds: Ping then reports not ready.
+	writeErr atomic.Pointer[error]
 }
 
 // Options tunes OpenWith.
@@ -113,6 +123,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if db.ident, err = statIdent(path); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
@@ -174,7 +188,17 @@ func (db *DB) Path() string { return db.path }
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits when fn returns nil.
 func (db *DB) Update(ctx context.Context, fn func(warp.Tx) error) error {
-	return db.run(ctx, db.w, db.wStmts, true, nil, fn)
+	if err := db.checkFile(); err != nil {
+		return err
+	}
+	err := db.run(ctx, db.w, db.wStmts, true, nil, fn)
+	switch {
+	case err == nil:
+		db.writeErr.Store(nil)
+	case errors.Is(err, warp.ErrUnavailable) && ctx.Err() == nil:
+		db.writeErr.Store(&err)
+	}
+	return err
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot.
@@ -225,6 +249,12 @@ func begin(ctx context.Context, conn *sql.Conn, opts *sql.TxOptions) (*sql.Tx, e
 
 // Ping reports whether the database answers, as ErrUnavailable when not.
 func (db *DB) Ping(ctx context.Context) error {
+	if err := db.checkFile(); err != nil {
+		return err
+	}
+	if p := db.writeErr.Load(); p != nil {
+		return fmt.Errorf("the last write to %s failed: %w", db.path, *p)
+	}
 	var one int
 	if err := db.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("ping %s: %w: %w", db.path, warp.ErrUnavailable, err)
@@ -433,7 +463,9 @@ func translate(op string, err error) error {
 			return fmt.Errorf("%s: %w: %w", op, warp.ErrNotFound, err)
 		}
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL:
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%s: %w: no space left on the database's file system: free some and retry (%w)", op, warp.ErrUnavailable, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR:
 			return fmt.Errorf("%s: %w: %w", op, warp.ErrUnavailable, err)
 		}
 	}
