@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -88,7 +89,15 @@ func StartWithTokens(t testing.TB, p warp.Policy, tokens []httpapi.Token) *Serve
 	if err := svc.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: tokens})
+	// 5xx answers are logged into a buffer that a failed test shows: a
+	// 500 in a test then says what broke.
+	var errs lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() && errs.Len() > 0 {
+			t.Logf("warp's 5xx answers:\n%s", errs.String())
+		}
+	})
+	api, err := httpapi.NewServer(svc, httpapi.ServerConfig{Tokens: tokens, Logger: slog.New(slog.NewTextHandler(&errs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,4 +336,28 @@ func BuildGyrum() (path string, remove func(), err error) {
 		return "", nil, fmt.Errorf("build gyrum: %w", err)
 	}
 	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
