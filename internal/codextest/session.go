@@ -194,6 +194,8 @@ type Session struct {
 	code       int
 	ended      time.Time
 	killOnce   sync.Once
+	mu         sync.Mutex
+	codexPid   int
 }
 
 // tagVar marks every process of a session in its environment, so the
@@ -295,22 +297,38 @@ func exitCode(ps *os.ProcessState) int {
 func (s *Session) Pid() int { return s.Cmd.Process.Pid }
 
 // CodexPid returns the pid of the native codex process: Pid itself when
-// the launcher exec'd it, else the launcher's descendant whose kernel name
-// is "codex" (0 while there is none).
+// the launcher exec'd it, else the launcher's descendant running the
+// native binary (0 while there is none; Linux /proc). The first pid found
+// is kept, so it stays known after the session ended.
 func (s *Session) CodexPid() int {
-	if p, ok := claudetest.Lookup(s.Pid()); ok && p.Comm == "codex" {
-		return s.Pid()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.codexPid != 0 {
+		return s.codexPid
+	}
+	if native(s.Pid()) {
+		s.codexPid = s.Pid()
+		return s.codexPid
 	}
 	procs, err := claudetest.Processes()
 	if err != nil {
 		return 0
 	}
 	for _, p := range claudetest.Descendants(procs, s.Pid()) {
-		if p.Comm == "codex" {
+		if native(p.PID) {
+			s.codexPid = p.PID
 			return p.PID
 		}
 	}
 	return 0
+}
+
+// native reports whether pid runs the native codex binary. Its kernel
+// name alone does not tell: the launcher script is "codex" too until its
+// #!/usr/bin/env has exec'd node.
+func native(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && filepath.Base(exe) == "codex"
 }
 
 // Done is closed when the started process has exited.
