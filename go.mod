@@ -3,6 +3,7 @@ module github.com/gyrum-labs/warp
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/gyrum-labs/warp/client v0.0.0-00010101000000-000000000000

@@ -1,6 +1,7 @@
 // Package doctor checks that the agent side is wired on this host and says
 // how to fix what is not: the touch-activity hook in the effective Claude
-// Code settings and the gyrum binary it runs, a live run of each hook
+// Code settings and the gyrum binary it runs, the trust the other agents
+// need before they run the hooks setup gave them (Codex, Gemini CLI), a live run of each hook
 // command line (exit 0 within its timeout, activity file moved), the
 // watchdog schedule, the warp server (reachable, speaking heartbeat v2),
 // and the loop of every local lease (alive, matching its pid file).
@@ -62,6 +63,9 @@ type Options struct {
 	// $CLAUDE_CONFIG_DIR ("" → Home/.claude).
 	Home            string
 	ClaudeConfigDir string
+	// CodexHome is $CODEX_HOME ("" → Home/.codex): where Codex keeps the
+	// hooks.json setup wires and the config.toml that records its trust.
+	CodexHome string
 	// Cwd is the project whose .claude/settings.json and
 	// .claude/settings.local.json count too, and where a local lease is
 	// looked for.
@@ -98,6 +102,7 @@ func Run(ctx context.Context, o Options) Report {
 	hook, commands := checkHook(o)
 	checks = append(checks, hook)
 	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
+	checks = append(checks, checkAgentTrust(o)...)
 	binary := o.Binary
 	if binary == "" {
 		binary, _ = os.Executable()

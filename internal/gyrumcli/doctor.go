@@ -19,6 +19,11 @@ func (a *App) doctorCommand() *cobra.Command {
   hook         gyrum touch-activity is in the effective Claude Code settings
                (user, and ./.claude/settings.json and settings.local.json)
   hook-binary  the gyrum the hook runs exists and is executable
+  codex-trust  Codex trusts the hooks setup wrote into $CODEX_HOME/hooks.json
+               (or ./.codex/hooks.json): it skips an untrusted or changed one
+               without a word (checked only where setup installed them)
+  gemini-trust Gemini CLI trusts the folder of ./.gemini/settings.json's hooks
+               (~/.gemini/trustedFolders.json)
   hook-run     each hook command line, run through sh -c as Claude Code does
                with a sample PostToolUse payload in a scratch .gyrum/, exits 0
                within its timeout and moves last-activity (a hung hook's
@@ -42,6 +47,7 @@ Exit 1 when something is wrong.`,
 			rep := doctor.Run(cmd.Context(), doctor.Options{
 				Home:            home,
 				ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
+				CodexHome:       a.getenv("CODEX_HOME"),
 				Cwd:             cwd,
 				WarpURL:         a.getenv("WARP_URL"),
 				WarpToken:       a.getenv("WARP_TOKEN"),

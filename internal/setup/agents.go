@@ -116,8 +116,8 @@ func codexNotes(o Options) func(path string, data []byte, changed bool) []string
 			return nil
 		}
 		msg := "Codex runs the gyrum hook only after you trust it: setup adds (or changes) it in " + path + ", and Codex skips a new or changed hook, without a word, until it is trusted.\n" +
-			"Start codex, open /hooks, review and trust the two 'gyrum touch-activity' entries (PreToolUse, PostToolUse).\n" +
-			"Until then Codex's tool calls are no evidence of work, and warp shows its leases as unwired."
+			"Start codex: it lists new or changed hooks at startup; answer \"Trust all and continue\" (or open /hooks, review and trust the two gyrum entries, PreToolUse and PostToolUse).\n" +
+			"Until then Codex's tool calls are no evidence of work, and warp shows its leases as unwired; `gyrum doctor` fails until they are trusted. setup never writes Codex's trust itself."
 		if o.Project != "" {
 			msg += "\nProject hooks load only in a project Codex trusts: trust " + o.Project + " when Codex asks."
 		}

@@ -1,0 +1,424 @@
+package doctor
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/gyrum-labs/warp/internal/setup"
+)
+
+// checkAgentTrust checks, for every other agent whose hook file holds
+// gyrum's hooks (what `gyrum setup --agents` installed), that the agent
+// will run them: Codex runs a hook only once the user trusted that exact
+// hook, and Gemini CLI runs project hooks only in a trusted folder. Both
+// skip an untrusted hook without a word, so an untrusted hook leaves every
+// lease unwired. An agent setup did not install into gets no check.
+// doctor only reads: it never writes another program's trust.
+func checkAgentTrust(o Options) []Check {
+	var out []Check
+	codexHome := o.CodexHome
+	if codexHome == "" {
+		codexHome = filepath.Join(o.Home, ".codex")
+	}
+	out = append(out, checkCodexTrust(filepath.Join(codexHome, "hooks.json"), codexHome, "", o.Cwd)...)
+	if o.Cwd != "" {
+		out = append(out, checkCodexTrust(filepath.Join(o.Cwd, ".codex", "hooks.json"), codexHome, o.Cwd, o.Cwd)...)
+		out = append(out, checkGeminiTrust(o)...)
+	}
+	return out
+}
+
+// codexHook is one command hook of a Codex hooks.json, where Codex keys it.
+type codexHook struct {
+	event          string // "PreToolUse"
+	group, handler int
+	matcher        *string
+	fields         map[string]any // the handler object, numbers as json.Number
+}
+
+// codexHooks reads the command hooks of a Codex hooks.json.
+func codexHooks(data []byte) ([]codexHook, error) {
+	var doc struct {
+		Hooks map[string][]struct {
+			Matcher *string          `json:"matcher"`
+			Hooks   []map[string]any `json:"hooks"`
+		} `json:"hooks"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var out []codexHook
+	for event, groups := range doc.Hooks {
+		for g, group := range groups {
+			for h, handler := range group.Hooks {
+				if t, _ := handler["type"].(string); t != "command" {
+					continue
+				}
+				out = append(out, codexHook{event: event, group: g, handler: h, matcher: group.Matcher, fields: handler})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].event < out[j].event })
+	return out, nil
+}
+
+func (h codexHook) command() string { s, _ := h.fields["command"].(string); return s }
+
+// codexEventLabel is the snake_case name Codex keys an event by
+// ("PreToolUse" → "pre_tool_use").
+func codexEventLabel(event string) string {
+	var b strings.Builder
+	for i, r := range event {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// codexHookKey is the key of the hook's [hooks.state."KEY"] table in
+// Codex's config.toml: the hooks file's path, the event's label, and the
+// positions of the matcher group and of the handler in it.
+func codexHookKey(file string, h codexHook) string {
+	return fmt.Sprintf("%s:%s:%d:%d", file, codexEventLabel(h.event), h.group, h.handler)
+}
+
+// codexHookHash is the hash Codex records as a hook's trusted_hash, as
+// Codex 0.169.0 computes it (codex-rs hooks discovery, "hash a normalized,
+// config-derived identity"): the object {event_name, matcher, hooks: [the
+// normalized handler]} with fields that are absent left out, its keys
+// sorted at every level, as compact JSON, SHA-256, "sha256:" and hex. The
+// handler is normalized to type, command, timeout (default 600, at
+// least 1), async (default false) and statusMessage when it has one.
+// internal/doctor's testdata holds hooks, config.toml and the hashes the
+// real Codex listed for them.
+func codexHookHash(h codexHook) string {
+	handler := map[string]any{"type": "command", "command": h.command(), "async": false}
+	timeout := int64(600)
+	for _, k := range []string{"timeout", "timeoutSec"} {
+		if n, ok := h.fields[k].(json.Number); ok {
+			if v, err := n.Int64(); err == nil {
+				timeout = v
+			}
+			break
+		}
+	}
+	handler["timeout"] = max(timeout, 1)
+	if v, ok := h.fields["async"].(bool); ok {
+		handler["async"] = v
+	}
+	if v, ok := h.fields["statusMessage"].(string); ok {
+		handler["statusMessage"] = v
+	}
+	identity := map[string]any{"event_name": codexEventLabel(h.event), "hooks": []any{handler}}
+	if h.matcher != nil {
+		identity["matcher"] = *h.matcher
+	}
+	var b bytes.Buffer
+	canonicalJSON(&b, identity)
+	sum := sha256.Sum256(b.Bytes())
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// canonicalJSON writes v as serde_json writes it: compact, object keys
+// sorted, strings escaped as serde_json escapes them (only '"', '\\' and
+// control characters; \b \f \n \r \t by name, the others as \u00xx).
+func canonicalJSON(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonicalString(b, k)
+			b.WriteByte(':')
+			canonicalJSON(b, x[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonicalJSON(b, e)
+		}
+		b.WriteByte(']')
+	case string:
+		canonicalString(b, x)
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	default:
+		b.WriteString("null")
+	}
+}
+
+func canonicalString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// codexConfig is what doctor reads of Codex's config.toml.
+type codexConfig struct {
+	Hooks struct {
+		State map[string]struct {
+			TrustedHash *string `toml:"trusted_hash"`
+			Enabled     *bool   `toml:"enabled"`
+		} `toml:"state"`
+	} `toml:"hooks"`
+	Projects map[string]struct {
+		TrustLevel string `toml:"trust_level"`
+	} `toml:"projects"`
+}
+
+// checkCodexTrust checks gyrum's hooks in the Codex hooks file at file
+// (project: the project it belongs to, "" for the user's) against the
+// trust recorded in codexHome/config.toml.
+func checkCodexTrust(file, codexHome, project, cwd string) []Check {
+	name := "codex-trust"
+	if project != "" {
+		name = "codex-trust (project)"
+	}
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	c := Check{Name: name}
+	if err != nil {
+		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read %s: %v", file, err), "make the file readable by this user"
+		return []Check{c}
+	}
+	hooks, err := codexHooks(data)
+	if err != nil {
+		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("%s: %v", file, err), "fix the file (Codex cannot read it either), then run gyrum setup --agents codex"
+		return []Check{c}
+	}
+	var ours []codexHook
+	for _, h := range hooks {
+		if setup.IsHookCommand(h.command()) {
+			ours = append(ours, h)
+		}
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	config := filepath.Join(codexHome, "config.toml")
+	var cfg codexConfig
+	if _, err := toml.DecodeFile(config, &cfg); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read Codex's %s: %v", config, err), "fix the file (Codex cannot read it either)"
+		return []Check{c}
+	}
+	dir := cwd
+	if project != "" {
+		dir = project
+	}
+	if dir == "" {
+		dir = "your project"
+	}
+	fix := fmt.Sprintf("run `codex` in %s and answer \"Trust all and continue\" when it lists hooks to review (or trust them in /hooks)", dir)
+	var untrusted, changed, disabled []string
+	for _, h := range ours {
+		key := codexHookKey(file, h)
+		st, ok := cfg.Hooks.State[key]
+		switch {
+		case ok && st.Enabled != nil && !*st.Enabled:
+			disabled = append(disabled, h.event)
+		case !ok || st.TrustedHash == nil:
+			untrusted = append(untrusted, h.event)
+		case *st.TrustedHash != codexHookHash(h):
+			changed = append(changed, h.event)
+		}
+	}
+	var problems []string
+	if len(untrusted) > 0 {
+		problems = append(problems, strings.Join(untrusted, ", ")+" not trusted")
+	}
+	if len(changed) > 0 {
+		problems = append(problems, strings.Join(changed, ", ")+" changed since trusted")
+	}
+	if len(disabled) > 0 {
+		problems = append(problems, strings.Join(disabled, ", ")+" disabled (enabled = false)")
+		fix = "enable the gyrum hooks in codex's /hooks (or remove enabled = false from their [hooks.state] in " + config + ")"
+	}
+	if project != "" && len(problems) == 0 && !codexProjectTrusted(cfg, project) {
+		problems = append(problems, "the project "+project+" is not trusted, so Codex loads none of its .codex files")
+		fix = fmt.Sprintf("run `codex` in %s and trust the project when it asks", project)
+	}
+	if len(problems) > 0 {
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("Codex skips gyrum's hooks in %s without a word: %s (per %s); its tool calls are no evidence of work and its leases show unwired",
+			file, strings.Join(problems, "; "), config)
+		c.Fix = fix
+		return []Check{c}
+	}
+	c.Status = StatusOK
+	c.Detail = fmt.Sprintf("Codex trusts gyrum's %d hooks in %s", len(ours), file)
+	return []Check{c}
+}
+
+// codexProjectTrusted reports whether Codex trusts project (its
+// [projects."PATH"] trust_level for it or a directory above it).
+func codexProjectTrusted(cfg codexConfig, project string) bool {
+	for dir := filepath.Clean(project); ; dir = filepath.Dir(dir) {
+		if p, ok := cfg.Projects[dir]; ok {
+			return p.TrustLevel == "trusted"
+		}
+		if filepath.Dir(dir) == dir {
+			return false
+		}
+	}
+}
+
+// checkGeminiTrust checks that Gemini CLI trusts the folder of a project
+// whose .gemini/settings.json holds gyrum's hooks: it loads project
+// settings (and runs their hooks) only in a folder its
+// ~/.gemini/trustedFolders.json trusts, unless folder trust is turned off
+// (security.folderTrust.enabled false in the user's settings).
+func checkGeminiTrust(o Options) []Check {
+	file := filepath.Join(o.Cwd, ".gemini", "settings.json")
+	data, err := os.ReadFile(file)
+	if err != nil || !geminiHasOurHook(data) {
+		return nil
+	}
+	c := Check{Name: "gemini-trust (project)"}
+	geminiDir := filepath.Join(o.Home, ".gemini")
+	if user, err := os.ReadFile(filepath.Join(geminiDir, "settings.json")); err == nil {
+		var s struct {
+			Security struct {
+				FolderTrust struct {
+					Enabled *bool `json:"enabled"`
+				} `json:"folderTrust"`
+			} `json:"security"`
+		}
+		if json.Unmarshal(user, &s) == nil && s.Security.FolderTrust.Enabled != nil && !*s.Security.FolderTrust.Enabled {
+			c.Status, c.Detail = StatusOK, "Gemini CLI's folder trust is off: it runs the hooks in "+file
+			return []Check{c}
+		}
+	}
+	trustFile := filepath.Join(geminiDir, "trustedFolders.json")
+	rules := map[string]string{}
+	if data, err := os.ReadFile(trustFile); err == nil {
+		if err := json.Unmarshal(data, &rules); err != nil {
+			c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read Gemini CLI's %s: %v", trustFile, err), "fix the file (Gemini CLI cannot read it either)"
+			return []Check{c}
+		}
+	}
+	if geminiTrusted(rules, o.Cwd) {
+		c.Status, c.Detail = StatusOK, fmt.Sprintf("Gemini CLI trusts %s (%s): it runs the hooks in %s", o.Cwd, trustFile, file)
+		return []Check{c}
+	}
+	c.Status = StatusFail
+	c.Detail = fmt.Sprintf("Gemini CLI skips gyrum's hooks in %s without a word: %s is not a trusted folder in %s; its tool calls are no evidence of work and its leases show unwired",
+		file, o.Cwd, trustFile)
+	c.Fix = fmt.Sprintf("run `gemini` in %s and trust the folder when it asks (or with /permissions)", o.Cwd)
+	return []Check{c}
+}
+
+// geminiTrusted applies Gemini CLI's folder rules to dir: TRUST_FOLDER
+// trusts a folder and what is below it, TRUST_PARENT the folder's parent
+// and what is below that, DO_NOT_TRUST distrusts exactly that folder.
+func geminiTrusted(rules map[string]string, dir string) bool {
+	dir = filepath.Clean(dir)
+	if rules[dir] == "DO_NOT_TRUST" {
+		return false
+	}
+	within := func(root string) bool {
+		root = filepath.Clean(root)
+		rel, err := filepath.Rel(root, dir)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	for path, rule := range rules {
+		switch rule {
+		case "TRUST_FOLDER":
+			if within(path) {
+				return true
+			}
+		case "TRUST_PARENT":
+			if within(filepath.Dir(filepath.Clean(path))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// geminiHasOurHook reports whether a Gemini CLI settings file has a gyrum
+// hook in its "hooks" (event → [{matcher, hooks: [{command}]}]).
+func geminiHasOurHook(data []byte) bool {
+	var doc struct {
+		Hooks map[string]json.RawMessage `json:"hooks"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	for _, raw := range doc.Hooks {
+		var groups []struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		}
+		if json.Unmarshal(raw, &groups) != nil {
+			continue
+		}
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				if setup.IsHookCommand(h.Command) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,87 @@
+package codex_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// In-session `gyrum start-work T --worktree`, then commands that `cd` into
+// the worktree, as models write them. Codex runs every exec_command in a
+// fresh shell in the turn's cwd (the project) and its hooks' cwd is always
+// the project, so only the agent index (start-work recorded the watched
+// codex with the worktree) can credit the worktree's lease: its
+// hook-events count every call after the claim, warp's last_activity_at
+// follows the calls, and the verdict is never unwired.
+//
+// Measured on this branch: hook-events 0, the verdict unwired, because the
+// hook consults the agent index only when CLAUDE_PID is set. The fix
+// (the index for every agent) is in internal/hook, another part of issue
+// 32; this test is skipped until it is merged.
+func TestStartWorkWorktreeWithCd(t *testing.T) {
+	codextest.Require(t)
+	if os.Getenv("GYRUM_TEST_CODEX_WORKTREE") == "" {
+		t.Skip("skipping until the hook uses the agent index for every agent (issue 32, ask 2); set GYRUM_TEST_CODEX_WORKTREE=1 to run")
+	}
+	ws := warptest.StartWithPolicy(t, scaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
+	ws.Create("T-5")
+	project := newProject(t)
+	home := codextest.NewHome(t)
+	wireCodex(t, home, project)
+	root := t.TempDir()
+	wt := filepath.Join(root, filepath.Base(project)+"-T-5")
+	q := shellquote.Quote(wt)
+
+	claim := claimCall("T-5 --worktree --json")
+	work := []codextest.Call{
+		codextest.Shell("cd " + q + " && echo notes > notes.md"),
+		codextest.Shell("cd " + q + " && sleep 1 && ls"),
+		codextest.Shell("cd " + q + " && sleep 1 && git status --short"),
+	}
+	turns := []codextest.Turn{codextest.Calls(claim)}
+	for _, c := range work {
+		turns = append(turns, codextest.Calls(c))
+	}
+	model := codextest.NewFakeModel(t, append(turns, codextest.Text("Done with T-5."))...)
+	env := agentEnv(t, ws.URL(), 0.2, 30, 1)
+	env["GYRUM_WORKTREE_ROOT"] = root
+	w := watchTicket(t, ws, "T-5")
+	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: env})
+	poll(t, "the native codex process", func() bool { return s.CodexPid() != 0 })
+	wd, _ := gyrumdir.At(wt)
+	logLoopOnFailure(t, wd)
+	s.WaitOK(sessionTimeout)
+
+	sr := startResultOf(t, model, claim)
+	if sr.Dir != wt || sr.WatchedPID != s.CodexPid() {
+		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and codex %d", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.CodexPid())
+	}
+	if !exists(filepath.Join(wt, "notes.md")) {
+		t.Error("the call that cd'd into the worktree did not write notes.md there")
+	}
+	if got, want := hookEvents(wd), int64(1+2*len(work)); got != want {
+		t.Errorf("the worktree's hook-events counted %d, want %d (Post of the claim, Pre and Post of %d calls)", got, want, len(work))
+	}
+	_, _, last, _ := wd.ReadActivity()
+	claudetest.Poll(t, 5*time.Second, "warp's last_activity_at to reach the last call", func() bool {
+		return !ws.Lease("T-5").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
+	})
+	if l := ws.Lease("T-5"); l.LastActivityAt.Sub(l.ClaimedAt) < 1500*time.Millisecond {
+		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
+	}
+	w.Stop()
+	for _, v := range w.verdicts() {
+		if v == warp.VerdictUnwired {
+			t.Errorf("verdicts %v: unwired while the hook fired", w.verdicts())
+			break
+		}
+	}
+}
