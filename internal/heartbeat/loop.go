@@ -96,6 +96,10 @@ type Config struct {
 	// Agents is $GYRUM_HOME/agents: the loop removes its agent's entry
 	// when the agent or the lease file is gone. Zero: no index.
 	Agents gyrumdir.AgentIndex
+	// Prepared is $GYRUM_HOME/worktrees: with Registry and Agents, what
+	// the loop restores when $GYRUM_HOME lost them (restoreHome). Zero:
+	// not restored.
+	Prepared gyrumdir.Prepared
 	// Snapshot lists the host's processes (proc.TakeSnapshot when nil).
 	Snapshot func() (proc.Snapshot, error)
 }
@@ -295,6 +299,58 @@ func (l *Loop) register() error {
 	return nil
 }
 
+// restoreHome re-creates this loop's entries in $GYRUM_HOME when they are
+// gone ($GYRUM_HOME deleted or pruned under live loops): the registry
+// entry (the watchdog and gyrum status find the loop by it), and, when
+// that was gone too, the prepared worktree and the agent index entry of
+// the watched agent, through which the hook credits this worktree and
+// shows the agent a lease-ended notice. Without them a working agent's
+// hook stops crediting, its lease lapses and nobody is told. A tick that
+// finds the entry costs one small read. (In wrap mode the watched process
+// is gyrum itself: the wrapped agent's index entry is not restored, and
+// the hook finds the worktree by its cwd.)
+func (l *Loop) restoreHome() {
+	if l.cfg.Registry == (gyrumdir.Registry{}) {
+		return
+	}
+	self := l.cfg.Self
+	if _, err := l.cfg.Registry.Read(self.PID); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var restored []string
+	if err := l.cfg.Registry.Add(gyrumdir.Entry{PID: self.PID, StartTime: self.StartTime, Dir: l.dir.Worktree, Ticket: l.lease.Ticket}); err != nil {
+		l.log.Warn("$GYRUM_HOME lost this loop's registry entry and it cannot be restored", "err", err)
+		return
+	}
+	restored = append(restored, "registry entry")
+	if l.cfg.Prepared != (gyrumdir.Prepared{}) {
+		if err := l.cfg.Prepared.Add(l.dir.Worktree); err == nil {
+			restored = append(restored, "prepared worktree")
+		}
+	}
+	if l.cfg.Agents != (gyrumdir.AgentIndex{}) && !l.wrapped() {
+		if err := l.cfg.Agents.Add(l.parent, l.dir.Worktree); err == nil {
+			restored = append(restored, "agent index entry")
+		}
+	}
+	l.log.Warn("$GYRUM_HOME lost this loop's entries (deleted under it?): restored them", "restored", strings.Join(restored, ", "))
+}
+
+// wrapped reports whether the watched process is gyrum itself (start-work
+// -- CMD); it reads /proc, only when restoring.
+func (l *Loop) wrapped() bool {
+	snap, err := l.cfg.Snapshot()
+	if err != nil {
+		return false
+	}
+	for _, p := range snap.Procs {
+		if p.PID == l.parent.PID {
+			return strings.HasPrefix(p.Name, ownPrefix)
+		}
+	}
+	return false
+}
+
 func (l *Loop) unregister(exit Exit) {
 	self := l.cfg.Self
 	if _, err := l.dir.RemovePIDIf(gyrumdir.LoopPIDFile, self); err != nil {
@@ -358,6 +414,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 		l.post(ctx, l.v1(), now)
 		return ""
 	}
+	l.restoreHome()
 	f := l.facts(now, start)
 	d := Decide(f, Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax})
 	switch d.Action {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -934,4 +935,39 @@ func TestTokenOnlyForItsServer(t *testing.T) {
 			t.Errorf("WARP_URL %s, lease on %s: heartbeat answered %d, want %d", c.server, ws.URL(), b.Status, c.status)
 		}
 	}
+}
+
+// $GYRUM_HOME deleted under a live loop (rm -rf ~/.gyrum): the loop
+// restores its registry entry, the prepared worktree and its agent's index
+// entry at its next tick, so the hook keeps crediting the worktree and can
+// tell the agent when the lease ends, and gyrum status lists the loop.
+func TestHomeLostUnderTheLoopIsRestored(t *testing.T) {
+	ws := newWarp(t)
+	ws.Create("T-home")
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-home", ws.Claim("T-home", "A"), parent)
+	home := filepath.Join(t.TempDir(), "gyrum-home")
+	reg, agents, prepared := gyrumdir.NewRegistry(home), gyrumdir.NewAgentIndex(home), gyrumdir.NewPrepared(home)
+	// What start-work records before it spawns the loop.
+	if err := prepared.Add(d.Worktree); err != nil {
+		t.Fatal(err)
+	}
+	if err := agents.Add(parent, d.Worktree); err != nil {
+		t.Fatal(err)
+	}
+	r := startLoop(t, d, func(cfg *heartbeat.Config) {
+		cfg.Registry, cfg.Agents, cfg.Prepared = reg, agents, prepared
+	})
+	defer func() { r.cancel(); r.wait() }()
+	waitFor(t, "the loop's first heartbeat", func() bool { return len(ws.Beats()) > 0 })
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	restored := func() bool {
+		entries, _, _ := reg.List()
+		wts, _ := agents.Worktrees(parent)
+		return len(entries) == 1 && entries[0].Dir == d.Worktree && prepared.Has(d.Worktree) &&
+			len(wts) == 1 && wts[0] == d.Worktree
+	}
+	waitFor(t, "the registry entry, the prepared worktree and the agent index entry to come back", restored)
 }

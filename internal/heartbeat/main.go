@@ -43,7 +43,7 @@ func Detached(ctx context.Context, d gyrumdir.Dir, schema int, getenv func(strin
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrSettings, err))
 	}
-	loop, err := New(Config{Dir: d, Registry: gyrumdir.NewRegistry(home), Agents: gyrumdir.NewAgentIndex(home),
+	loop, err := New(Config{Dir: d, Registry: gyrumdir.NewRegistry(home), Agents: gyrumdir.NewAgentIndex(home), Prepared: gyrumdir.NewPrepared(home),
 		Token: getenv("WARP_TOKEN"), Server: getenv("WARP_URL"), Durations: dur, SchemaVersion: schema, Logger: logger})
 	if err != nil {
 		return fail(err)
