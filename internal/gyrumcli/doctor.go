@@ -29,10 +29,11 @@ func (a *App) doctorCommand() *cobra.Command {
                within its timeout and moves last-activity (a hung hook's
                process group is killed at the timeout)
   watchdog     the systemd timer is enabled, or the crontab line is there
+               (a warning, not a failure, when neither: the sweep can run by hand)
   warp         WARP_URL answers and accepts schema_version 2 heartbeats
                (probed with a heartbeat for the ticket gyrum-doctor-probe)
   loop ...     the loop of each local lease is alive and matches heartbeat.pid
-Exit 1 when something is wrong.`,
+Exit 1 when something is wrong; warnings alone exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			home, err := a.homeDir()
