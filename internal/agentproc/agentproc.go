@@ -37,6 +37,29 @@ func known(name string) (string, bool) {
 	return "", false
 }
 
+// Product returns the product an agent name (Name's, or an executable's
+// base name) is, as people call it: claude-code, codex, gemini-cli,
+// cursor, aider; "agent" for anything else. It names leases by default
+// (gyrum start-work's agent label).
+func Product(name string) string {
+	if n, ok := known(name); ok {
+		name = n
+	}
+	switch name {
+	case "claude":
+		return "claude-code"
+	case "codex":
+		return "codex"
+	case "gemini":
+		return "gemini-cli"
+	case "cursor-agent":
+		return "cursor"
+	case "aider":
+		return "aider"
+	}
+	return "agent"
+}
+
 // packages are path fragments of agent CLIs that run under an
 // interpreter: a script argument containing one names the agent.
 var packages = []struct{ fragment, agent string }{

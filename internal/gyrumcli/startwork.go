@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	osuser "os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -75,7 +77,7 @@ func (a *App) startWorkCommand() *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "with --next: a label the ticket must carry (repeatable)")
 	f.StringVar(&o.dir, "dir", "", "the worktree (default: the working directory); with --worktree, the repository")
 	f.BoolVar(&o.worktree, "worktree", false, "create a git worktree and branch gyrum/<ticket> for the ticket")
-	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT)")
+	f.StringVar(&o.agent, "agent", "", "agent label recorded with the lease (env GYRUM_AGENT; default PRODUCT:USER@HOST, e.g. claude-code:jane@vm)")
 	f.StringVar(&o.host, "host", "", "host name recorded with the lease (env GYRUM_HOST, default the host name)")
 	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
 	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
@@ -327,14 +329,39 @@ func (s *startRun) checkWatched() (err error) {
 	return nil
 }
 
+// defaultAgent is the agent label when none is given: the agent's product
+// (of the watched process, or of CMD in wrapper mode), user and host, as
+// claude-code:jane@vm, so lists and errors name who holds a lease.
+func (s *startRun) defaultAgent(host string) string {
+	name := s.watched.Name
+	if s.child != nil {
+		name = filepath.Base(s.child[0])
+	} else if s.watched.How == "CLAUDE_PID" {
+		name = "claude"
+	}
+	user := firstOf(s.a.getenv("USER"), s.a.getenv("LOGNAME"))
+	if user == "" {
+		if u, err := osuser.Current(); err == nil {
+			user = u.Username
+		}
+	}
+	if user == "" {
+		user = "unknown"
+	}
+	return agentproc.Product(name) + ":" + user + "@" + host
+}
+
 // claim claims the ticket (or the next one) and checks the answer; its
 // undo releases the lease. An answer that names no valid ticket or holds
 // no lease is not undone: there is nothing to send back.
 func (s *startRun) claim(ctx context.Context) error {
-	agent := firstOf(s.o.agent, s.a.getenv("GYRUM_AGENT"))
 	host := firstOf(s.o.host, s.a.getenv("GYRUM_HOST"))
 	if host == "" {
 		host, _ = os.Hostname()
+	}
+	agent := firstOf(s.o.agent, s.a.getenv("GYRUM_AGENT"))
+	if agent == "" {
+		agent = s.defaultAgent(host)
 	}
 	api := s.a.client("")
 	var t client.Ticket

@@ -790,3 +790,44 @@ func TestLeaseBoundToItsClaimant(t *testing.T) {
 		t.Errorf("ticket %s after the holder's release", v.Ticket.State)
 	}
 }
+
+// Without --agent or GYRUM_AGENT the lease is labelled with the agent's
+// product, the user and the host, so lists and "claimed by" errors name its
+// holder: a watched process named like an agent gives its product, one
+// that is not gives "agent".
+func TestStartWorkDefaultAgentLabel(t *testing.T) {
+	e := newEnv(t)
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = os.Getenv("LOGNAME")
+	}
+	for i, c := range []struct {
+		exe, want string
+	}{{"sleep", "agent"}, {"codex", "codex"}, {"claude", "claude-code"}} {
+		ticket := fmt.Sprintf("T-label%d", i)
+		e.ws.Create(ticket)
+		exe := c.exe
+		if exe != "sleep" { // a process whose executable is named like the agent
+			exe = filepath.Join(t.TempDir(), c.exe)
+			sleep, err := exec.LookPath("sleep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(sleep, exe); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, watched := agent(t, exe, "1000")
+		wt := mkdir(t)
+		sr := e.startResult(e.gyrum(wt, "", "start-work", ticket, "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+		if user == "" {
+			if !strings.HasPrefix(sr.Agent, c.want+":") || !strings.HasSuffix(sr.Agent, "@"+host) {
+				t.Errorf("%s: agent %q, want %s:USER@%s", c.exe, sr.Agent, c.want, host)
+			}
+		} else if want := c.want + ":" + user + "@" + host; sr.Agent != want {
+			t.Errorf("%s: agent %q, want %q", c.exe, sr.Agent, want)
+		}
+		e.gyrum(wt, "", "release")
+	}
+}
