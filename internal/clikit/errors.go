@@ -49,6 +49,10 @@ func Fail(err error) error {
 	return &Failure{Err: err}
 }
 
+// Failf is Fail of a new error: a refused operation (exit 1) whose message
+// says what to do, not a usage error.
+func Failf(format string, args ...any) error { return Fail(fmt.Errorf(format, args...)) }
+
 // Exit returns the error that ends a command with code and prints nothing:
 // the command already said what there was to say (a report that found
 // problems, a child process's exit status).

@@ -89,7 +89,8 @@ func TestStartWorkRefusesAHeldWorktree(t *testing.T) {
 	d, _ := gyrumdir.Open(wt)
 	before, _ := os.ReadFile(d.File(gyrumdir.LeaseFile))
 	r := e.inproc(wt, "start-work", "T-2", "--watch-pid", wp)
-	if r.code != 2 || !strings.Contains(r.stderr, "already holds ticket T-1") || !strings.Contains(r.stderr, "is running") {
+	if r.code != 1 || !strings.Contains(r.stderr, "already holds ticket T-1") || !strings.Contains(r.stderr, "is running") ||
+		strings.Contains(r.stderr, "--help") {
 		t.Fatalf("second start-work: %+v", r)
 	}
 	after, _ := os.ReadFile(d.File(gyrumdir.LeaseFile))
@@ -224,7 +225,7 @@ func TestCorruptLeaseIsNotTouched(t *testing.T) {
 		}
 	}
 	r := e.inproc(wt, "start-work", "T-1")
-	if r.code != 2 || !strings.Contains(r.stderr, "cannot be read") {
+	if r.code != 1 || !strings.Contains(r.stderr, "cannot be read") {
 		t.Fatalf("start-work over a corrupt lease: %+v", r)
 	}
 }

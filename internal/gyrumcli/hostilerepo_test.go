@@ -149,7 +149,7 @@ func TestCommittedGyrumDirIsRefused(t *testing.T) {
 
 	e.ws.Create("T-here")
 	r := e.gyrum(repo, "", "start-work", "T-here", "--watch-pid", pid)
-	if r.code != 2 || !strings.Contains(r.stderr, "tracks") || !strings.Contains(r.stderr, "git rm -r --cached .gyrum") {
+	if r.code != 1 || !strings.Contains(r.stderr, "tracks") || !strings.Contains(r.stderr, "git rm -r --cached .gyrum") {
 		t.Fatalf("start-work in the repository: %+v", r)
 	}
 	// Refused before the claim: the ticket was never taken.
@@ -164,7 +164,7 @@ func TestCommittedGyrumDirIsRefused(t *testing.T) {
 	root := t.TempDir()
 	e.vars["GYRUM_WORKTREE_ROOT"] = root
 	r = e.gyrum(repo, "", "start-work", "T-wt", "--worktree", "--watch-pid", pid)
-	if r.code != 2 || !strings.Contains(r.stderr, "tracks") {
+	if r.code != 1 || !strings.Contains(r.stderr, "tracks") {
 		t.Fatalf("start-work --worktree: %+v", r)
 	}
 	if ents, _ := os.ReadDir(root); len(ents) != 0 {
@@ -180,7 +180,7 @@ func TestCommittedGyrumDirIsRefused(t *testing.T) {
 	gitOut(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "case")
 	e.ws.Create("T-case")
 	r = e.gyrum(repo, "", "start-work", "T-case", "--watch-pid", pid)
-	if r.code != 2 || !strings.Contains(r.stderr, ".Gyrum/wait.json") {
+	if r.code != 1 || !strings.Contains(r.stderr, ".Gyrum/wait.json") {
 		t.Fatalf("start-work with .Gyrum tracked: %+v", r)
 	}
 }

@@ -590,7 +590,7 @@ func refuseTracked(ctx context.Context, wt string) error {
 		return err
 	}
 	if len(files) > 0 {
-		return clikit.Usagef("the repository tracks %s (%s): gyrum keeps the lease and its secret there, which must never be committed; "+
+		return clikit.Failf("the repository tracks %s (%s): gyrum keeps the lease and its secret there, which must never be committed; "+
 			"remove it from the repository (git rm -r --cached %s, then commit) and run start-work again",
 			clikit.Clean(filepath.Join(wt, gyrumdir.DirName)), clikit.Clean(strings.Join(files, ", ")), gyrumdir.DirName)
 	}
@@ -609,13 +609,13 @@ func checkFree(wt string) error {
 	}
 	l, err := d.ReadLease()
 	if err != nil {
-		return clikit.Usagef("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, shellquote.Quote(wt))
+		return clikit.Failf("%s already has a lease.json that cannot be read (%v): inspect it, then 'gyrum release --dir %s'", wt, err, shellquote.Quote(wt))
 	}
 	state := "its loop is not running"
 	if id, err := d.ReadPID(gyrumdir.LoopPIDFile); err == nil && id.Alive() {
 		state = fmt.Sprintf("its loop pid %d is running", id.PID)
 	}
-	return clikit.Usagef("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
+	return clikit.Failf("%s already holds ticket %s (epoch %d) and %s: finish it with 'gyrum complete-pr' or 'gyrum release --dir %s' first",
 		wt, l.Ticket, l.Epoch, state, shellquote.Quote(wt))
 }
 

@@ -134,11 +134,11 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 	switch t.State {
 	case TicketClaimed:
 		if holder == nil || !c.discloses() {
-			return Change{}, Errorf(ErrConflict, "ticket %s is held by another agent", t.ID)
+			return Change{}, Errorf(ErrConflict, "ticket %s is held by another agent: claim another with --next", t.ID)
 		}
-		return Change{}, Errorf(ErrConflict, "ticket %s is claimed by agent %q on host %q (epoch %d)", t.ID, holder.Agent, holder.Host, holder.Epoch)
+		return Change{}, Errorf(ErrConflict, "ticket %s is claimed by agent %q on host %q (epoch %d): claim another with --next, or, if that agent is gone, free it with warp release %s --reason REASON", t.ID, holder.Agent, holder.Host, holder.Epoch, t.ID)
 	case TicketCompleted:
-		return Change{}, Errorf(ErrConflict, "ticket %s is completed", t.ID)
+		return Change{}, Errorf(ErrConflict, "ticket %s is completed: claim another with --next", t.ID)
 	}
 	l := Lease{
 		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,

@@ -158,8 +158,8 @@ func TestClaim(t *testing.T) {
 		caller warp.Caller
 		msg    string
 	}{
-		{"a claimed ticket is a conflict that names its holder to an operator", claimedTicket(2), warp.Caller{}, `claimed by agent "a" on host "h" (epoch 2)`},
-		{"an agent is not told who holds it", claimedTicket(2), warp.Caller{Agent: true}, "held by another agent"},
+		{"a claimed ticket is a conflict that names its holder to an operator", claimedTicket(2), warp.Caller{}, `claimed by agent "a" on host "h" (epoch 2): claim another with --next, or, if that agent is gone, free it with warp release T-1 --reason REASON`},
+		{"an agent is not told who holds it", claimedTicket(2), warp.Caller{Agent: true}, "held by another agent: claim another with --next"},
 		{"a completed ticket cannot be claimed", warp.Ticket{ID: "T-1", State: warp.TicketCompleted, Epoch: 2}, warp.Caller{}, "is completed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
