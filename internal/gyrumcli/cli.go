@@ -329,6 +329,12 @@ func (a *App) hint(f *clikit.Failure) string {
 				return "the token was kept from " + a.withheld + " (not WARP_URL's server): if that is your warp, run the command again with --url " + a.withheld
 			}
 			return "set WARP_TOKEN (or pass --token) to an agent token of the server (a line of its --token-file)"
+		case client.CodeNotFound:
+			return "check the ticket id ('warp ticket list' shows the open ones), or take the oldest open ticket with 'gyrum start-work --next'"
+		case client.CodeNoOpenTicket:
+			return "no open ticket matches: create one with 'warp ticket create', or drop --label"
+		case client.CodeUnavailable:
+			return "warp cannot reach its database: retry in a moment; an operator finds why in warp's log"
 		}
 		return ""
 	}

@@ -196,6 +196,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	if err := s.claim(ctx); err != nil {
 		return err
 	}
+	s.warnParent()
 	if err := s.prepare(); err != nil {
 		return err
 	}
@@ -308,8 +309,8 @@ func (s *startRun) checkDir(ctx context.Context) (err error) {
 }
 
 // checkWatched settles the process whose life the lease follows: gyrum
-// itself in wrapper mode, else resolveWatched (with a warning when only
-// the parent was found).
+// itself in wrapper mode, else resolveWatched (warnParent warns, after the
+// claim, when only the parent was found).
 func (s *startRun) checkWatched() (err error) {
 	if s.child != nil {
 		self, err := proc.Self()
@@ -322,11 +323,16 @@ func (s *startRun) checkWatched() (err error) {
 	if s.watched, err = s.a.resolveWatched(s.o.watchPID); err != nil {
 		return err
 	}
+	return nil
+}
+
+// warnParent says, once the claim succeeded (a refused claim must not be
+// preceded by an unrelated warning), that no agent process was found.
+func (s *startRun) warnParent() {
 	if s.watched.How == "parent" {
 		fmt.Fprintf(s.a.Stderr, "gyrum: no agent process found above start-work: watching its parent, pid %d (%s); the lease ends when it exits. "+
 			"Name the agent with --watch-pid PID or CLAUDE_PID, or run it under gyrum start-work -- CMD\n", s.watched.PID, clikit.Clean(s.watched.Name))
 	}
-	return nil
 }
 
 // defaultAgent is the agent label when none is given: the agent's product

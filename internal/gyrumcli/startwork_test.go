@@ -831,3 +831,19 @@ func TestStartWorkDefaultAgentLabel(t *testing.T) {
 		e.gyrum(wt, "", "release")
 	}
 }
+
+// A refused claim says what to do, and no unrelated warning comes first:
+// the "watching its parent" warning is for a claim that succeeded.
+func TestRefusedClaimSaysWhatToDo(t *testing.T) {
+	e := newEnv(t)
+	wt := mkdir(t)
+	r := e.gyrum(wt, "", "start-work", "--next", "--label", "nosuch")
+	if r.code != 1 || strings.Contains(r.stderr, "watching its parent") || !strings.Contains(r.stderr, "drop --label") {
+		t.Errorf("start-work --next --label nosuch: %+v", r)
+	}
+	r = e.gyrum(wt, "", "start-work", "T-999")
+	if r.code != 1 || strings.Contains(r.stderr, "watching its parent") || !strings.Contains(r.stderr, "not found") ||
+		!strings.Contains(r.stderr, "gyrum start-work --next") {
+		t.Errorf("start-work T-999: %+v", r)
+	}
+}
