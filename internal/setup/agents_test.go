@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,8 +112,14 @@ func TestAgentsGolden(t *testing.T) {
 			if len(rep.Warnings) != 0 {
 				t.Errorf("uninstall warns: %q", rep.Warnings)
 			}
-			removed, _ := os.ReadFile(path)
+			removed, rerr := os.ReadFile(path)
 			wantRemoved := readGolden(t, filepath.Join("testdata", "agents", tc.name+".uninstalled.golden"), removed)
+			if len(wantRemoved) == 0 && !errors.Is(rerr, fs.ErrNotExist) {
+				t.Errorf("uninstall left %s (%v), want it removed: it held nothing but gyrum's hooks", path, rerr)
+			}
+			if backups, _ := filepath.Glob(path + ".bak-*"); len(wantRemoved) == 0 && len(backups) > 0 {
+				t.Errorf("uninstall of a file that held only gyrum's hooks left backups %v", backups)
+			}
 			if !bytes.Equal(removed, wantRemoved) {
 				t.Errorf("after uninstall differs from %s.uninstalled.golden:\ngot:\n%s", tc.name, removed)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,8 +177,12 @@ func TestClaudeSettingsGolden(t *testing.T) {
 			if _, err := setup.Run(ctx, o); err != nil {
 				t.Fatalf("uninstall: %v", err)
 			}
-			removed, _ := os.ReadFile(path)
+			removed, rerr := os.ReadFile(path)
 			wantRemoved := readGolden(t, filepath.Join("testdata", "claude", tc.name+".uninstalled.golden"), removed)
+			if len(wantRemoved) == 0 && !errors.Is(rerr, fs.ErrNotExist) {
+				// Empty golden: nothing but the hook was in it, so the file goes.
+				t.Errorf("uninstall left %s (%v), want it removed: it held nothing but gyrum's hook", path, rerr)
+			}
 			if !bytes.Equal(removed, wantRemoved) {
 				t.Errorf("uninstalled file differs from %s.uninstalled.golden:\ngot:\n%s\nwant:\n%s", tc.name, removed, wantRemoved)
 			}

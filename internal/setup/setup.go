@@ -10,6 +10,7 @@ package setup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -305,6 +306,18 @@ func planHooks(o Options) (steps []step, notes []string, err error) {
 		what := "add the gyrum touch-activity hook"
 		if o.Uninstall {
 			what = "remove the gyrum touch-activity hook"
+			if emptyJSON(data) {
+				// Nothing but gyrum's hook was in it (setup created it, or
+				// it held nothing else): the file goes, with no backup of
+				// what was only setup's own, and so do the backups that
+				// held nothing else either.
+				edit = fileEdit{Path: t.path, Old: old, Existed: true, Remove: true}
+				verb, what = "remove", "it held nothing but the gyrum touch-activity hook"
+				if extra := onlyOurBackups(t); len(extra) > 0 {
+					what += ", with its backups " + strings.Join(extra, ", ")
+					steps = append(steps, removeFiles(extra))
+				}
+			}
 		}
 		now := o.Now()
 		steps = append(steps, step{
@@ -320,6 +333,64 @@ func planHooks(o Options) (steps []step, notes []string, err error) {
 		})
 	}
 	return steps, notes, nil
+}
+
+// onlyOurBackups lists t's backups (PATH.bak-*) that hold nothing but
+// gyrum's hooks: once the file goes, nobody needs them.
+func onlyOurBackups(t hookTarget) []string {
+	names, _ := filepath.Glob(t.path + ".bak-*")
+	var out []string
+	for _, n := range names {
+		data, err := ReadConfig(n)
+		if err != nil {
+			continue
+		}
+		if cleaned, _, err := t.uninstall(n, data); err == nil && emptyJSON(cleaned) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// removeFiles is a step that removes paths.
+func removeFiles(paths []string) step {
+	return step{
+		describe: "remove " + strings.Join(paths, ", ") + ": backups of a file that held nothing but gyrum's hooks",
+		apply: func(context.Context) (string, error) {
+			var errs []error
+			for _, p := range paths {
+				if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+			return "", errors.Join(errs...)
+		},
+	}
+}
+
+// emptyJSON reports whether data is JSON holding nothing: an empty object
+// or array, or an object whose values all hold nothing ({"hooks": {}}).
+func emptyJSON(data []byte) bool {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return false
+	}
+	var empty func(v any) bool
+	empty = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				if !empty(e) {
+					return false
+				}
+			}
+			return true
+		case []any:
+			return len(x) == 0
+		}
+		return false
+	}
+	return empty(v)
 }
 
 // planSchedule decides the scheduler and plans its changes. warning is
