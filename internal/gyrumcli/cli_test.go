@@ -284,6 +284,23 @@ func TestStatusHeartbeatStatusAndKill(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "no loop") {
 		t.Fatalf("second kill: %+v", r)
 	}
+	r = e.gyrum(wt, "", "heartbeat", "kill", "--json")
+	var ks struct{ Result string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ks) != nil || ks.Result != "none" {
+		t.Fatalf("heartbeat kill --json with no loop: %+v", r)
+	}
+	// wait --json prints the declaration, --done --json the end.
+	r = e.gyrum(wt, "", "wait", "--for", "30s", "--reason", "CI", "--json")
+	var w gyrumdir.Wait
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &w) != nil || w.Reason != "CI" || w.Until.Sub(w.DeclaredAt) != 30*time.Second {
+		t.Fatalf("wait --json: %+v", r)
+	}
+	r = e.gyrum(wt, "", "wait", "--done", "--json")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{
+  "ended": true
+}` {
+		t.Fatalf("wait --done --json: %+v", r)
+	}
 	// A restarted loop by hand keeps the same lease going.
 	e.gyrum(wt, "", "release")
 }

@@ -221,10 +221,13 @@ func (a *App) postText(s LoopStatus) string {
 
 func (a *App) heartbeatKillCommand() *cobra.Command {
 	var dir string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "kill [--dir D]",
+		Use:   "kill [--dir D] [--json]",
 		Short: "Stop the worktree's loop (identity checked, SIGTERM, SIGKILL after 5 s); the lease stays",
-		Args:  cobra.NoArgs,
+		Example: `  gyrum heartbeat kill
+  gyrum heartbeat kill --dir ../wt-T-42 --json   # {"pid": 4242, "result": "terminated"}`,
+		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {
@@ -234,10 +237,14 @@ func (a *App) heartbeatKillCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return clikit.PrintJSON(a.Stdout, st)
+			}
 			_, err = fmt.Fprintln(a.Stdout, st)
 			return err
 		}),
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {pid, result} (result: none, not running, terminated, killed)")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func (a *App) setupCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.runSetup(cmd.Context(), o)
+			return a.runSetup(cmd.Context(), o, fl.json)
 		}),
 	}
 	f := cmd.Flags()
@@ -64,13 +65,14 @@ func (a *App) setupCommand() *cobra.Command {
 	f.StringSliceVar(&fl.agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
 	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md) once")
 	f.Lookup("instructions").NoOptDefVal = instructionsStdout
+	f.BoolVar(&fl.json, "json", false, "print {changed, schedule, backups, warnings} instead of one line per change")
 	return cmd
 }
 
 // setupFlags are the flags of gyrum setup.
 type setupFlags struct {
 	project, watchdog, instructions string
-	uninstall, dryRun               bool
+	uninstall, dryRun, json         bool
 	agents                          []string
 }
 
@@ -131,7 +133,10 @@ func (a *App) setupOptions(fl setupFlags) (setup.Options, error) {
 // runSetup runs setup.Run, prints its warnings and sorts its error: a
 // file it cannot parse is a failure (exit 1); a bad option is already a
 // usage error (clikit.Usagef).
-func (a *App) runSetup(ctx context.Context, o setup.Options) error {
+func (a *App) runSetup(ctx context.Context, o setup.Options, asJSON bool) error {
+	if asJSON {
+		o.Out = io.Discard
+	}
 	rep, err := setup.Run(ctx, o)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(a.Stderr, "gyrum: warning: %s\n", strings.ReplaceAll(w, "\n", "\n  "))
@@ -139,6 +144,15 @@ func (a *App) runSetup(ctx context.Context, o setup.Options) error {
 	var pe *setup.ParseError
 	switch {
 	case err == nil:
+		if asJSON {
+			if rep.Backups == nil {
+				rep.Backups = []string{}
+			}
+			if rep.Warnings == nil {
+				rep.Warnings = []string{}
+			}
+			return clikit.PrintJSON(a.Stdout, rep)
+		}
 		return nil
 	case errors.As(err, &pe):
 		return clikit.Fail(err)

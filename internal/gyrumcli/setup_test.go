@@ -1,6 +1,7 @@
 package gyrumcli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,25 @@ func TestSetupWithoutScheduler(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stdout, hookCommand) {
 			t.Errorf("--watchdog %s --dry-run: exit %d, no hook diff:\n%s%s", watchdog, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// setup --json prints what it did as one JSON object, and no change lines.
+func TestSetupJSON(t *testing.T) {
+	e := newEnv(t)
+	home := t.TempDir()
+	e.vars["HOME"] = home
+	e.vars["CLAUDE_CONFIG_DIR"] = filepath.Join(home, "claude-config")
+	e.vars["XDG_CONFIG_HOME"] = filepath.Join(home, "xdg")
+	e.vars["PATH"] = t.TempDir() // no scheduler: a warning in the report
+	r := e.gyrum(home, "", "setup", "--json")
+	var rep setup.Report
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || !rep.Changed || rep.Schedule != "" ||
+		len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "watchdog is not scheduled") || rep.Backups == nil {
+		t.Fatalf("setup --json: %+v (%+v)", r, rep)
+	}
+	r = e.gyrum(home, "", "setup", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil || rep.Changed {
+		t.Fatalf("second setup --json: %+v (%+v)", r, rep)
 	}
 }

@@ -14,9 +14,9 @@ import (
 func (a *App) waitCommand() *cobra.Command {
 	var dir, reason string
 	var dur time.Duration
-	var done bool
+	var done, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "wait --for D --reason R [--dir D] | wait --done",
+		Use:   "wait --for D --reason R [--dir D] [--json] | wait --done",
 		Short: "Declare a long step that counts as activity (capped by the in-flight cap)",
 		Long: `wait declares that the agent is busy with something no tool call shows — waiting
 for CI, a review, a long build in the background — so the loop keeps the lease
@@ -25,7 +25,8 @@ counts as activity from now until --for has passed, never longer than
 HEARTBEAT_INFLIGHT_MAX_SECS (default 7200 s); 'gyrum wait --done' ends it
 early and touches last-activity. The command returns at once.`,
 		Example: `  gyrum wait --for 45m --reason "CI on PR 12"
-  gyrum wait --done`,
+  gyrum wait --done
+  gyrum wait --for 2h --reason review --json   # {"reason": ..., "declared_at": ..., "until": ...}`,
 		Args: clikit.NoArgs("give the length and the reason as flags: gyrum wait --for 45m --reason \"CI queue\""),
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
@@ -41,6 +42,9 @@ early and touches last-activity. The command returns at once.`,
 				}
 				if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceWait, Event: "done", At: a.now()}); err != nil {
 					return err
+				}
+				if asJSON {
+					return clikit.PrintJSON(a.Stdout, map[string]bool{"ended": true})
 				}
 				_, err := fmt.Fprintln(a.Stdout, "wait ended")
 				return err
@@ -68,8 +72,12 @@ early and touches last-activity. The command returns at once.`,
 				dur = limits.InFlightMax
 			}
 			now := a.now()
-			if err := d.WriteWait(gyrumdir.Wait{Reason: reason, DeclaredAt: now, Until: now.Add(dur)}); err != nil {
+			w := gyrumdir.Wait{Reason: reason, DeclaredAt: now, Until: now.Add(dur)}
+			if err := d.WriteWait(w); err != nil {
 				return err
+			}
+			if asJSON {
+				return clikit.PrintJSON(a.Stdout, w)
 			}
 			_, err = fmt.Fprintf(a.Stdout, "waiting for %s until %s (%s)\n", reason, now.Add(dur).Format(time.RFC3339), dur)
 			return err
@@ -79,5 +87,6 @@ early and touches last-activity. The command returns at once.`,
 	cmd.Flags().DurationVar(&dur, "for", 0, "how long the step takes (Go duration: 45m, 1h30m)")
 	cmd.Flags().StringVar(&reason, "reason", "", "what the agent waits for (shown as in_flight)")
 	cmd.Flags().BoolVar(&done, "done", false, "end the declared wait now")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the declaration as JSON ({\"ended\": true} with --done)")
 	return cmd
 }

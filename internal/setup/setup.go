@@ -100,15 +100,15 @@ func (o Options) UnitDir() string {
 
 // Report says what Run did (or, with DryRun, would do).
 type Report struct {
-	Changed  bool     // something was (or would be) changed
-	Schedule string   // the scheduler used: systemd, cron or "" (none)
-	Backups  []string // backup files written
+	Changed  bool     `json:"changed"`  // something was (or would be) changed
+	Schedule string   `json:"schedule"` // the scheduler used: systemd, cron or "" (none)
+	Backups  []string `json:"backups"`  // backup files written
 	// Warnings are things the user should act on although Run succeeded
 	// (a watchdog left unscheduled because the host has no scheduler; a
 	// Codex hook to trust; Gemini CLI hooks turned off).
 	// Run does not print them: the caller shows them (gyrum on stderr).
 	// The first line of each is the summary; more lines say what to do.
-	Warnings []string
+	Warnings []string `json:"warnings"`
 }
 
 // step is one planned change.
