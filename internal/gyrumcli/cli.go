@@ -286,6 +286,8 @@ func (a *App) touchActivityCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "touch-activity [--dir D]",
 		Short: "The agent's tool-call hook: record activity for the heartbeat loop",
+		Example: `  gyrum touch-activity < payload.json        # what the agent's hook runs, payload on stdin
+  gyrum touch-activity --dir ../wt-T-42 < /dev/null`,
 		Long: `touch-activity is the hook Claude Code runs before and after every tool call
 ('gyrum setup' installs it). It reads the hook's JSON from stdin and finds the
 .gyrum/ to update: with --dir, the one found walking up from it; else the

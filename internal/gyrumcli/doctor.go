@@ -15,6 +15,8 @@ func (a *App) doctorCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
 		Short: "Check that this host is wired for warp, and say how to fix what is not",
+		Example: `  gyrum doctor
+  gyrum doctor --json | jq '.checks[] | select(.status != "ok")'`,
 		Long: `doctor checks, each with a one-line fix:
   hook         gyrum touch-activity is in the effective Claude Code settings
                (user, and ./.claude/settings.json and settings.local.json)

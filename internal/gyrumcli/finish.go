@@ -19,6 +19,8 @@ func (a *App) completePRCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "complete-pr [--dir D] [--pr URL]",
 		Short: "Stop the loop and complete the ticket with its lease's epoch",
+		Example: `  gyrum complete-pr --pr https://github.com/acme/app/pull/12
+  gyrum complete-pr --dir ../wt-T-42 --json`,
 		Long: `complete-pr stops the worktree's loop (identity checked, SIGTERM, SIGKILL after
 5 s), completes the ticket on warp with the epoch and lease secret of
 .gyrum/lease.json and clears .gyrum/ (lease, pid files, in-flight markers,
@@ -45,6 +47,8 @@ func (a *App) releaseCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release [--dir D]",
 		Short: "Stop the loop and hand the ticket back (it becomes open again)",
+		Example: `  gyrum release
+  gyrum release --dir ../wt-T-42 --json`,
 		Long: `release stops the worktree's loop like complete-pr, releases the lease on warp
 with its epoch and lease secret and cleans .gyrum/. A lease that already
 ended (410), was taken over (409) or whose ticket is unknown (404) counts as

@@ -18,6 +18,8 @@ func (a *App) heartbeatCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "heartbeat",
 		Short: "Run, inspect or stop a worktree's heartbeat loop",
+		Example: `  gyrum heartbeat status
+  gyrum heartbeat kill --dir ../wt-T-42`,
 	}
 	cmd.AddCommand(a.heartbeatRunCommand(), a.heartbeatStatusCommand(), a.heartbeatKillCommand())
 	return cmd
@@ -27,8 +29,9 @@ func (a *App) heartbeatRunCommand() *cobra.Command {
 	var dir string
 	var schema int
 	cmd := &cobra.Command{
-		Use:   "run [--dir D] [--schema-version 1|2]",
-		Short: "The activity-gated heartbeat loop (start-work spawns it)",
+		Use:     "run [--dir D] [--schema-version 1|2]",
+		Short:   "The activity-gated heartbeat loop (start-work spawns it)",
+		Example: `  nohup gyrum heartbeat run --dir ../wt-T-42 >/dev/null 2>&1 &   # restart a loop by hand`,
 		Long: `heartbeat run keeps the lease of the worktree's .gyrum/lease.json alive while the
 watched agent is alive and working. start-work spawns it detached; running it
 by hand is for debugging. It POSTs once at start, then every
@@ -155,7 +158,9 @@ func (a *App) heartbeatStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--dir D] [--json]",
 		Short: "Show the worktree's lease, loop, watched process, activity and last POST",
-		Args:  cobra.NoArgs,
+		Example: `  gyrum heartbeat status
+  gyrum heartbeat status --dir ../wt-T-42 --json`,
+		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			d, err := a.findDir(dir)
 			if err != nil {

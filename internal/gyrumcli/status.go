@@ -23,6 +23,8 @@ func (a *App) statusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
 		Short: "Every lease and loop on this host (from $GYRUM_HOME)",
+		Example: `  gyrum status
+  gyrum status --json | jq '.loops[] | {ticket, loop_alive}'`,
 		Long: `status lists every loop in the registry ($GYRUM_HOME/run) with its lease, whether
 the loop and the watched process are alive, the activity age and the loop's
 last POST and its outcome (.gyrum/heartbeat.state). It also lists every

@@ -12,13 +12,17 @@ func (a *App) watchdogCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watchdog",
 		Short: "Reap orphan heartbeat loops (run every 5 minutes by 'gyrum setup')",
-		Args:  cobra.NoArgs,
+		Example: `  gyrum watchdog sweep --dry-run
+  gyrum watchdog sweep`,
+		Args: cobra.NoArgs,
 	}
 	var dryRun, asJSON bool
 	var within string
 	sweep := &cobra.Command{
 		Use:   "sweep [--dry-run] [--json]",
 		Short: "Stop loops whose worktree or lease.json is gone; drop stale registry entries",
+		Example: `  gyrum watchdog sweep              # what the systemd timer or the crontab line runs
+  gyrum watchdog sweep --dry-run --json`,
 		Long: `sweep reads the registry of running loops ($GYRUM_HOME/run) and, on Linux, scans
 /proc for 'gyrum heartbeat run' processes of this user that never registered.
 A loop whose worktree or .gyrum/lease.json is gone gets SIGTERM, then SIGKILL
