@@ -179,10 +179,14 @@ type Results struct {
 	PostgresRatio float64       `json:"postgres_ratio,omitempty"`
 	Sweep         []SweepResult `json:"sweep"`
 	Exec          []ExecResult  `json:"exec"`
-	// HookRatio is the hook's p50 over touch's, both run as Claude Code
-	// runs a hook (HookRatio of Exec).
-	HookRatio float64      `json:"hook_ratio"`
-	Loop      []LoopResult `json:"loop"`
+	// HookRatio is the hook's p50 over the touch-activity.sh script's,
+	// both run as Claude Code runs a hook (HookRatio of Exec; target < 1).
+	HookRatio float64 `json:"hook_ratio"`
+	// HookVsMinimalGo is gyrum-hook's p50 over a minimal static Go
+	// binary's, both exec'd directly (HookVsMinimalGo of Exec; target
+	// <= 1.1); 0 when no Go toolchain was found to build that binary.
+	HookVsMinimalGo float64      `json:"hook_vs_minimal_go"`
+	Loop            []LoopResult `json:"loop"`
 }
 
 // Machine describes where the figures come from.
@@ -236,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if res.Exec, err = benchExec(ctx, cfg, root); err != nil {
 		return nil, err
 	}
-	res.HookRatio = HookRatio(res.Exec)
+	res.HookRatio, res.HookVsMinimalGo = HookRatio(res.Exec), HookVsMinimalGo(res.Exec)
 	cfg.Logger.Info("loop cost", "ticks", cfg.Ticks, "interval", cfg.TickInterval)
 	if res.Loop, err = benchLoops(ctx, cfg, root); err != nil {
 		return nil, err

@@ -77,11 +77,18 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("under load: got %+v, want heartbeats answered and ticks timed", u)
 	}
 	// touch-activity and touch, then gyrum-hook (beside gyrum) interleaved
-	// with touch, then both through sh -c as Claude Code runs a hook.
-	if len(res.Exec) != 6 || !strings.HasPrefix(res.Exec[2].Command, "gyrum-hook") || !strings.Contains(res.Exec[4].Command, "gyrum-hook") {
-		t.Errorf("exec: got %+v, want touch-activity, touch, gyrum-hook, touch, sh -c gyrum-hook, sh -c touch", res.Exec)
-	} else if r := bench.HookRatio(res.Exec); r <= 0 || r != res.Exec[4].P50Ms/res.Exec[5].P50Ms {
-		t.Errorf("hook ratio %v, want sh -c hook p50 over sh -c touch p50", r)
+	// with a minimal Go binary, then the hook and touch-activity.sh through
+	// sh -c as Claude Code runs a hook.
+	if len(res.Exec) != 6 || !strings.HasPrefix(res.Exec[2].Command, "gyrum-hook") || !strings.Contains(res.Exec[3].Command, "minimal static Go") ||
+		!strings.Contains(res.Exec[4].Command, "gyrum-hook") || !strings.Contains(res.Exec[5].Command, "touch-activity.sh") {
+		t.Errorf("exec: got %+v, want touch-activity, touch, gyrum-hook, minimal Go, sh -c gyrum-hook, sh -c touch-activity.sh", res.Exec)
+	} else {
+		if r := bench.HookRatio(res.Exec); r <= 0 || r != res.Exec[4].P50Ms/res.Exec[5].P50Ms || r != res.HookRatio {
+			t.Errorf("hook ratio %v, want sh -c hook p50 over sh -c script p50", r)
+		}
+		if r := bench.HookVsMinimalGo(res.Exec); r <= 0 || r != res.Exec[2].P50Ms/res.Exec[3].P50Ms || r != res.HookVsMinimalGo {
+			t.Errorf("hook vs minimal Go %v, want gyrum-hook p50 over the minimal binary's", r)
+		}
 	}
 	for _, e := range res.Exec {
 		if e.N != 5 {

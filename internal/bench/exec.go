@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -72,18 +73,22 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	}
 	out := []ExecResult{hook, tch}
 	// gyrum-hook, the hook alone (what gyrum setup installs when it sits
-	// beside gyrum), timed against touch interleaved: A B A B.
+	// beside gyrum), against the least a Go hook can be: a static binary
+	// whose main touches the activity file. Both exec'd directly, A B A B.
 	small := filepath.Join(filepath.Dir(cfg.Gyrum), "gyrum-hook")
-	if _, err := os.Stat(small); err == nil {
-		pair, err := execPairs(ctx, cfg.Execs, "gyrum-hook (PostToolUse on stdin), interleaved with touch", func() *exec.Cmd {
+	minimal, merr := buildMinimalHook(ctx, root)
+	if _, err := os.Stat(small); err == nil && merr == nil {
+		pair, err := execPairs(ctx, cfg.Execs, hookDirect, func() *exec.Cmd {
 			c := exec.Command(small)
 			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
 			return c
-		}, "touch, interleaved with gyrum-hook", mkTouch)
+		}, minimalGo, func() *exec.Cmd { return exec.Command(minimal, d.File(gyrumdir.ActivityFile)) })
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, pair...)
+	} else if merr != nil {
+		cfg.Logger.Warn("the hook is not timed against a minimal Go binary", "err", merr)
 	}
 	// As Claude Code runs a hook: `/bin/sh -c CMD`, the payload on stdin,
 	// CLAUDE_PID naming the agent (here this process, the hook's
@@ -111,23 +116,80 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if at, err := d.LastActivity(); err != nil || !at.After(old.Add(time.Minute)) {
 		return nil, fmt.Errorf("bench: sh -c %s did not touch the activity file (last activity %v, %v)", hookCmd, at, err)
 	}
+	// Against what it replaces: the decision record's touch-activity.sh, a
+	// shell script that touches the activity file, run the same way.
+	script := filepath.Join(root, "touch-activity.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch "+shellquoteArg(d.File(gyrumdir.ActivityFile))+"\n"), 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	argv := setup.HookArgv(cfg.Gyrum)
 	label := strings.Join(append([]string{filepath.Base(argv[0])}, argv[1:]...), " ")
-	pair, err := execPairs(ctx, cfg.Execs, "sh -c '"+label+"' (as Claude Code runs the hook), interleaved with touch", viaSh(hookCmd),
-		"sh -c 'touch activity', interleaved with the hook", viaSh("touch "+d.File(gyrumdir.ActivityFile)))
+	pair, err := execPairs(ctx, cfg.Execs, "sh -c '"+label+"' (as Claude Code runs the hook), interleaved with the script", viaSh(hookCmd),
+		shScript, viaSh(script))
 	if err != nil {
 		return nil, err
 	}
 	return append(out, pair...), nil
 }
 
-// HookRatio is the hook's median wall time over touch's, both exec'd the
-// way Claude Code runs a hook (the last pair benchExec measures); 0 when
-// that pair was not measured.
-func HookRatio(rs []ExecResult) float64 {
-	for i := range rs {
-		if strings.Contains(rs[i].Command, "as Claude Code runs the hook") && i+1 < len(rs) && rs[i+1].P50Ms > 0 {
-			return rs[i].P50Ms / rs[i+1].P50Ms
+// Names of the compared commands (HookRatio and HookVsMinimalGo find
+// their pairs by them).
+const (
+	hookDirect = "gyrum-hook exec'd directly (PostToolUse on stdin), interleaved with the minimal Go binary"
+	minimalGo  = "a minimal static Go binary touching the activity file, exec'd directly"
+	shScript   = "sh -c touch-activity.sh (a shell script touching the activity file), interleaved with the hook"
+)
+
+// buildMinimalHook builds, into root, the least a hook written in Go can
+// be: a static binary (as releases build gyrum-hook: CGO_ENABLED=0,
+// -trimpath) whose main sets the mtime of the file it is given.
+func buildMinimalHook(ctx context.Context, root string) (string, error) {
+	dir := filepath.Join(root, "minimal-hook")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	src := "package main\n\nimport (\n\t\"os\"\n\t\"time\"\n)\n\nfunc main() {\n\tnow := time.Now()\n\tif os.Chtimes(os.Args[1], now, now) != nil {\n\t\tos.Exit(1)\n\t}\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module minimalhook\n\ngo 1.21\n"), 0o644); err != nil {
+		return "", err
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			return "", fmt.Errorf("no Go toolchain to build the minimal hook: %w", err)
+		}
+	}
+	bin := filepath.Join(dir, "minimal-hook")
+	build := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOTOOLCHAIN=local")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the minimal hook: %v: %s", err, out)
+	}
+	return bin, nil
+}
+
+// shellquoteArg quotes s as one sh word.
+func shellquoteArg(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// HookRatio is the hook's median wall time over the shell script's it
+// replaces (touch-activity.sh), both run the way Claude Code runs a hook,
+// through /bin/sh -c; 0 when that pair was not measured. Target: below 1.
+func HookRatio(rs []ExecResult) float64 { return pairRatio(rs, shScript) }
+
+// HookVsMinimalGo is gyrum-hook's median wall time over a minimal static
+// Go binary's that touches one file, both exec'd directly; 0 when that
+// pair was not measured. Target: at most 1.1.
+func HookVsMinimalGo(rs []ExecResult) float64 { return pairRatio(rs, minimalGo) }
+
+// pairRatio is the p50 of the result before the one named second over its
+// own.
+func pairRatio(rs []ExecResult, second string) float64 {
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Command == second && rs[i].P50Ms > 0 {
+			return rs[i-1].P50Ms / rs[i].P50Ms
 		}
 	}
 	return 0
