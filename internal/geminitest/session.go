@@ -136,6 +136,11 @@ type Options struct {
 	Env map[string]string
 	// Args are more command-line arguments (after -p PROMPT --yolo).
 	Args []string
+	// Wrap, when not empty, is a command the CLI is run under: the
+	// process started is Wrap[0] with Wrap[1:], then the gemini binary
+	// and its arguments (`gyrum start-work T -- gemini -p ...`). Pid is
+	// then the wrapper's pid.
+	Wrap []string
 }
 
 // Session is one run of the real CLI, started by Start. Everything it
@@ -246,6 +251,9 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 	}
 	args := append([]string{"-p", o.Prompt, "--yolo"}, o.Args...)
 	cmd := exec.Command(bin, args...)
+	if len(o.Wrap) > 0 {
+		cmd = exec.Command(o.Wrap[0], append(append(append([]string(nil), o.Wrap[1:]...), bin), args...)...)
+	}
 	cmd.Dir, cmd.Env = o.Dir, environ
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -314,21 +322,31 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// Pid is the pid of the process started: the node launcher.
+// Pid is the pid of the process started: the node launcher, or the
+// wrapper of Options.Wrap.
 func (s *Session) Pid() int { return s.Cmd.Process.Pid }
 
 // AgentPid returns the pid of the process that runs the session: the node
 // child the launcher relaunched (`node --max-old-space-size=N <binary>
-// ...`, GEMINI_CLI_NO_RELAUNCH=true in its environment). 0 while there is
-// none (not yet, or Options.NoRelaunch: then Pid runs the session).
+// ...`, GEMINI_CLI_NO_RELAUNCH=true in its environment), a process running
+// the binary whose parent runs it too. 0 while there is none (not yet, or
+// Options.NoRelaunch: then the launcher runs the session).
 func (s *Session) AgentPid() int {
 	procs, err := claudetest.Processes()
 	if err != nil {
 		return 0
 	}
-	for _, p := range procs {
-		if p.PPID == s.Pid() && slices.Contains(p.Args, s.bin) {
-			return p.PID
+	runs := map[int]bool{}
+	var cands []claudetest.Proc
+	if p, ok := claudetest.Lookup(s.Pid()); ok {
+		cands = append(cands, p)
+	}
+	for _, p := range append(cands, claudetest.Descendants(procs, s.Pid())...) {
+		if slices.Contains(p.Args, s.bin) {
+			if runs[p.PPID] {
+				return p.PID
+			}
+			runs[p.PID] = true
 		}
 	}
 	return 0

@@ -37,8 +37,7 @@ func scaledWarp(t *testing.T) *warptest.Server {
 }
 
 // quietHeld checks that the lease of ticket was held, fresh, through
-// [from, to]: every heartbeat in it is fresh and names a call in flight,
-// and the lease is still active at the end.
+// [from, to]: every heartbeat in it is fresh and names a call in flight.
 func quietHeld(t *testing.T, ws *warptest.Server, ticket string, from, to time.Time) {
 	t.Helper()
 	n := 0
@@ -338,5 +337,64 @@ func TestWorktreeWithCdCredited(t *testing.T) {
 		if v == warp.VerdictUnwired {
 			t.Errorf("verdicts %v: unwired while the hook fired", w.verdicts())
 		}
+	}
+}
+
+// Wrap mode, `gyrum start-work T -- gemini ...`: the loop watches gyrum,
+// whose child is the launcher, whose child is the agent. A quiet call of
+// the agent is backed (its bash is the relaunched child's), and once the
+// API wedges nothing keeps the lease: the agent's own node process,
+// waiting on its model, is not its background work, so the lease goes
+// stale and lapses.
+//
+// Before issue 32 the relaunched child counted among the agent's
+// processes: its CPU was credited as "background: node", and its shells,
+// grandchildren of the launcher, backed no call.
+func TestWrapModeRelaunchedAgent(t *testing.T) {
+	geminitest.Require(t)
+	// The CLI boots (about 2 s of node) after the claim: a staleness
+	// above that, so the lease survives until the first call.
+	const (
+		staleness = 3.0
+		window    = 2 * time.Second
+	)
+	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	started := filepath.Join(t.TempDir(), "started")
+	const quiet = 6.0 // > window + staleness
+	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
+	model := geminitest.NewFakeModel(t, geminitest.Calls(step), geminitest.Stall())
+	w := watchTicket(t, ws, "T-1")
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60),
+		Wrap: []string{gyrumBin, "start-work", "T-1", "--json", "--"}})
+	poll(t, "the quiet step to start", func() bool { return exists(started) })
+	from := time.Now()
+	if agent := s.AgentPid(); agent == 0 {
+		t.Fatalf("no relaunched agent below the wrapper:\n%s", s.TreeString())
+	}
+	model.WaitRequests(sessionTimeout, "the stalled request after the step", func(r []geminitest.Request) bool { return len(r) >= 2 })
+	wedged := time.Now()
+	quietHeld(t, ws, "T-1", from.Add(secs(staleness)), from.Add(secs(quiet)-300*time.Millisecond))
+	claudetest.Poll(t, 20*time.Second, "the lease to lapse", func() bool { return ws.Lease("T-1").State == warp.LeaseLapsed })
+	l := ws.Lease("T-1")
+	bs := beatsOf(ws, "T-1")
+	t.Logf("lapsed %v after the wedge (%s); heartbeats:\n%s", l.EndedAt.Sub(wedged).Round(time.Millisecond), l.EndReason, describeBeats(bs, wedged))
+	if limit := secs(staleness) + window + sweepEvery + time.Second; l.EndedAt.Sub(wedged) > limit {
+		t.Errorf("lapsed %v after the wedge, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(wedged), limit)
+	}
+	for _, b := range bs {
+		if strings.HasPrefix(b.Body.InFlight, "background") {
+			t.Errorf("heartbeat %v after the wedge credits %q: the agent's own process", b.At.Sub(wedged).Round(time.Millisecond), b.Body.InFlight)
+			break
+		}
+	}
+	w.Stop()
+	if vs := w.verdicts(); len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
+		t.Errorf("verdicts while held %v, want to end stalled", vs)
 	}
 }
