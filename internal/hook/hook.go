@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -168,13 +169,13 @@ func (s *scanner) payload() Payload {
 			continue
 		}
 		if key == "tool_input" {
-			s.hashing, s.h = true, fnvOffset
+			s.hashing, s.h, s.crc = true, fnvOffset, 0
 			ok := s.skip()
 			s.hashing = false
 			if !ok {
 				return p
 			}
-			s.input, s.inputDone = s.h, true
+			s.input, s.inputDone = s.h^uint64(s.crc)<<32, true
 			continue
 		}
 		if !s.skip() {
@@ -183,8 +184,13 @@ func (s *scanner) payload() Payload {
 	}
 }
 
-// FNV-1a, 64 bits, inline: the scanner folds every byte of tool_input in
-// as it reads it.
+// The scanner hashes tool_input as it reads it: the bytes it reads one at
+// a time (the JSON between strings) with FNV-1a inline, the strings' runs
+// with CRC-32C, which the CPU computes at memory speed — a large Write's
+// content costs little more than skipping it. Both are independent of how
+// the reads split the input, so the two payloads of a call agree.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 const (
 	fnvOffset uint64 = 14695981039346656037
 	fnvPrime  uint64 = 1099511628211
@@ -208,10 +214,12 @@ func callKey(tool string, input uint64) string {
 
 type scanner struct {
 	r *bufio.Reader
-	// hashing folds every byte read into h (tool_input's raw value);
-	// input is the hash of a tool_input read to its end (inputDone).
+	// hashing folds every byte read into h and crc (tool_input's raw
+	// value); input is the hash of a tool_input read to its end
+	// (inputDone).
 	hashing   bool
 	h         uint64
+	crc       uint32
 	input     uint64
 	inputDone bool
 }
@@ -224,11 +232,7 @@ func (s *scanner) next() (byte, bool) {
 	return c, err == nil
 }
 
-func (s *scanner) fold(b []byte) {
-	for _, c := range b {
-		s.h = (s.h ^ uint64(c)) * fnvPrime
-	}
-}
+func (s *scanner) fold(b []byte) { s.crc = crc32.Update(s.crc, castagnoli, b) }
 
 func (s *scanner) peek() (byte, bool) {
 	b, err := s.r.Peek(1)
