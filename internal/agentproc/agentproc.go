@@ -89,17 +89,34 @@ func Candidates(comm string, args []string) []string {
 		b := filepath.Base(args[0])
 		cands = append(cands, b)
 		if interpreter(b) && len(args) > 1 {
-			cands = append(cands, filepath.Base(script(args)))
+			if sc := script(args); sc != "" {
+				cands = append(cands, filepath.Base(sc))
+			}
 		}
 	}
 	return cands
 }
 
+// script returns the script an interpreter's command line runs: the first
+// argument after the interpreter's own options (Gemini CLI relaunches
+// itself as `node --max-old-space-size=N .../gemini ...`), or the module
+// after -m (python -m aider). "" when there is none.
 func script(args []string) string {
-	if args[1] == "-m" && len(args) > 2 { // python -m aider
-		return args[2]
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-m" && i+1 < len(args):
+			return args[i+1]
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case !strings.HasPrefix(a, "-"):
+			return a
+		}
 	}
-	return args[1]
+	return ""
 }
 
 // Name reports whether a process with kernel name comm and command line
@@ -143,6 +160,31 @@ func Inherited(agent, from int) (nearer proc.Info, name string, ok bool) {
 			args, _ := proc.Cmdline(pid)
 			if n, isAgent := Name(in.Name, args); isAgent {
 				nearer, name = in, n
+			}
+		}
+		pid = in.PPID
+	}
+	return proc.Info{}, "", false
+}
+
+// Nearest returns the nearest agent at or above process from: walking up
+// from from itself, the first process that is a known agent. The hook uses
+// it to know whose tool call it runs for when the agent hands down no pid
+// (every agent but Claude Code); start-work's ancestor walk finds the same
+// process. A relaunched agent (Gemini CLI's node child, whose launcher
+// stays alive as its parent) is found before its launcher. Shells are
+// passed without reading their command line.
+func Nearest(from int) (proc.Info, string, bool) {
+	pid := from
+	for depth := 0; pid > 1 && depth < MaxDepth; depth++ {
+		in, err := proc.Stat(pid)
+		if err != nil || in.Zombie {
+			return proc.Info{}, "", false
+		}
+		if !shell(in.Name) {
+			args, _ := proc.Cmdline(pid)
+			if n, ok := Name(in.Name, args); ok {
+				return in, n, true
 			}
 		}
 		pid = in.PPID

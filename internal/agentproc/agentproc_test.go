@@ -29,6 +29,21 @@ func TestInherited(t *testing.T) {
 	}
 }
 
+// Nearest finds the agent a tool call runs under without being told its
+// pid: the nearest one, a nested agent before the one that started it.
+func TestNearest(t *testing.T) {
+	tr := warptest.StartAgentTree(t)
+	if in, name, ok := agentproc.Nearest(tr.UnderCodex); !ok || name != "codex" || in.PID != tr.Codex {
+		t.Errorf("under codex: Nearest = %+v %q %v, want codex %d", in, name, ok, tr.Codex)
+	}
+	if in, name, ok := agentproc.Nearest(tr.UnderClaude); !ok || name != "claude" || in.PID != tr.Claude {
+		t.Errorf("under claude: Nearest = %+v %q %v, want claude %d", in, name, ok, tr.Claude)
+	}
+	if in, _, ok := agentproc.Nearest(tr.Claude); !ok || in.PID != tr.Claude {
+		t.Errorf("the agent itself: Nearest = %+v %v, want itself", in, ok)
+	}
+}
+
 // The walk knows agents by the names their real processes have.
 func TestName(t *testing.T) {
 	for _, c := range []struct {
@@ -44,6 +59,11 @@ func TestName(t *testing.T) {
 		{"node", []string{"node", "/usr/local/lib/node_modules/@openai/codex/bin/codex.js"}, "codex"},
 		{"node", []string{"/usr/bin/node", "/usr/local/lib/node_modules/@google/gemini-cli/dist/index.js"}, "gemini"},
 		{"gemini", []string{"gemini"}, "gemini"},
+		// Gemini CLI 0.61's launcher and the child it relaunches (measured).
+		{"node", []string{"node", "/home/u/.npm-global/lib/node_modules/.bin/gemini", "-p", "x", "--yolo"}, "gemini"},
+		{"node", []string{"/usr/bin/node", "--max-old-space-size=12052", "/home/u/node_modules/.bin/gemini", "-p", "x"}, "gemini"},
+		{"node", []string{"/usr/bin/node", "--max-old-space-size=12052", "/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js"}, "gemini"},
+		{"node", []string{"node", "--inspect"}, ""},
 		{"cursor-agent", []string{"cursor-agent"}, "cursor-agent"},
 		{"python3", []string{"python3", "-m", "aider"}, "aider"},
 		{"python3", []string{"/usr/bin/python3", "/home/u/.local/bin/aider"}, "aider"},

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/transcript"
@@ -570,7 +571,7 @@ func (l *Loop) sample(now time.Time) ([]proc.Sample, map[int]bool) {
 		l.prevProcs, l.prevAt = nil, time.Time{}
 		return nil, nil
 	}
-	procs, agents := agentProcs(snap, l.parent.PID)
+	procs, agents := agentProcs(snap, l.parent.PID, relaunchedAgent)
 	if snap.CPUKnown && !l.prevAt.IsZero() {
 		elapsed := now.Sub(l.prevAt)
 		// A baseline older than two intervals would credit work done long
@@ -594,26 +595,73 @@ const ownPrefix = "gyrum"
 
 // agentProcs returns the agent's own processes in snap — the descendants
 // of watched, or, when watched is gyrum itself (wrap mode), of its
-// children — and the pids of the agent (watched, or those children).
-func agentProcs(snap proc.Snapshot, watched int) ([]proc.Sample, map[int]bool) {
+// children — and the pids of the agent (watched, or those children). A
+// child of the agent that is the agent again (relaunched: isAgent says so,
+// as Gemini CLI's node launcher runs the real CLI in a node child) is the
+// agent too: its tool calls' processes are the agent's calls, and its own
+// CPU — the agent thinking or waiting on its model — is never counted as
+// the agent's background work.
+func agentProcs(snap proc.Snapshot, watched int, isAgent func(pid int) bool) ([]proc.Sample, map[int]bool) {
+	agents := map[int]bool{watched: true}
 	for _, p := range snap.Procs {
 		if p.PID != watched {
 			continue
 		}
-		if !strings.HasPrefix(p.Name, ownPrefix) {
-			break
-		}
-		var out []proc.Sample
-		agents := map[int]bool{}
-		for _, c := range snap.Procs {
-			if c.PPID == watched && !strings.HasPrefix(c.Name, ownPrefix) {
-				agents[c.PID] = true
-				out = append(out, snap.Descendants(c.PID, ownPrefix)...)
+		if strings.HasPrefix(p.Name, ownPrefix) {
+			agents = map[int]bool{}
+			for _, c := range snap.Procs {
+				if c.PPID == watched && !strings.HasPrefix(c.Name, ownPrefix) {
+					agents[c.PID] = true
+				}
 			}
 		}
-		return out, agents
+		break
 	}
-	return snap.Descendants(watched, ownPrefix), map[int]bool{watched: true}
+	// Relaunches: children of the agent that are the agent, to any depth.
+	for grew := true; grew; {
+		grew = false
+		for _, c := range snap.Procs {
+			if agents[c.PPID] && !agents[c.PID] && !strings.HasPrefix(c.Name, ownPrefix) && isAgent(c.PID) {
+				agents[c.PID], grew = true, true
+			}
+		}
+	}
+	var out []proc.Sample
+	for pid := range agents {
+		for _, p := range snap.Descendants(pid, ownPrefix) {
+			if !agents[p.PID] {
+				out = append(out, p)
+			}
+		}
+	}
+	return dedupe(out), agents
+}
+
+// dedupe drops repeats of a process (one below two agents of a chain is
+// listed under each).
+func dedupe(ps []proc.Sample) []proc.Sample {
+	seen := make(map[int]bool, len(ps))
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[p.PID] {
+			seen[p.PID] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// relaunchedAgent reports whether process pid is a known agent (its
+// command line read: agentproc.Name). agentProcs asks it only of the
+// agent's direct children, and only while the loop samples.
+func relaunchedAgent(pid int) bool {
+	in, err := proc.Stat(pid)
+	if err != nil {
+		return false
+	}
+	args, _ := proc.Cmdline(pid)
+	_, ok := agentproc.Name(in.Name, args)
+	return ok
 }
 
 func (l *Loop) skip(outcome string, err error) {

@@ -7,6 +7,8 @@
 //
 //   - PreToolUse: create the in-flight marker in-flight/<tool_use_id>, and
 //     record the session's transcript_path once (gyrumdir.TranscriptFile);
+//     an agent that sends no id (Gemini CLI) gets one marker per call,
+//     named by the call's input (CallKey: tool_name and tool_input);
 //   - PostToolUse, PostToolUseFailure: remove that marker and touch
 //     last-activity;
 //   - any other event, no payload, or a payload that is not a JSON object:
@@ -20,8 +22,9 @@
 // It never fails its caller: the command exits 0 on every path and prints
 // nothing but, once, a lease-ended notice in Claude Code's hook output
 // format (Output); Run's error exists for tests. The payload is scanned, not
-// decoded: only five top-level string fields are kept, so a large
-// tool_response costs a read, not an allocation.
+// decoded: only five top-level string fields are kept, and tool_input is
+// hashed as it streams by, so a large tool_response costs a read, not an
+// allocation.
 package hook
 
 import (
@@ -29,6 +32,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,6 +88,11 @@ type Payload struct {
 	// Transcript is transcript_path: the session's transcript, where the
 	// loop reads whether a call the agent started has ended.
 	Transcript string
+	// CallKey names a call by its input where the agent gives it no id:
+	// "input-" and a hash of tool_name and the raw bytes of tool_input,
+	// which the agent sends alike before and after the call (Gemini CLI
+	// 0.61 does). "" when there is no tool_input or it was cut off.
+	CallKey string
 	// Object reports that the input started as a JSON object; false for
 	// empty input and garbage.
 	Object bool
@@ -90,10 +100,21 @@ type Payload struct {
 
 // Parse scans at most limit bytes of r for the top-level string fields
 // hook_event_name, cwd, tool_name, tool_use_id and transcript_path,
-// skipping every other value without keeping it. A syntax error or a
-// cut-off input ends the scan: the fields seen before it are returned.
+// skipping every other value without keeping it (tool_input is hashed on
+// the way: CallKey). A syntax error or a cut-off input ends the scan: the
+// fields seen before it are returned.
 func Parse(r io.Reader, limit int64) Payload {
 	s := &scanner{r: bufio.NewReaderSize(io.LimitReader(r, limit), 32<<10)}
+	p := s.payload()
+	if s.inputDone {
+		p.CallKey = callKey(p.ToolName, s.input)
+	}
+	return p
+}
+
+// payload scans the top-level object; the hash of a complete tool_input is
+// left in s.input.
+func (s *scanner) payload() Payload {
 	var p Payload
 	s.ws()
 	if c, ok := s.next(); !ok || c != '{' {
@@ -147,20 +168,71 @@ func Parse(r io.Reader, limit int64) Payload {
 			*dst = v
 			continue
 		}
+		if key == "tool_input" {
+			s.hashing, s.h, s.crc = true, fnvOffset, 0
+			ok := s.skip()
+			s.hashing = false
+			if !ok {
+				return p
+			}
+			s.input, s.inputDone = s.h^uint64(s.crc)<<32, true
+			continue
+		}
 		if !s.skip() {
 			return p
 		}
 	}
 }
 
+// The scanner hashes tool_input as it reads it: the bytes it reads one at
+// a time (the JSON between strings) with FNV-1a inline, the strings' runs
+// with CRC-32C, which the CPU computes at memory speed — a large Write's
+// content costs little more than skipping it. Both are independent of how
+// the reads split the input, so the two payloads of a call agree.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+// callKey is the marker name of a call without an id: its tool and the
+// hash of its raw input. The "-" and 16 hex digits make gyrumdir read it as
+// no tool_use_id (Marker.ToolUseID), so the loop looks it up in no
+// transcript.
+func callKey(tool string, input uint64) string {
+	h := fnvOffset
+	for i := 0; i < len(tool); i++ {
+		h = (h ^ uint64(tool[i])) * fnvPrime
+	}
+	h *= fnvPrime // a zero byte between the two
+	for i := 0; i < 8; i++ {
+		h = (h ^ (input >> (8 * i) & 0xff)) * fnvPrime
+	}
+	return fmt.Sprintf("input-%016x", h)
+}
+
 type scanner struct {
 	r *bufio.Reader
+	// hashing folds every byte read into h and crc (tool_input's raw
+	// value); input is the hash of a tool_input read to its end
+	// (inputDone).
+	hashing   bool
+	h         uint64
+	crc       uint32
+	input     uint64
+	inputDone bool
 }
 
 func (s *scanner) next() (byte, bool) {
 	c, err := s.r.ReadByte()
+	if err == nil && s.hashing {
+		s.h = (s.h ^ uint64(c)) * fnvPrime
+	}
 	return c, err == nil
 }
+
+func (s *scanner) fold(b []byte) { s.crc = crc32.Update(s.crc, castagnoli, b) }
 
 func (s *scanner) peek() (byte, bool) {
 	b, err := s.r.Peek(1)
@@ -192,6 +264,9 @@ func (s *scanner) str(keep int) (string, bool) {
 		chunk, err := s.r.ReadSlice('"')
 		if err != nil && err != bufio.ErrBufferFull {
 			return "", false
+		}
+		if s.hashing {
+			s.fold(chunk)
 		}
 		body := chunk
 		if err == nil {
@@ -279,10 +354,11 @@ type Options struct {
 	// Dir, when set (--dir), is where the walk up starts; it wins over
 	// everything else.
 	Dir string
-	// AgentPID is the agent the hook runs for (Claude Code's CLAUDE_PID),
-	// 0 when unknown; Agents is the index of the worktrees whose leases
-	// agents hold. The hook credits the leases of its agent wherever the
-	// payload's cwd is.
+	// AgentPID is the agent the hook runs for (Claude Code's CLAUDE_PID;
+	// for other agents the nearest agent above the hook, see
+	// agentproc.Nearest), 0 when unknown; Agents is the index of the
+	// worktrees whose leases agents hold. The hook credits the leases of
+	// its agent wherever the payload's cwd is.
 	AgentPID int
 	Agents   gyrumdir.AgentIndex
 	// Parent, when set, is the hook's parent process: AgentPID counts
@@ -396,7 +472,11 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: p.Event, Tool: p.ToolName, At: o.Now}
 	switch canonical(p.Event) {
 	case EventPreToolUse:
-		err = errors.Join(d.StartInFlight(p.ToolUseID, p.ToolName, o.Now), d.RecordTranscript(p.Transcript))
+		id := p.ToolUseID
+		if id == "" {
+			id = p.CallKey
+		}
+		err = errors.Join(d.StartInFlight(id, p.ToolName, o.Now), d.RecordTranscript(p.Transcript))
 	case EventPostToolUse, EventPostToolUseFailure:
 		err = errors.Join(endMarker(d, p), d.WriteActivity(rec))
 	default:
@@ -407,12 +487,22 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 	return errors.Join(err, d.CountHookEvent())
 }
 
-// endMarker removes the marker of p's tool call. Without a tool_use_id
-// (cut off by MaxInput, or an agent that sends none) it removes the oldest
-// marker of the same tool, so a marker never outlives its call by much.
+// endMarker removes the marker of p's tool call: by its tool_use_id; else
+// (Gemini CLI sends none) by its input (CallKey), so each AfterTool ends
+// its own BeforeTool's call and a short call running beside a long one
+// never ends the long one's marker. When neither names a marker (an input
+// cut off by MaxInput, before or after) it removes the oldest marker of
+// the same tool that has no input key, so a marker never outlives its
+// call by much.
 func endMarker(d gyrumdir.Dir, p Payload) error {
 	if p.ToolUseID != "" {
 		return d.EndInFlight(p.ToolUseID)
+	}
+	if p.CallKey != "" {
+		err := os.Remove(filepath.Join(d.File(gyrumdir.InFlightDir), p.CallKey))
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	ms, err := d.InFlight()
 	if err != nil {
@@ -420,6 +510,9 @@ func endMarker(d gyrumdir.Dir, p Payload) error {
 	}
 	var oldest *gyrumdir.Marker
 	for i := range ms {
+		if strings.HasPrefix(ms[i].Name, "input-") {
+			continue // another call's, named by its input
+		}
 		if ms[i].Tool == p.ToolName && (oldest == nil || ms[i].Since.Before(oldest.Since)) {
 			oldest = &ms[i]
 		}

@@ -80,6 +80,7 @@ func TestParseDocumentedPayloads(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := hook.Parse(strings.NewReader(c.in), hook.MaxInput)
+		got.CallKey = "" // TestParseCallKey
 		if got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
@@ -243,6 +244,78 @@ func TestRunPostWithoutID(t *testing.T) {
 	got := strings.Join(markers(t, d), ",")
 	if got != "toolu_bash=Bash,toolu_new=Read" {
 		t.Fatalf("markers %s, want the oldest Read gone", got)
+	}
+}
+
+// Gemini CLI 0.61's payloads, as recorded: no tool id; the same
+// tool_input before and after the call.
+const (
+	geminiBefore = `{"session_id":"af815728","transcript_path":"/h/.gemini/tmp/proj/chats/session-af815728.jsonl","cwd":"CWD","hook_event_name":"BeforeTool","timestamp":"2026-12-04T23:31:07.269Z","tool_name":"run_shell_command","tool_input":{"command":"COMMAND","description":"slow"}}`
+	geminiAfter  = `{"session_id":"af815728","transcript_path":"/h/.gemini/tmp/proj/chats/session-af815728.jsonl","cwd":"CWD","hook_event_name":"AfterTool","timestamp":"2026-12-04T23:31:09.369Z","tool_name":"run_shell_command","tool_input":{"command":"COMMAND","description":"slow"},"tool_response":{"llmContent":"<untrusted_context>\nOutput: one\n</untrusted_context>","returnDisplay":"one"}}`
+)
+
+func gemini(tmpl, cwd, command string) string {
+	return strings.ReplaceAll(payload(tmpl, cwd), "COMMAND", command)
+}
+
+// A call without an id is named by its input: Before and After of one call
+// agree, two calls differ, and a cut-off or missing input names nothing.
+func TestParseCallKey(t *testing.T) {
+	key := func(in string) string { return hook.Parse(strings.NewReader(in), hook.MaxInput).CallKey }
+	before, after := key(gemini(geminiBefore, "/w", "sleep 12")), key(gemini(geminiAfter, "/w", "sleep 12"))
+	if before == "" || before != after {
+		t.Errorf("BeforeTool key %q, AfterTool key %q: want the same, not empty", before, after)
+	}
+	if other := key(gemini(geminiBefore, "/w", "sleep 2")); other == before {
+		t.Errorf("two calls share the key %q", other)
+	}
+	if other := key(strings.Replace(gemini(geminiBefore, "/w", "sleep 12"), "run_shell_command", "read_file", 1)); other == before {
+		t.Error("the same input to another tool shares the key")
+	}
+	in := gemini(geminiBefore, "/w", "sleep 12")
+	if k := key(in[:strings.Index(in, "slow")]); k != "" {
+		t.Errorf("a cut-off tool_input has the key %q", k)
+	}
+	if k := key(payload(stopPayload, "/w")); k != "" {
+		t.Errorf("no tool_input, key %q", k)
+	}
+	if k := hook.Parse(strings.NewReader(payload(prePayload, "/w")), hook.MaxInput).CallKey; k == "" {
+		t.Error("Claude Code's payload has a tool_input but no key (it is not used: tool_use_id wins)")
+	}
+}
+
+// Two Gemini calls in one turn (12 s and 2 s): the short one's AfterTool
+// ends its own marker, not the long one's, whatever their age.
+func TestRunParallelCallsWithoutID(t *testing.T) {
+	d := worktree(t)
+	t0 := time.Now().Truncate(time.Second)
+	run := func(in string, at time.Time) {
+		t.Helper()
+		if _, err := hook.Run(strings.NewReader(in), hook.Options{Now: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(gemini(geminiBefore, d.Worktree, "sleep 12"), t0)
+	run(gemini(geminiBefore, d.Worktree, "sleep 2"), t0.Add(10*time.Millisecond))
+	if ms, _ := d.InFlight(); len(ms) != 2 {
+		t.Fatalf("markers after two BeforeTool: %+v, want 2", ms)
+	}
+	run(gemini(geminiAfter, d.Worktree, "sleep 2"), t0.Add(2*time.Second))
+	ms, _ := d.InFlight()
+	if len(ms) != 1 || !ms[0].Since.Equal(t0) || ms[0].Tool != "run_shell_command" || ms[0].ToolUseID() != "" {
+		t.Fatalf("markers after the short call's AfterTool: %+v, want the long call's, started %v, with no tool_use_id", ms, t0)
+	}
+	run(gemini(geminiAfter, d.Worktree, "sleep 12"), t0.Add(12*time.Second))
+	if ms, _ := d.InFlight(); len(ms) != 0 {
+		t.Fatalf("markers after both AfterTool: %+v", ms)
+	}
+	// An id-less marker of a cut-off BeforeTool is still ended by the
+	// next AfterTool of its tool; an input-keyed one is not.
+	run(gemini(geminiBefore, d.Worktree, "sleep 12"), t0.Add(13*time.Second))
+	d.StartInFlight("", "run_shell_command", t0.Add(14*time.Second))
+	run(gemini(geminiAfter, d.Worktree, "cut"), t0.Add(15*time.Second))
+	if got := strings.Join(markers(t, d), ","); !strings.HasPrefix(got, "input-") || strings.Contains(got, ",") {
+		t.Fatalf("markers %s, want only the keyed call's", got)
 	}
 }
 

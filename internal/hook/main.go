@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
@@ -47,11 +48,32 @@ func Main(args []string, env Env) {
 		return // no GYRUM_HOME, no start-work: nothing of ours to touch
 	}
 	o.Prepared = gyrumdir.NewPrepared(home)
+	agents := gyrumdir.NewAgentIndex(home)
 	if pid, err := strconv.Atoi(env.Getenv("CLAUDE_PID")); err == nil && pid > 0 {
-		o.AgentPID, o.Agents, o.Parent = pid, gyrumdir.NewAgentIndex(home), os.Getppid()
+		o.AgentPID, o.Agents, o.Parent = pid, agents, os.Getppid()
+	} else if indexed(agents) {
+		// Other agents hand down no pid: the hook's nearest agent ancestor
+		// is its agent (Gemini CLI runs hooks from its relaunched node
+		// child, which start-work watches too). Walked only while some
+		// agent holds a lease, so a host without one reads no /proc.
+		if in, _, ok := agentproc.Nearest(os.Getppid()); ok {
+			o.AgentPID, o.Agents = in.PID, agents
+		}
 	}
 	res, _ := Run(env.Stdin, o)
 	if out := Output(res.Event, res); out != nil && env.Stdout != nil {
 		_, _ = env.Stdout.Write(out)
 	}
+}
+
+// indexed reports whether the agent index has an entry at all: one
+// directory read.
+func indexed(x gyrumdir.AgentIndex) bool {
+	f, err := os.Open(x.Dir())
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }

@@ -1,0 +1,400 @@
+package gemini_test
+
+// The matrix of issue 32 for Gemini CLI: each test drives the real CLI
+// against the scripted fake API, with the real gyrum binary (the hook
+// gyrum setup wires and the detached loop start-work spawns) and a real
+// warp on scaled timings (tick 0.2 s, staleness 1 s, window 1.5 s).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/geminitest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// Scaled timings of the matrix.
+const (
+	interval  = 0.2
+	staleness = 1.0
+	window    = 1500 * time.Millisecond
+)
+
+// scaledWarp starts a warp with the scaled policy and its sweeps.
+func scaledWarp(t *testing.T) *warptest.Server {
+	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	return ws
+}
+
+// quietHeld checks that the lease of ticket was held, fresh, through
+// [from, to]: every heartbeat in it is fresh and names a call in flight.
+func quietHeld(t *testing.T, ws *warptest.Server, ticket string, from, to time.Time) {
+	t.Helper()
+	n := 0
+	for _, b := range beatsOf(ws, ticket) {
+		if b.At.Before(from) || b.At.After(to) {
+			continue
+		}
+		n++
+		if b.Body.Stale || b.Body.InFlight != "run_shell_command" {
+			t.Errorf("heartbeat %v into the call: stale %v, in_flight %q; want fresh, run_shell_command in flight:\n%s",
+				b.At.Sub(from).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight, describeBeats(beatsOf(ws, ticket), from))
+			return
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d heartbeats during the call, want one a tick", n)
+	}
+}
+
+// A quiet foreground call longer than window + staleness is held: with the
+// relaunched agent child watched, the call's bash is the agent's child and
+// backs its marker, so the heartbeats stay fresh and the lease never
+// stalls. The CLI runs as users run it (the default relaunch).
+//
+// Before issue 32 the launcher was watched: the shell was its grandchild,
+// the marker unbacked, and the lease went stale one staleness limit into
+// the call and lapsed one window later.
+func TestForegroundStepHeld(t *testing.T) {
+	geminitest.Require(t)
+	ws := scaledWarp(t)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	started := filepath.Join(t.TempDir(), "started")
+	const quiet = 4.0 // > window + staleness
+	claim := claimCall("T-1 --json")
+	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
+	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(step), geminitest.Text("Done."))
+	w := watchTicket(t, ws, "T-1")
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	poll(t, "the quiet step to start", func() bool { return exists(started) })
+	from := time.Now()
+	agent := s.AgentPid()
+	s.WaitOK(sessionTimeout)
+	to := from.Add(secs(quiet) - 300*time.Millisecond)
+
+	if sr := startResultOf(t, model, claim); sr.WatchedPID != agent || agent == s.Pid() {
+		t.Errorf("start-work watches %d; want the relaunched agent %d, not the launcher %d", sr.WatchedPID, agent, s.Pid())
+	}
+	quietHeld(t, ws, "T-1", from.Add(secs(staleness)), to)
+	w.Stop()
+	for _, v := range w.verdicts() {
+		if v != warp.VerdictActive {
+			t.Errorf("verdicts while held %v, want active only", w.verdicts())
+			break
+		}
+	}
+	parentExitedAt(t, ws, "T-1")
+}
+
+// Two calls in one turn, 4 s and 0.5 s (the 12 s and 2 s of issue 32,
+// scaled): Gemini runs them in parallel and its payloads carry no id. Each
+// marker is named by its call's input, so the short call's AfterTool ends
+// its own marker and the long call stays tracked until its own AfterTool:
+// the lease is held fresh throughout.
+//
+// Before issue 32 both markers were "unknown": the short call's AfterTool
+// removed the long one's, and the lease went stale while it ran.
+func TestParallelCallsEachTracked(t *testing.T) {
+	geminitest.Require(t)
+	ws := scaledWarp(t)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	tmp := t.TempDir()
+	longStarted, shortDone := filepath.Join(tmp, "long"), filepath.Join(tmp, "short")
+	const long = 4.0
+	claim := claimCall("T-1 --json")
+	longCall := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo long", shellquote.Quote(longStarted), long))
+	shortCall := geminitest.Shell("sleep 0.5; touch " + shellquote.Quote(shortDone) + "; echo short")
+	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(longCall, shortCall), geminitest.Text("Done."))
+	w := watchTicket(t, ws, "T-1")
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	poll(t, "the long call to start", func() bool { return exists(longStarted) })
+	from := time.Now()
+	poll(t, "two markers", func() bool { ms, _ := d.InFlight(); return len(ms) == 2 })
+	poll(t, "the short call to end", func() bool { return exists(shortDone) })
+	var left []gyrumdir.Marker
+	poll(t, "the short call's AfterTool", func() bool { left, _ = d.InFlight(); return len(left) == 1 })
+	if time.Since(from) < secs(long)-500*time.Millisecond {
+		// The long call runs: the marker left is its own.
+		if left[0].Since.After(from) || left[0].Tool != "run_shell_command" {
+			t.Errorf("marker left after the short call ended: %+v, want the long call's (started before %v)", left[0], from)
+		}
+	}
+	s.WaitOK(sessionTimeout)
+	quietHeld(t, ws, "T-1", from.Add(secs(staleness)), from.Add(secs(long)-300*time.Millisecond))
+	if ms, _ := d.InFlight(); len(ms) != 0 {
+		t.Errorf("markers left after both calls: %+v", ms)
+	}
+	for _, c := range []geminitest.Call{longCall, shortCall} {
+		if _, _, ok := model.Result(c); !ok {
+			t.Errorf("no result for %v", c.Args["command"])
+		}
+	}
+	w.Stop()
+	for _, v := range w.verdicts() {
+		if v != warp.VerdictActive {
+			t.Errorf("verdicts while held %v, want active only", w.verdicts())
+			break
+		}
+	}
+}
+
+// A call a BeforeTool hook blocks, then a wedge (the API never answers):
+// the session is alive, waiting on its model, and does no work. The lease
+// goes stalled and then lapses within staleness + window + a sweep, and
+// the agent's own node process — waiting on the API — is never credited as
+// its background work.
+//
+// Before issue 32 the launcher was watched and its relaunched child's CPU
+// counted as "background: node", which kept the wedged lease alive.
+func TestDeniedCallThenWedge(t *testing.T) {
+	geminitest.Require(t)
+	ws := scaledWarp(t)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+
+	claim := claimCall("T-1 --json")
+	denied := geminitest.Shell("echo BLOCK-ME")
+	// A user's policy hook: exit 2 blocks the call (Gemini CLI's hooks
+	// reference), its stderr is the reason.
+	policy := map[string]any{"hooks": map[string]any{"BeforeTool": []any{map[string]any{
+		"matcher": "run_shell_command",
+		"hooks": []any{map[string]any{"name": "policy", "type": "command",
+			"command": `grep -q BLOCK-ME && { echo "blocked by policy" >&2; exit 2; }; exit 0`}},
+	}}}}
+	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(denied), geminitest.Stall())
+	w := watchTicket(t, ws, "T-1")
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60), Settings: policy})
+	model.WaitRequests(sessionTimeout, "the stalled request after the denied call", func(r []geminitest.Request) bool { return len(r) >= 3 })
+	wedged := time.Now()
+	res, _, _ := model.Result(denied)
+	if strings.Contains(res.Output(), "Output: BLOCK-ME") {
+		t.Fatalf("the call ran: %q", res.Output())
+	}
+	ms, _ := d.InFlight()
+	t.Logf("blocked call's result %q; markers then %+v", res.Output(), ms)
+	claudetest.Poll(t, 20*time.Second, "the lease to lapse", func() bool { return ws.Lease("T-1").State == warp.LeaseLapsed })
+	l := ws.Lease("T-1")
+	bs := beatsOf(ws, "T-1")
+	t.Logf("lapsed %v after the wedge (%s); heartbeats:\n%s", l.EndedAt.Sub(wedged).Round(time.Millisecond), l.EndReason, describeBeats(bs, wedged))
+	if s.Exited() {
+		t.Errorf("gemini exited (%d) while the model stalled", s.Wait(time.Second))
+	}
+	if limit := secs(staleness) + window + sweepEvery + time.Second; l.EndedAt.Sub(wedged) > limit {
+		t.Errorf("lapsed %v after the wedge, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(wedged), limit)
+	}
+	if l.EndReason != warp.LapseNoActivity {
+		t.Errorf("lapse reason %q, want %q", l.EndReason, warp.LapseNoActivity)
+	}
+	for _, b := range bs {
+		if strings.HasPrefix(b.Body.InFlight, "background") {
+			t.Errorf("heartbeat %v after the wedge credits %q: the agent's own process", b.At.Sub(wedged).Round(time.Millisecond), b.Body.InFlight)
+			break
+		}
+	}
+	w.Stop()
+	vs := w.verdicts()
+	if len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
+		t.Errorf("verdicts while held %v, want to end stalled", vs)
+	}
+}
+
+// An operator releases the lease while a call runs: the loop's next POST
+// gets 410 and leaves the notice; the call's AfterTool prints it as
+// additionalContext, which Gemini CLI adds to that call's result, so the
+// model is told on its next request, once.
+func TestOperatorReleaseTold(t *testing.T) {
+	geminitest.Require(t)
+	ws := warptest.Start(t)
+	ws.Create("T-4")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	tmp := t.TempDir()
+	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+
+	claim := claimCall("T-4 --json")
+	held := geminitest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	next := geminitest.Shell("echo next")
+	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(held), geminitest.Calls(next), geminitest.Text("Stopping."))
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	poll(t, "the held call to start", func() bool { return exists(started) })
+	sr := startResultOf(t, model, claim)
+	const told = "your lease on ticket T-4"
+	if model.SawText(told) {
+		t.Fatal("the model was told before the lease ended")
+	}
+	if _, err := ws.Svc.Release(context.Background(), "T-4", sr.Epoch, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the loop's lease-ended notice", func() bool { return exists(d.File(gyrumdir.NoticeFile)) })
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitOK(sessionTimeout)
+
+	res, n, ok := model.Result(held)
+	if !ok || !strings.Contains(res.Output(), told) || !strings.Contains(res.Output(), "released (operator)") {
+		t.Fatalf("the held call's result %q, want the notice", res.Output())
+	}
+	t.Logf("the held call's result as the model saw it (request %d):\n%s", n, res.Output())
+	if r, _ := model.FirstWithText(told); r.N != n {
+		t.Errorf("first told in request %d, the held call's result came in %d", r.N, n)
+	}
+	if res, _, _ := model.Result(next); strings.Contains(res.Output(), told) {
+		t.Error("the notice was shown again after the next call")
+	}
+	if exists(d.File(gyrumdir.NoticeFile)) {
+		t.Error("lease-ended.json is still there after the agent was told")
+	}
+}
+
+// `gyrum start-work T --worktree` from inside a session, then calls that
+// `cd` into the worktree, as models do: the hook's cwd is always the
+// project (Gemini CLI refuses paths outside its workspace for its own
+// tools), so the hook credits the lease of its agent, found through the
+// agent index: the nearest agent above the hook is the relaunched child
+// start-work indexed. The worktree counts every hook run after the claim
+// and the verdict is never unwired.
+//
+// Before issue 32 the index was read only with CLAUDE_PID: the worktree's
+// lease stayed unwired.
+func TestWorktreeWithCdCredited(t *testing.T) {
+	geminitest.Require(t)
+	ws := warptest.StartWithPolicy(t, scaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
+	ws.Create("T-2")
+	project := newProject(t)
+	setupHooks(t, project)
+	root := t.TempDir()
+	wt := filepath.Join(root, filepath.Base(project)+"-T-2")
+	q := shellquote.Quote(wt)
+	claim := claimCall("T-2 --worktree --json")
+	work := []geminitest.Call{
+		geminitest.Shell("cd " + q + " && echo '# T-2' > notes.md"),
+		geminitest.Shell("cd " + q + " && sleep 1 && echo one"),
+		geminitest.Shell("cd " + q + " && sleep 1 && echo two"),
+	}
+	turns := []geminitest.Turn{geminitest.Calls(claim)}
+	for _, c := range work {
+		turns = append(turns, geminitest.Calls(c))
+	}
+	model := geminitest.NewFakeModel(t, append(turns, geminitest.Text("Done with T-2."))...)
+	env := agentEnv(t, ws.URL(), interval, 30, 1)
+	env["GYRUM_WORKTREE_ROOT"] = root
+	w := watchTicket(t, ws, "T-2")
+	s := start(t, model, project, geminitest.Options{Env: env})
+	sr := waitStart(t, model, claim)
+	agent := s.AgentPid()
+	wd, err := gyrumdir.At(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logLoopOnFailure(t, wd)
+	s.WaitOK(sessionTimeout)
+
+	if sr.Dir != wt || sr.WatchedPID != agent {
+		t.Fatalf("start-work: dir %s, watches %d; want %s and the agent %d", sr.Dir, sr.WatchedPID, wt, agent)
+	}
+	if !exists(filepath.Join(wt, "notes.md")) {
+		t.Error("the write into the worktree did not happen")
+	}
+	if got, want := hookEvents(wd), int64(1+2*len(work)); got != want {
+		t.Errorf("the worktree's hook-events counted %d, want %d (the claim's AfterTool, BeforeTool and AfterTool of %d calls)", got, want, len(work))
+	}
+	rec, ok, last, err := wd.ReadActivity()
+	if err != nil || !ok || rec.Event != "AfterTool" || rec.Tool != "run_shell_command" {
+		t.Errorf("the worktree's activity record %+v (ok %v, err %v), want the last call's AfterTool", rec, ok, err)
+	}
+	claudetest.Poll(t, 5*time.Second, "warp's last_activity_at to reach the last call", func() bool {
+		return !ws.Lease("T-2").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
+	})
+	if l := ws.Lease("T-2"); l.LastActivityAt.Sub(l.ClaimedAt) < 1500*time.Millisecond {
+		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
+	}
+	w.Stop()
+	for _, v := range w.verdicts() {
+		if v == warp.VerdictUnwired {
+			t.Errorf("verdicts %v: unwired while the hook fired", w.verdicts())
+		}
+	}
+}
+
+// Wrap mode, `gyrum start-work T -- gemini ...`: the loop watches gyrum,
+// whose child is the launcher, whose child is the agent. A quiet call of
+// the agent is backed (its bash is the relaunched child's), and once the
+// API wedges nothing keeps the lease: the agent's own node process,
+// waiting on its model, is not its background work, so the lease goes
+// stale and lapses.
+//
+// Before issue 32 the relaunched child counted among the agent's
+// processes: its CPU was credited as "background: node", and its shells,
+// grandchildren of the launcher, backed no call.
+func TestWrapModeRelaunchedAgent(t *testing.T) {
+	geminitest.Require(t)
+	// The CLI boots (about 2 s of node) after the claim: a staleness
+	// above that, so the lease survives until the first call.
+	const (
+		staleness = 3.0
+		window    = 2 * time.Second
+	)
+	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	ws.Create("T-1")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	started := filepath.Join(t.TempDir(), "started")
+	const quiet = 6.0 // > window + staleness
+	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
+	model := geminitest.NewFakeModel(t, geminitest.Calls(step), geminitest.Stall())
+	w := watchTicket(t, ws, "T-1")
+	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60),
+		Wrap: []string{gyrumBin, "start-work", "T-1", "--json", "--"}})
+	poll(t, "the quiet step to start", func() bool { return exists(started) })
+	from := time.Now()
+	if agent := s.AgentPid(); agent == 0 {
+		t.Fatalf("no relaunched agent below the wrapper:\n%s", s.TreeString())
+	}
+	model.WaitRequests(sessionTimeout, "the stalled request after the step", func(r []geminitest.Request) bool { return len(r) >= 2 })
+	wedged := time.Now()
+	quietHeld(t, ws, "T-1", from.Add(secs(staleness)), from.Add(secs(quiet)-300*time.Millisecond))
+	claudetest.Poll(t, 20*time.Second, "the lease to lapse", func() bool { return ws.Lease("T-1").State == warp.LeaseLapsed })
+	l := ws.Lease("T-1")
+	bs := beatsOf(ws, "T-1")
+	t.Logf("lapsed %v after the wedge (%s); heartbeats:\n%s", l.EndedAt.Sub(wedged).Round(time.Millisecond), l.EndReason, describeBeats(bs, wedged))
+	if limit := secs(staleness) + window + sweepEvery + time.Second; l.EndedAt.Sub(wedged) > limit {
+		t.Errorf("lapsed %v after the wedge, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(wedged), limit)
+	}
+	for _, b := range bs {
+		if strings.HasPrefix(b.Body.InFlight, "background") {
+			t.Errorf("heartbeat %v after the wedge credits %q: the agent's own process", b.At.Sub(wedged).Round(time.Millisecond), b.Body.InFlight)
+			break
+		}
+	}
+	w.Stop()
+	if vs := w.verdicts(); len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
+		t.Errorf("verdicts while held %v, want to end stalled", vs)
+	}
+}
