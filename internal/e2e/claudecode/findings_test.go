@@ -663,8 +663,10 @@ func TestParallelCalls(t *testing.T) {
 	claudetest.Require(t)
 	project := newProject(t)
 	rec := newRecorder(t)
-	slow := claudetest.Bash("sleep 0.5; echo SLOW")
-	fast := claudetest.Bash("echo FAST")
+	// The fast call takes a moment too: under load the three PreToolUse
+	// hooks, which start together, are still recorded before it ends.
+	slow := claudetest.Bash("sleep 1.5; echo SLOW")
+	fast := claudetest.Bash("sleep 0.3; echo FAST")
 	read := claudetest.Read(filepath.Join(project, "README.md"))
 	model := claudetest.NewFakeModel(t, claudetest.Tools(slow, fast, read), claudetest.Text("ok"))
 	k, v := rec.env()

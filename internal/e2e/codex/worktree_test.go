@@ -1,7 +1,6 @@
 package codex_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,15 +21,10 @@ import (
 // hook-events count every call after the claim, warp's last_activity_at
 // follows the calls, and the verdict is never unwired.
 //
-// Measured on this branch: hook-events 0, the verdict unwired, because the
-// hook consults the agent index only when CLAUDE_PID is set. The fix
-// (the index for every agent) is in internal/hook, another part of issue
-// 32; this test is skipped until it is merged.
+// Before the hook used the agent index for every agent (it did only when
+// CLAUDE_PID was set): hook-events 0 and the verdict unwired.
 func TestStartWorkWorktreeWithCd(t *testing.T) {
 	codextest.Require(t)
-	if os.Getenv("GYRUM_TEST_CODEX_WORKTREE") == "" {
-		t.Skip("skipping until the hook uses the agent index for every agent (issue 32, ask 2); set GYRUM_TEST_CODEX_WORKTREE=1 to run")
-	}
 	ws := warptest.StartWithPolicy(t, scaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	ws.Create("T-5")
 	project := newProject(t)
