@@ -35,7 +35,9 @@ func (a *App) setupCommand() *cobra.Command {
 		Long:  setupLong,
 		Example: `  gyrum setup --agents codex,gemini,cursor
   gyrum setup --project . --dry-run
-  gyrum setup --instructions=AGENTS.md
+  gyrum setup --instructions=CLAUDE.md       # Claude Code
+  gyrum setup --instructions=AGENTS.md       # Codex, Cursor
+  gyrum setup --instructions=GEMINI.md       # Gemini CLI
   gyrum setup --instructions                # print the snippet`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -63,7 +65,7 @@ func (a *App) setupCommand() *cobra.Command {
 	f.BoolVar(&fl.uninstall, "uninstall", false, "remove what setup added")
 	f.BoolVar(&fl.dryRun, "dry-run", false, "print every change, make none")
 	f.StringSliceVar(&fl.agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
-	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md) once")
+	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md, GEMINI.md) once")
 	f.Lookup("instructions").NoOptDefVal = instructionsStdout
 	f.BoolVar(&fl.json, "json", false, "print {changed, schedule, backups, warnings} instead of one line per change")
 	return cmd
@@ -195,8 +197,9 @@ they filled, the units or the crontab line.
 --instructions prints a short snippet for the agent's instructions: claim
 with 'gyrum start-work', finish with 'gyrum complete-pr' or 'gyrum release',
 declare long waits with 'gyrum wait', and what to do when told a lease ended.
---instructions=FILE (CLAUDE.md, AGENTS.md, GEMINI.md; created when missing)
-puts it into FILE once, between '<!-- gyrum:begin -->' and '<!-- gyrum:end -->'
+--instructions=FILE puts it into the agent's instructions file (Claude Code:
+CLAUDE.md; Codex and Cursor: AGENTS.md; Gemini CLI: GEMINI.md; created when
+missing) once, between '<!-- gyrum:begin -->' and '<!-- gyrum:end -->'
 markers: appended after a blank line, updated in place by a later gyrum, and
 left alone when it is current; the rest of FILE is kept byte for byte. With
 --uninstall it removes the block again, with --dry-run it shows the diff.

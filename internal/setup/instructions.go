@@ -29,7 +29,9 @@ func Instructions() string {
 	return `## Tickets and leases (gyrum)
 
 Work on a ticket only while you hold its lease. The lease lives while your
-tool calls show progress; gyrum's hook and heartbeat loop keep it.
+tool calls show progress; gyrum's hook and heartbeat loop keep it. Run the
+gyrum commands below with your shell tool (Claude Code: Bash; Codex: its
+shell, exec_command; Gemini CLI: run_shell_command; Cursor: the terminal).
 
 - Claim before you start, from the project directory:
   ` + "`gyrum start-work TICKET`" + `, or ` + "`gyrum start-work --next`" + ` for the oldest
