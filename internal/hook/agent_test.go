@@ -239,3 +239,25 @@ func TestHookLeavesTheLeasesOfTheAgentThatStartedAnother(t *testing.T) {
 		t.Errorf("the Claude Code's worktree: last-activity %v %v, want %v", last, err, o.Now)
 	}
 }
+
+// The lease-ended notice in each agent's documented format: Claude Code's
+// (and Codex's, Gemini CLI's) hookSpecificOutput.additionalContext, and
+// Cursor's top-level additional_context for its camel-case events.
+func TestOutputFormats(t *testing.T) {
+	res := hook.Result{Notices: []string{"your lease on ticket T-9 ended"}}
+	for _, tc := range []struct {
+		event, want string
+	}{
+		{"PostToolUse", `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"your lease on ticket T-9 ended"}}`},
+		{"AfterTool", `{"hookSpecificOutput":{"hookEventName":"AfterTool","additionalContext":"your lease on ticket T-9 ended"}}`},
+		{"postToolUse", `{"additional_context":"your lease on ticket T-9 ended"}`},
+		{"postToolUseFailure", `{"additional_context":"your lease on ticket T-9 ended"}`},
+	} {
+		if got := strings.TrimSpace(string(hook.Output(tc.event, res))); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.event, got, tc.want)
+		}
+	}
+	if out := hook.Output("postToolUse", hook.Result{}); out != nil {
+		t.Errorf("no notice printed %q", out)
+	}
+}

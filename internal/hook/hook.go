@@ -622,13 +622,33 @@ func readable(r io.Reader) bool {
 	return st.Mode()&os.ModeCharDevice == 0
 }
 
+// cursorEvent reports whether event is one of Cursor's (camel case).
+func cursorEvent(event string) bool {
+	switch event {
+	case "preToolUse", "postToolUse", "postToolUseFailure":
+		return true
+	}
+	return false
+}
+
 // Output is what the hook prints on stdout for event and res: nothing when
 // there is nothing to tell; else Claude Code's hook output object, whose
 // hookSpecificOutput.additionalContext the client adds to what the model
-// sees next (Post events).
+// sees next (Post events); for Cursor's events, its top-level
+// additional_context.
 func Output(event string, res Result) []byte {
 	if len(res.Notices) == 0 {
 		return nil
+	}
+	if cursorEvent(event) {
+		// Cursor documents a top-level additional_context instead.
+		data, err := json.Marshal(struct {
+			AdditionalContext string `json:"additional_context"`
+		}{strings.Join(res.Notices, "\n\n")})
+		if err != nil {
+			return nil
+		}
+		return append(data, '\n')
 	}
 	type specific struct {
 		HookEventName     string `json:"hookEventName"`
