@@ -40,12 +40,20 @@ func scaledWarp(t *testing.T) *warptest.Server {
 // [from, to]: every heartbeat in it is fresh and names a call in flight.
 func quietHeld(t *testing.T, ws *warptest.Server, ticket string, from, to time.Time) {
 	t.Helper()
-	n := 0
+	n, unnamed := 0, 0
 	for _, b := range beatsOf(ws, ticket) {
 		if b.At.Before(from) || b.At.After(to) {
 			continue
 		}
 		n++
+		// One fresh tick without a call named is allowed: when one of
+		// two parallel calls' processes exits before its AfterTool, the
+		// processes are matched to the markers afresh and that tick may
+		// back neither; the lease stays fresh.
+		if !b.Body.Stale && b.Body.InFlight == "" && unnamed == 0 {
+			unnamed++
+			continue
+		}
 		if b.Body.Stale || b.Body.InFlight != "run_shell_command" {
 			t.Errorf("heartbeat %v into the call: stale %v, in_flight %q; want fresh, run_shell_command in flight:\n%s",
 				b.At.Sub(from).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight, describeBeats(beatsOf(ws, ticket), from))
