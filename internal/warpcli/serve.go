@@ -67,6 +67,9 @@ type ServeConfig struct {
 	TokenFile  string
 	AdminToken string
 	Insecure   bool
+	// SessionTTL is how long a dashboard sign-in lasts (--session-ttl);
+	// httpapi.DefaultSessionTTL when zero.
+	SessionTTL time.Duration
 	// MaxConns and MaxConnsPerClient bound open connections in total and
 	// per client IP (--max-conns, --max-conns-per-client); 0: no bound.
 	MaxConns          int
@@ -98,6 +101,7 @@ func DefaultServeConfig() ServeConfig {
 		Policy:        warp.DefaultPolicy(),
 		SweepInterval: warp.DefaultSweepInterval,
 		HookAlarm:     warp.DefaultHookAlarm(),
+		SessionTTL:    httpapi.DefaultSessionTTL,
 
 		MaxConns:          httpapi.DefaultMaxConns,
 		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
@@ -184,6 +188,9 @@ func (cfg ServeConfig) check() ([]httpapi.Token, error) {
 	if cfg.SweepInterval <= 0 {
 		return nil, warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", cfg.SweepInterval)
 	}
+	if cfg.SessionTTL < 0 {
+		return nil, warp.Errorf(warp.ErrInvalid, "session TTL must not be negative, got %s", cfg.SessionTTL)
+	}
 	if cfg.MaxConns < 0 || cfg.MaxConnsPerClient < 0 {
 		return nil, warp.Errorf(warp.ErrInvalid, "connection limits must not be negative (0 disables one), got %d and %d", cfg.MaxConns, cfg.MaxConnsPerClient)
 	}
@@ -232,11 +239,18 @@ func (m *Main) startService(ctx context.Context) error {
 func (m *Main) startAPI(ctx context.Context, tokens []httpapi.Token) error {
 	dcfg := m.Config.Dashboard
 	dcfg.Logger = m.log
+	dcfg.SessionTTL = m.Config.SessionTTL
+	if len(tokens) > 0 {
+		dcfg.SignOut = httpapi.SignOutPath
+	}
 	var err error
 	if m.Ops, err = NewOps(m.Service, dcfg, metrics.Config{Logger: m.log}); err != nil {
 		return err
 	}
-	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure}
+	// Sessions live in the served database: every replica accepts them,
+	// and a restart keeps them.
+	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure,
+		Sessions: m.Store, SessionTTL: m.Config.SessionTTL}
 	m.Ops.Hook(&apiCfg)
 	if m.API, err = httpapi.NewServer(m.Service, apiCfg); err != nil {
 		return err
@@ -563,6 +577,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
+	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
 	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")
 	f.StringVar(&logLevel, "log-level", logLevel, "least severe log level: debug, info, warn or error")
