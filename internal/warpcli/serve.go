@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,6 +68,10 @@ type ServeConfig struct {
 	TokenFile  string
 	AdminToken string
 	Insecure   bool
+	// TokenFileOptional lets TokenFile name a file that does not exist
+	// (--token-file-optional): the container image names a default path
+	// that WARP_TOKEN alone may stand in for.
+	TokenFileOptional bool
 	// SessionTTL is how long a dashboard sign-in lasts (--session-ttl);
 	// httpapi.DefaultSessionTTL when zero.
 	SessionTTL time.Duration
@@ -357,6 +362,9 @@ func (cfg ServeConfig) tokens() ([]httpapi.Token, error) {
 	var tokens []httpapi.Token
 	if cfg.TokenFile != "" {
 		t, err := httpapi.LoadTokenFile(cfg.TokenFile)
+		if cfg.TokenFileOptional && errors.Is(err, fs.ErrNotExist) {
+			return cfg.withAdminToken(nil)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -365,6 +373,11 @@ func (cfg ServeConfig) tokens() ([]httpapi.Token, error) {
 		}
 		tokens = t
 	}
+	return cfg.withAdminToken(tokens)
+}
+
+// withAdminToken adds AdminToken (WARP_TOKEN) to the token file's tokens.
+func (cfg ServeConfig) withAdminToken(tokens []httpapi.Token) ([]httpapi.Token, error) {
 	if cfg.AdminToken != "" {
 		for _, t := range tokens {
 			if t.Secret != cfg.AdminToken {
@@ -577,6 +590,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
+	f.BoolVar(&cfg.TokenFileOptional, "token-file-optional", false, "start without --token-file when that file does not exist (WARP_TOKEN, or no tokens on loopback)")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
 	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")

@@ -166,6 +166,20 @@ func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
 	}
 }
 
+// The container image names a token file that may not be there: with
+// --token-file-optional, WARP_TOKEN alone starts it.
+func TestServeWithOptionalTokenFileAndWarpToken(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "tokens")
+	url, _, _ := serveInProcess(t, map[string]string{"WARP_TOKEN": "env-admin", "WARP_TOKEN_FILE_OPTIONAL": "true"},
+		"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"), "--token-file", missing)
+	if _, err := client.NewClient(url, "").Mode(context.Background()); err == nil {
+		t.Fatal("no token accepted although WARP_TOKEN configured one")
+	}
+	if _, err := client.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
+		t.Fatalf("WARP_TOKEN as admin: %v", err)
+	}
+}
+
 // WARP_TOKEN that the token file also lists as admin is the same token
 // twice: served.
 func TestServeAdminTokenAlsoInTheFile(t *testing.T) {
@@ -222,6 +236,10 @@ func TestServeConfigurationErrors(t *testing.T) {
 		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
 		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
 		{"non-loopback", nil, []string{"--addr", "0.0.0.0:7077"}, warpcli.ExitError, []string{"refusing to listen", "--insecure"}},
+		// The image's start without its token file and without WARP_TOKEN.
+		{"optional token file missing, no WARP_TOKEN", nil, []string{"--addr", "0.0.0.0:7077", "--token-file", filepath.Join(dir, "none"), "--token-file-optional"},
+			warpcli.ExitError, []string{"refusing to listen"}},
+		{"optional token file that is bad", nil, []string{"--token-file", badTokens, "--token-file-optional"}, warpcli.ExitError, []string{"superuser"}},
 		{"db is a directory", nil, []string{"--db", dir}, warpcli.ExitError, nil},
 	}
 	for _, c := range cases {
