@@ -521,7 +521,17 @@ func (c *CLI) serveLogger(fs *pflag.FlagSet, format, level string) (*slog.Logger
 	if !ok {
 		return nil, clikit.Usagef("--log-level %q%s: want debug, info, warn or error", level, from("log-level"))
 	}
-	return slog.New(newHandler(c.Stderr, &slog.HandlerOptions{Level: lv})), nil
+	return slog.New(newHandler(c.Stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText})), nil
+}
+
+// durationText writes a duration as the flags take it ("30m0s"): slog's
+// JSON handler would write nanoseconds (1800000000000), which a reader
+// must divide, and the text handler already writes it so.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 func (c *CLI) serveCommand() *cobra.Command {

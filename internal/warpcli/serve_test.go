@@ -3,6 +3,7 @@ package warpcli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -163,6 +164,29 @@ func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
 	}
 	if _, err := client.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
 		t.Fatalf("WARP_TOKEN as admin: %v", err)
+	}
+}
+
+// JSON logs write durations as the flags take them, not in nanoseconds.
+func TestServeJSONLogWritesDurationsAsText(t *testing.T) {
+	_, _, stop := serveInProcess(t, nil, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"),
+		"--log-format", "json", "--lease-window", "30m", "--sweep-interval", "250ms")
+	r := stop()
+	var start map[string]any
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "warp listening on") {
+			if err := json.Unmarshal([]byte(line), &start); err != nil {
+				t.Fatalf("the start line is not JSON: %v: %s", err, line)
+			}
+		}
+	}
+	if start == nil {
+		t.Fatalf("no start line in the log:\n%s", r.stderr)
+	}
+	for k, want := range map[string]string{"lease_window": "30m0s", "sweep_interval": "250ms", "startup_grace": "10m0s"} {
+		if got, ok := start[k].(string); !ok || got != want {
+			t.Errorf("%s = %#v, want %q", k, start[k], want)
+		}
 	}
 }
 
