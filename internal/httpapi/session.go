@@ -187,9 +187,12 @@ func (s *Server) renderSignIn(w http.ResponseWriter, r *http.Request, status int
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<!doctype html><title>warp · sign in</title><p id="signin-error" data-status="%d" data-code="%s">%s</p>`+
-		`<form method="post" action="%s"><input type="hidden" name="next" value="%s"><input type="password" name="token"><button>sign in</button></form>`,
-		status, html.EscapeString(code), html.EscapeString(problem), SignInPath, html.EscapeString(next))
+	fmt.Fprint(w, `<!doctype html><title>warp · sign in</title>`)
+	if problem != "" {
+		fmt.Fprintf(w, `<p id="signin-error" data-status="%d" data-code="%s">%s</p>`, status, html.EscapeString(code), html.EscapeString(problem))
+	}
+	fmt.Fprintf(w, `<form method="post" action="%s"><input type="hidden" name="next" value="%s"><input type="password" name="token"><button>sign in</button></form>`,
+		SignInPath, html.EscapeString(next))
 }
 
 func (s *Server) sessionTTL() time.Duration {
