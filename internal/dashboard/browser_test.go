@@ -155,11 +155,27 @@ func TestBrowserDashboard(t *testing.T) {
 		}
 	}()
 
-	// The token once in the address; the cookie from then on.
-	do(t, ctx, "open the dashboard", chromedp.Navigate(s.url+"/?token="+secret), chromedp.WaitVisible(chromedp.CSS("#t-X")))
-	if loc := eval[string](t, ctx, `location.href`); strings.Contains(loc, "token") {
-		t.Errorf("the token stayed in the address: %s", loc)
+	// Sign in: the dashboard sends the browser to the form, a wrong token
+	// shows the error on the page, the admin token opens the dashboard.
+	do(t, ctx, "open the dashboard", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	if loc := eval[string](t, ctx, `location.pathname + location.search`); loc != "/signin?next=%2F" {
+		t.Errorf("without a session: at %s, want /signin?next=%%2F", loc)
 	}
+	do(t, ctx, "submit a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"),
+		chromedp.Click(chromedp.CSS("#signin-submit")), chromedp.WaitVisible(chromedp.CSS("#signin-error")))
+	if got := text(t, ctx, "#signin-error"); !strings.Contains(got, "unknown token") {
+		t.Errorf("wrong token: the page says %q, want it to say unknown token", got)
+	}
+	screenshot(t, ctx, shots, "signin-wrong-token.png")
+	do(t, ctx, "sign in", chromedp.SendKeys(chromedp.CSS("#token"), secret),
+		chromedp.Click(chromedp.CSS("#signin-submit")), chromedp.WaitVisible(chromedp.CSS("#t-X")))
+	if loc := eval[string](t, ctx, `location.pathname + location.search`); loc != "/" {
+		t.Errorf("after sign-in: at %s, want /", loc)
+	}
+	if c := eval[string](t, ctx, `document.cookie`); c != "" {
+		t.Errorf("a script can read cookies %q: the session cookie must be HttpOnly", c)
+	}
+	do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#t-X")))
 	for id, want := range map[string]string{"A": "active", "B": "stalled", "C": "silent", "D": "exited", "X": "active"} {
 		if got := text(t, ctx, "#t-"+id+" .badge"); got != want {
 			t.Errorf("badge of %s: got %q, want %q", id, got, want)
@@ -255,6 +271,15 @@ func TestBrowserDashboard(t *testing.T) {
 	if got := text(t, noJS, "#live"); got != "static" {
 		t.Errorf("live indicator without JS: got %q, want static", got)
 	}
+
+	// Sign out: back to the form, and the dashboard asks for it again.
+	do(t, ctx, "sign out", chromedp.Navigate(s.url+"/hosts"), chromedp.WaitVisible(chromedp.CSS("#signout")),
+		chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	if loc := eval[string](t, ctx, `location.pathname`); loc != "/signin" {
+		t.Errorf("after sign-out: at %s, want /signin", loc)
+	}
+	do(t, ctx, "open the dashboard signed out", chromedp.Navigate(s.url+"/hosts"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	screenshot(t, ctx, shots, "signed-out.png")
 
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened, want none", n)

@@ -73,6 +73,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Logger receives page and stream errors; discarded when nil.
 	Logger *slog.Logger
+	// SignOut is where the pages' sign-out button posts to (the server's
+	// sign-out route when browsers sign in); no button when empty.
+	SignOut string
+	// SessionTTL is how long a sign-in lasts, as the sign-in page says.
+	SessionTTL time.Duration
 }
 
 // Dashboard serves the pages and the event stream of one Service.
@@ -137,6 +142,11 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("dashboard: parse layout: %w", err)
 	}
 	pages := map[string]*template.Template{}
+	signin, err := template.New("signin.html").Funcs(funcs).ParseFS(templateFS, "templates/signin.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: parse signin.html: %w", err)
+	}
+	pages["signin.html"] = signin
 	for _, name := range []string{"index.html", "ticket.html", "hosts.html", "error.html"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name)
 		if err != nil {
@@ -165,8 +175,8 @@ type Route struct {
 	Handler http.Handler
 	// Open routes (the static assets) are for anyone who can reach the
 	// server. The others are for operators: when the server has tokens
-	// they need the admin role (warp serve lets a browser present its
-	// token once as ?token= and then hold it in a cookie).
+	// they need the admin role (warp serve lets a browser sign in once
+	// with an admin token and then hold a session cookie).
 	Open bool
 }
 
@@ -243,6 +253,7 @@ type page struct {
 	Refresh int // seconds, for the <noscript> refresh
 	Stream  string
 	Ticket  string // the ticket page's id, for the script
+	SignOut string // Config.SignOut
 }
 
 func (d *Dashboard) newPage(ctx context.Context, title, nav string) (page, error) {
@@ -252,7 +263,7 @@ func (d *Dashboard) newPage(ctx context.Context, title, nav string) (page, error
 		return page{}, fmt.Errorf("read mode: %w", err)
 	}
 	return page{Title: title, Nav: nav, Now: now, NowMS: now.UnixMilli(), Mode: mode,
-		Refresh: int(d.cfg.Refresh.Round(time.Second) / time.Second), Stream: StreamPath}, nil
+		Refresh: int(d.cfg.Refresh.Round(time.Second) / time.Second), Stream: StreamPath, SignOut: d.cfg.SignOut}, nil
 }
 
 // rowView is one claimed ticket of the main page.
@@ -581,13 +592,38 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	now := d.svc.Now()
 	data := errorData{page: page{Title: "warp · " + http.StatusText(status), Now: now, NowMS: now.UnixMilli(),
-		Refresh: int(d.cfg.Refresh / time.Second), Stream: StreamPath}, Status: status, Code: code, Message: msg}
+		Refresh: int(d.cfg.Refresh / time.Second), Stream: StreamPath, SignOut: d.cfg.SignOut}, Status: status, Code: code, Message: msg}
 	d.render(w, r, status, "error.html", data)
 }
 
+type signInData struct {
+	Action, Next, Problem, Code, TTL string
+	Status                           int
+}
+
+// SignInPage renders the sign-in form (it fits httpapi.SignInPage): no
+// script, the pages' own style, on the pages' policy. The form posts to
+// action with next, the page to go to once signed in; problem, when set,
+// says what went wrong, with status and the error code (data-status,
+// data-code) on the message.
+func (d *Dashboard) SignInPage(action string) func(w http.ResponseWriter, r *http.Request, status int, code, next, problem string) {
+	return func(w http.ResponseWriter, r *http.Request, status int, code, next, problem string) {
+		ttl := d.cfg.SessionTTL
+		if ttl <= 0 {
+			ttl = 12 * time.Hour
+		}
+		data := signInData{Action: action, Next: next, Problem: problem, Status: status, Code: code, TTL: ttl.String()}
+		d.renderTemplate(w, status, "signin.html", "signin.html", data)
+	}
+}
+
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	d.renderTemplate(w, status, name, "layout.html", data)
+}
+
+func (d *Dashboard) renderTemplate(w http.ResponseWriter, status int, name, root string, data any) {
 	var buf bytes.Buffer
-	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
+	if err := d.pages[name].ExecuteTemplate(&buf, root, data); err != nil {
 		d.log.Error("dashboard: render", "page", name, "err", err)
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return

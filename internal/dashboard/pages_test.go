@@ -261,7 +261,7 @@ func TestPagesRejectBadInput(t *testing.T) {
 	}
 }
 
-func TestPagesNeedTokenAndTakeItOnce(t *testing.T) {
+func TestPagesNeedASignIn(t *testing.T) {
 	const secret = "s3cret-admin"
 	s := startServer(t, withToken(secret))
 	jar, _ := cookiejar.New(nil)
@@ -275,35 +275,55 @@ func TestPagesNeedTokenAndTakeItOnce(t *testing.T) {
 	if code, _, _ := get(t, &http.Client{}, s.url+"/assets/live.js"); code != http.StatusOK {
 		t.Errorf("assets are open: got %d, want 200", code)
 	}
-	code, _, h := get(t, noRedirect, s.url+"/?token=wrong")
+	// ?token= no longer opens anything, nor sets a cookie.
+	code, _, h := get(t, noRedirect, s.url+"/hosts?window=1h&token="+secret)
 	if code != http.StatusUnauthorized || h.Get("Set-Cookie") != "" {
-		t.Errorf("wrong token: got %d, Set-Cookie %q; want 401 and no cookie", code, h.Get("Set-Cookie"))
+		t.Errorf("?token=: got %d, Set-Cookie %q; want 401 and no cookie", code, h.Get("Set-Cookie"))
 	}
-	code, _, h = get(t, noRedirect, s.url+"/hosts?window=1h&token="+secret)
-	if code != http.StatusSeeOther || h.Get("Location") != "/hosts?window=1h" {
-		t.Fatalf("token exchange: got %d Location %q, want 303 /hosts?window=1h", code, h.Get("Location"))
+	// The form's page is the dashboard's: its style, no script, 'self' only.
+	code, body, h := get(t, noRedirect, s.url+"/signin?next=%2Fhosts%3Fwindow%3D1h")
+	if code != http.StatusOK {
+		t.Fatalf("sign-in form: got %d", code)
 	}
-	ck := h.Get("Set-Cookie")
-	for _, w := range []string{httpapi.TokenCookie + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+	mustContain(t, "sign-in form", body, `<form id="signin" method="post" action="/signin">`, `name="next" value="/hosts?window=1h"`,
+		`href="/assets/style.css"`, "for 12h0m0s")
+	if strings.Contains(body, "<script") {
+		t.Errorf("the sign-in form has a script:\n%s", body)
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("sign-in form CSP %q", csp)
+	}
+	resp, err := noRedirect.PostForm(s.url+"/signin", url.Values{"token": {secret}, "next": {"/hosts?window=1h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/hosts?window=1h" {
+		t.Fatalf("sign-in: got %d Location %q, want 303 /hosts?window=1h", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	ck := resp.Header.Get("Set-Cookie")
+	for _, w := range []string{httpapi.SessionCookie + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(ck, w) {
 			t.Errorf("cookie %q lacks %s", ck, w)
 		}
 	}
 	if strings.Contains(ck, secret) {
-		t.Errorf("cookie %q holds the token in clear", ck)
+		t.Errorf("cookie %q holds the token", ck)
 	}
 	for _, p := range []string{"/", "/hosts?window=1h", "/metrics"} {
 		if code, _, _ := get(t, noRedirect, s.url+p); code != http.StatusOK {
-			t.Errorf("%s with the cookie: got %d, want 200", p, code)
+			t.Errorf("%s with the session: got %d, want 200", p, code)
 		}
 	}
-	// The cookie reads; it never writes.
+	_, body, _ = get(t, noRedirect, s.url+"/")
+	mustContain(t, "page with a session", body, `<form class="signout" method="post" action="/signout">`)
+	// The session reads; it never writes.
 	u, _ := url.Parse(s.url)
 	req, _ := http.NewRequest(http.MethodPut, s.url+"/v1/mode", strings.NewReader(`{"mode":"legacy"}`))
 	for _, c := range jar.Cookies(u) {
 		req.AddCookie(c)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/warpcli"
@@ -37,20 +38,20 @@ func read(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// serveFlags returns the long flags `warp serve --help` lists.
-func serveFlags(t *testing.T) map[string]bool {
+// commandFlags returns the long flags `warp COMMAND --help` lists.
+func commandFlags(t *testing.T, command string) map[string]bool {
 	t.Helper()
 	var out, errb bytes.Buffer
 	c := &warpcli.CLI{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}
-	if code := c.Run(context.Background(), []string{"serve", "--help"}); code != 0 {
-		t.Fatalf("warp serve --help: exit %d: %s", code, errb.String())
+	if code := c.Run(context.Background(), []string{command, "--help"}); code != 0 {
+		t.Fatalf("warp %s --help: exit %d: %s", command, code, errb.String())
 	}
 	flags := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)`).FindAllStringSubmatch(out.String(), -1) {
 		flags[m[1]] = true
 	}
-	if !flags["db"] || !flags["addr"] {
-		t.Fatalf("could not read the flags of warp serve --help:\n%s", out.String())
+	if !flags["help"] || len(flags) < 2 {
+		t.Fatalf("could not read the flags of warp %s --help:\n%s", command, out.String())
 	}
 	return flags
 }
@@ -59,7 +60,14 @@ func serveFlags(t *testing.T) map[string]bool {
 // `warp serve`'s and has a value; it returns the values by flag.
 func checkServeArgs(t *testing.T, where string, args []string) map[string]string {
 	t.Helper()
-	known := serveFlags(t)
+	return checkArgs(t, where, "serve", args)
+}
+
+// checkArgs checks args (after the command): every --flag is one of
+// `warp command`'s and has a value; it returns the values by flag.
+func checkArgs(t *testing.T, where, command string, args []string) map[string]string {
+	t.Helper()
+	known := commandFlags(t, command)
 	vals := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		name, ok := strings.CutPrefix(args[i], "--")
@@ -69,7 +77,7 @@ func checkServeArgs(t *testing.T, where string, args []string) map[string]string
 		}
 		name, val, hasVal := strings.Cut(name, "=")
 		if !known[name] {
-			t.Errorf("%s: --%s is not a flag of warp serve", where, name)
+			t.Errorf("%s: --%s is not a flag of warp %s", where, name, command)
 		}
 		if !hasVal {
 			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
@@ -184,24 +192,64 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 
-	// The final image: static base, non-root, the binary at /warp.
+	checkFinalStage(t, "deploy/Dockerfile", final, func(args string) bool { return strings.Contains(args, "--from="+build.name) })
+	// The image is stamped like the release: version and commit.
+	if !strings.Contains(buildCmd, "internal/version.commit=${REVISION}") {
+		t.Errorf("builder's go build does not stamp the commit (REVISION): %s", buildCmd)
+	}
+}
+
+// goreleaser builds the same final image from the release's binary: the
+// build context holds it under the target platform's directory.
+func TestGoreleaserDockerfile(t *testing.T) {
+	stages := parseDockerfile(t, read(t, "deploy/Dockerfile.goreleaser"))
+	if len(stages) != 1 {
+		t.Fatalf("want 1 stage (the release binary is copied in, not built), got %d", len(stages))
+	}
+	checkFinalStage(t, "deploy/Dockerfile.goreleaser", stages[0], func(args string) bool {
+		return strings.HasPrefix(args, "${TARGETPLATFORM}/warp ")
+	})
+	// Both final stages are the same image apart from where the binary
+	// and the state directory come from.
+	strip := func(s stage) []string {
+		var out []string
+		for _, in := range s.ins {
+			if in.cmd != "COPY" && !(in.cmd == "ARG" && in.args == "TARGETPLATFORM") {
+				out = append(out, in.cmd+" "+in.args)
+			}
+		}
+		return out
+	}
+	src := parseDockerfile(t, read(t, "deploy/Dockerfile"))
+	if a, b := strings.Join(strip(src[len(src)-1]), "\n"), strings.Join(strip(stages[0]), "\n"); a != b {
+		t.Errorf("the final stages differ:\ndeploy/Dockerfile:\n%s\ndeploy/Dockerfile.goreleaser:\n%s", a, b)
+	}
+}
+
+// checkFinalStage checks the image warp runs in: static base, non-root,
+// the binary at /warp (copied as fromBinary says), its state directory
+// owned by its user, OCI labels, a HEALTHCHECK through warp healthcheck,
+// and an entrypoint that agrees with warp serve, with the token file
+// optional so that WARP_TOKEN alone starts it.
+func checkFinalStage(t *testing.T, name string, final stage, fromBinary func(args string) bool) {
+	t.Helper()
 	if final.from != "scratch" && !strings.HasPrefix(final.from, "gcr.io/distroless/static") {
-		t.Errorf("final FROM %s: want gcr.io/distroless/static-* or scratch (a static binary needs no libc)", final.from)
+		t.Errorf("%s: final FROM %s: want gcr.io/distroless/static-* or scratch (a static binary needs no libc)", name, final.from)
 	}
 	users := final.all("USER")
 	if len(users) == 0 {
-		t.Fatal("final stage has no USER: the server would run as root")
+		t.Fatalf("%s: final stage has no USER: the server would run as root", name)
 	}
 	user := users[len(users)-1].args
 	uid, _, _ := strings.Cut(user, ":")
 	if uid == "root" || uid == "0" || uid == "" {
-		t.Errorf("USER %s runs as root", user)
+		t.Errorf("%s: USER %s runs as root", name, user)
 	}
 	var binary, state bool
 	for _, in := range final.all("COPY") {
 		f := strings.Fields(in.args)
 		dst := f[len(f)-1]
-		if dst == "/warp" && strings.Contains(in.args, "--from="+build.name) {
+		if dst == "/warp" && fromBinary(in.args) {
 			binary = true
 		}
 		if dst == "/var/lib/warp" && strings.Contains(in.args, "--chown="+uid+":") {
@@ -209,38 +257,93 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	if !binary {
-		t.Errorf("final stage does not copy the built warp to /warp")
+		t.Errorf("%s: final stage does not copy the built warp to /warp", name)
 	}
 	if !state {
-		t.Errorf("final stage does not create /var/lib/warp owned by %s: a new volume would be root's and warp could not write its database", uid)
+		t.Errorf("%s: final stage does not create /var/lib/warp owned by %s: a new volume would be root's and warp could not write its database", name, uid)
 	}
 
-	// Volume, port and entrypoint agree with each other and with warp serve.
+	// OCI labels: what it is, where it comes from, which version.
+	labels := map[string]string{}
+	for _, in := range final.all("LABEL") {
+		for _, m := range regexp.MustCompile(`([a-z.]+)="([^"]*)"`).FindAllStringSubmatch(in.args, -1) {
+			labels[m[1]] = m[2]
+		}
+	}
+	for _, k := range []string{"title", "description", "source", "licenses", "version", "revision"} {
+		if labels["org.opencontainers.image."+k] == "" {
+			t.Errorf("%s: no LABEL org.opencontainers.image.%s", name, k)
+		}
+	}
+	if labels["org.opencontainers.image.version"] != "${VERSION}" || labels["org.opencontainers.image.revision"] != "${REVISION}" {
+		t.Errorf("%s: version and revision labels are %q and %q, want ${VERSION} and ${REVISION} (build arguments)", name,
+			labels["org.opencontainers.image.version"], labels["org.opencontainers.image.revision"])
+	}
+	if lic := strings.TrimSpace(strings.SplitN(read(t, "LICENSE"), "\n", 2)[0]); !strings.Contains(lic, "Apache License") || labels["org.opencontainers.image.licenses"] != "Apache-2.0" {
+		t.Errorf("%s: licenses label %q does not match LICENSE (%q)", name, labels["org.opencontainers.image.licenses"], lic)
+	}
+
+	// Volume, port, entrypoint and health check agree with each other and
+	// with warp.
 	vols := final.all("VOLUME")
 	if len(vols) != 1 || !strings.Contains(vols[0].args, "/var/lib/warp") {
-		t.Errorf("VOLUME = %v, want /var/lib/warp", vols)
+		t.Errorf("%s: VOLUME = %v, want /var/lib/warp", name, vols)
 	}
 	exposes := final.all("EXPOSE")
 	if len(exposes) != 1 || exposes[0].args != "7077" {
-		t.Errorf("EXPOSE = %v, want 7077", exposes)
+		t.Errorf("%s: EXPOSE = %v, want 7077", name, exposes)
 	}
 	eps := final.all("ENTRYPOINT")
 	if len(eps) != 1 {
-		t.Fatalf("want one ENTRYPOINT, got %d", len(eps))
+		t.Fatalf("%s: want one ENTRYPOINT, got %d", name, len(eps))
 	}
 	var argv []string
 	if err := json.Unmarshal([]byte(eps[0].args), &argv); err != nil {
-		t.Fatalf("ENTRYPOINT is not the exec (JSON) form, so signals would not reach warp: %v", err)
+		t.Fatalf("%s: ENTRYPOINT is not the exec (JSON) form, so signals would not reach warp: %v", name, err)
 	}
 	if len(argv) < 2 || argv[0] != "/warp" || argv[1] != "serve" {
-		t.Fatalf("ENTRYPOINT %q does not run /warp serve", argv)
+		t.Fatalf("%s: ENTRYPOINT %q does not run /warp serve", name, argv)
 	}
-	vals := checkServeArgs(t, "ENTRYPOINT", argv[2:])
-	want := map[string]string{"addr": "0.0.0.0:7077", "db": "/var/lib/warp/warp.db", "token-file": "/etc/warp/tokens"}
+	vals := checkServeArgs(t, name+" ENTRYPOINT", argv[2:])
+	want := map[string]string{"addr": "0.0.0.0:7077", "db": "/var/lib/warp/warp.db", "token-file": "/etc/warp/tokens", "token-file-optional": "true"}
 	for k, v := range want {
 		if vals[k] != v {
-			t.Errorf("ENTRYPOINT --%s %q, want %q", k, vals[k], v)
+			t.Errorf("%s: ENTRYPOINT --%s %q, want %q", name, k, vals[k], v)
 		}
+	}
+
+	hcs := final.all("HEALTHCHECK")
+	if len(hcs) != 1 {
+		t.Fatalf("%s: want one HEALTHCHECK, got %d", name, len(hcs))
+	}
+	_, execForm, ok := strings.Cut(hcs[0].args, "CMD ")
+	var hc []string
+	if !ok || json.Unmarshal([]byte(execForm), &hc) != nil {
+		t.Fatalf("%s: HEALTHCHECK %q is not CMD in the exec (JSON) form: the image has no shell", name, hcs[0].args)
+	}
+	if len(hc) < 2 || hc[0] != "/warp" || hc[1] != "healthcheck" {
+		t.Fatalf("%s: HEALTHCHECK runs %q, want /warp healthcheck", name, hc)
+	}
+	hv := checkArgs(t, name+" HEALTHCHECK", "healthcheck", hc[2:])
+	if u := hv["url"]; u != "" && u != "http://127.0.0.1:"+exposes[0].args {
+		t.Errorf("%s: HEALTHCHECK --url %s, want the exposed port on loopback", name, u)
+	}
+	m := regexp.MustCompile(`--timeout=(\S+)`).FindStringSubmatch(hcs[0].args)
+	if m == nil {
+		t.Fatalf("%s: HEALTHCHECK has no --timeout= of its own", name)
+	}
+	dockerTimeout, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("%s: HEALTHCHECK --timeout=%s: %v", name, m[1], err)
+	}
+	own := warpcli.DefaultHealthcheckTimeout
+	if v := hv["timeout"]; v != "" {
+		if own, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s: warp healthcheck --timeout %s: %v", name, v, err)
+		}
+	}
+	if own >= dockerTimeout {
+		t.Errorf("%s: warp healthcheck gives up after %s, not before the HEALTHCHECK's %s: docker would kill it first", name, own, dockerTimeout)
 	}
 }
 

@@ -46,6 +46,16 @@ type ServerConfig struct {
 	// serve sets it with --insecure, whose clients name the server's
 	// public address.
 	AnyHost bool
+	// Sessions keeps the dashboard's sign-ins (the server's own store, so
+	// every replica accepts them). With tokens and Sessions, a browser
+	// opening a page without a session is sent to the sign-in form
+	// (SignInPath); without Sessions it gets the JSON 401.
+	Sessions warp.Store
+	// SessionTTL is how long a sign-in lasts; DefaultSessionTTL when zero.
+	SessionTTL time.Duration
+	// SignInPage renders the sign-in form (the dashboard's); a bare form
+	// when nil.
+	SignInPage SignInPage
 }
 
 // Server is the warp HTTP API. It implements http.Handler.
@@ -56,6 +66,9 @@ type Server struct {
 	mux     *http.ServeMux
 	openAll bool // no tokens configured
 	tokens  tokenIndex
+	// adminIDs holds the TokenID of every admin token: a session opens
+	// pages only while the token that signed in is one of them.
+	adminIDs map[string]bool
 	// sameOrigin refuses the writes a browser sends for another site's
 	// page (Sec-Fetch-Site, Origin): a tokenless warp on loopback is
 	// otherwise open to any page its operator visits.
@@ -82,7 +95,12 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 		roles[t.Secret] = t.Role
 	}
 	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
-		tokens: newTokenIndex(cfg.Tokens), sameOrigin: http.NewCrossOriginProtection()}
+		tokens: newTokenIndex(cfg.Tokens), adminIDs: map[string]bool{}, sameOrigin: http.NewCrossOriginProtection()}
+	for _, t := range cfg.Tokens {
+		if t.Role == RoleAdmin {
+			s.adminIDs[warp.TokenID(t.Secret)] = true
+		}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +126,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/mode/history", s.modeHistory, RoleAdmin)
 	s.handle("GET /healthz", s.healthz, RoleOpen)
 	s.handle("GET /readyz", s.readyz, RoleOpen)
-	s.docRoutes() // GET /v1/openapi.json and /v1/heartbeat.schema.json (openapi.go)
+	s.signInRoutes() // GET and POST /signin, POST /signout (session.go)
+	s.docRoutes()    // GET /v1/openapi.json and /v1/heartbeat.schema.json (openapi.go)
 }
 
 // apiHandler is a route's handler: it writes a success answer itself or
@@ -147,6 +166,10 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 			err = s.checkBrowser(r)
 		}
 		if err != nil {
+			if errors.Is(err, httpkit.ErrUnauthorized) && s.wantsSignIn(r) {
+				redirectToSignIn(rec, r)
+				return
+			}
 			s.WriteError(rec, r, err)
 			return
 		}
@@ -211,12 +234,18 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		auth = cookieAuthorization(r)
+		// A signed-in browser: its session stands for the admin token
+		// that opened it, for reads.
+		id, ok, err := s.session(r)
+		if err != nil {
+			return RoleOpen, "", err
+		}
+		if ok {
+			return RoleAdmin, id, nil
+		}
+		return RoleOpen, "", fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)%s", httpkit.ErrUnauthorized, s.signInHint())
 	}
 	scheme, secret, ok := strings.Cut(auth, " ")
-	if auth == "" {
-		return RoleOpen, "", fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)", httpkit.ErrUnauthorized)
-	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 		return RoleOpen, "", fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", httpkit.ErrUnauthorized)
 	}
@@ -231,12 +260,18 @@ func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
 	return role, id, nil
 }
 
+// signInHint points a caller without a token at the sign-in form, when
+// the server has one.
+func (s *Server) signInHint() string {
+	if !s.sessionsOn() {
+		return ""
+	}
+	return ", or sign in with a browser at " + SignInPath
+}
+
 // ServeHTTP routes r. Unknown paths and wrong methods answer in the JSON
 // error format like everything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.exchangeToken(w, r) {
-		return
-	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return

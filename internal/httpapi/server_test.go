@@ -60,6 +60,8 @@ type envOptions struct {
 	tokens []httpapi.Token
 	mode   warp.Mode
 	cfg    httpapi.ServerConfig
+	// sessions keeps dashboard sign-ins in the env's store.
+	sessions bool
 }
 
 func withTokens() envOptions {
@@ -86,6 +88,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	cfg := o.cfg
 	cfg.Tokens = o.tokens
+	if o.sessions {
+		cfg.Sessions = db
+	}
 	api, err := httpapi.NewServer(svc, cfg)
 	if err != nil {
 		t.Fatal(err)

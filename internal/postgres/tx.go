@@ -624,3 +624,39 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 		key, value)
 	return translate(err)
 }
+
+// InsertSession implements warp.Tx.
+func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
+	_, err := t.tx.Exec(ctx, "INSERT INTO sessions (id_hash, token_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+		s.IDHash, s.TokenID, ts(s.CreatedAt), ts(s.ExpiresAt))
+	return translate(err)
+}
+
+// Session implements warp.Tx.
+func (t *tx) Session(ctx context.Context, idHash string) (warp.Session, error) {
+	s := warp.Session{IDHash: idHash}
+	var created, expires pgtype.Int8
+	if err := t.tx.QueryRow(ctx, "SELECT token_id, created_at, expires_at FROM sessions WHERE id_hash = $1", idHash).
+		Scan(&s.TokenID, &created, &expires); err != nil {
+		return warp.Session{}, translate(err)
+	}
+	s.CreatedAt, s.ExpiresAt = fromTS(created), fromTS(expires)
+	return s, nil
+}
+
+// DeleteSession implements warp.Tx.
+func (t *tx) DeleteSession(ctx context.Context, idHash string) error {
+	_, err := t.tx.Exec(ctx, "DELETE FROM sessions WHERE id_hash = $1", idHash)
+	return translate(err)
+}
+
+// PruneSessions implements warp.Tx. Rows another transaction holds are
+// left for the next prune.
+func (t *tx) PruneSessions(ctx context.Context, now time.Time, limit int) (int, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM sessions WHERE id_hash IN
+		(SELECT id_hash FROM sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, ts(now), limitArg(limit))
+	if err != nil {
+		return 0, translate(err)
+	}
+	return int(tag.RowsAffected()), nil
+}

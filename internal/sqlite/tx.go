@@ -584,3 +584,46 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 	}
 	return nil
 }
+
+// InsertSession implements warp.Tx.
+func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
+	if _, err := t.exec(ctx, `INSERT INTO sessions (id_hash, token_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+		s.IDHash, s.TokenID, nanos(s.CreatedAt), nanos(s.ExpiresAt)); err != nil {
+		return translate("insert session", err)
+	}
+	return nil
+}
+
+// Session implements warp.Tx.
+func (t *tx) Session(ctx context.Context, idHash string) (warp.Session, error) {
+	s := warp.Session{IDHash: idHash}
+	var created, expires int64
+	if err := t.queryRow(ctx, `SELECT token_id, created_at, expires_at FROM sessions WHERE id_hash = ?`, idHash).
+		Scan(&s.TokenID, &created, &expires); err != nil {
+		return warp.Session{}, translate("read session", err)
+	}
+	s.CreatedAt, s.ExpiresAt = fromNanos(created), fromNanos(expires)
+	return s, nil
+}
+
+// DeleteSession implements warp.Tx.
+func (t *tx) DeleteSession(ctx context.Context, idHash string) error {
+	if _, err := t.exec(ctx, `DELETE FROM sessions WHERE id_hash = ?`, idHash); err != nil {
+		return translate("delete session", err)
+	}
+	return nil
+}
+
+// PruneSessions implements warp.Tx.
+func (t *tx) PruneSessions(ctx context.Context, now time.Time, limit int) (int, error) {
+	res, err := t.exec(ctx, `DELETE FROM sessions WHERE id_hash IN
+		(SELECT id_hash FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, nanos(now), limit)
+	if err != nil {
+		return 0, translate("prune sessions", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, translate("prune sessions", err)
+	}
+	return int(n), nil
+}

@@ -146,6 +146,32 @@ type Tx interface {
 	Meta(ctx context.Context, key string) (string, error)
 	// SetMeta stores value under key.
 	SetMeta(ctx context.Context, key, value string) error
+
+	// InsertSession stores a dashboard sign-in. ErrConflict when its
+	// IDHash exists.
+	InsertSession(ctx context.Context, s Session) error
+	// Session returns the session whose id hashes to idHash, expired or
+	// not (the caller judges). ErrNotFound when there is none.
+	Session(ctx context.Context, idHash string) (Session, error)
+	// DeleteSession removes the session whose id hashes to idHash; no
+	// error when there is none.
+	DeleteSession(ctx context.Context, idHash string) error
+	// PruneSessions removes up to limit sessions that expired at or before
+	// now and returns how many it removed.
+	PruneSessions(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// Session is one browser's sign-in to the dashboard (Tx.InsertSession).
+// The store keeps only a hash of the session id the browser holds, so a
+// copy of the database opens no dashboard.
+type Session struct {
+	// IDHash is the hex SHA-256 of the session id (TokenID of the id).
+	IDHash string
+	// TokenID is the TokenID of the admin token that signed in: the
+	// session ends when that token is no longer configured.
+	TokenID   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 // HostVerdictCount is the number of held leases of Host whose recorded

@@ -86,7 +86,7 @@ WARP_TOKEN is the bearer token (or --url / --token).`,
 	}
 	clikit.SetupRoot(root, c.Stdout, c.Stderr)
 	root.AddCommand(c.serveCommand(), c.ticketCommand(), c.releaseCommand(), c.staleUnlockCommand(),
-		c.adoptionCommand(), c.hostsCommand(), c.modeCommand())
+		c.adoptionCommand(), c.hostsCommand(), c.modeCommand(), c.healthcheckCommand())
 	root.AddCommand(movedCommand("simulate", "warpsim"))
 	// --version, version, completion, gen-man, -o/--output.
 	clikit.Install(root)

@@ -200,5 +200,11 @@ still run. --force switches anyway. The change is recorded as an event.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "switch to activity even though some hosts still send v1")
 	c.addClientFlags(cmd, &o)
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return modeNames, cobra.ShellCompDirectiveNoFileComp
+	}
 	return cmd
 }

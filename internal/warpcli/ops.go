@@ -40,9 +40,13 @@ func NewOps(svc *warp.Service, dcfg dashboard.Config, mcfg metrics.Config) (*Ops
 	return &Ops{Dashboard: d, Metrics: m}, nil
 }
 
-// Hook sets the server hooks that feed the metrics and the event stream.
-// Hooks already set in cfg keep running, before these.
+// Hook sets the server hooks that feed the metrics and the event stream,
+// and the dashboard's sign-in page unless cfg has one. Hooks already set
+// in cfg keep running, before these.
 func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
+	if cfg.SignInPage == nil {
+		cfg.SignInPage = o.Dashboard.SignInPage(httpapi.SignInPath)
+	}
 	prevObserve, prevHeartbeat, prevChange := cfg.Observe, cfg.OnHeartbeat, cfg.OnChange
 	cfg.Observe = func(route string, code int, d time.Duration) {
 		if prevObserve != nil {
@@ -68,8 +72,8 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 // Mount registers the dashboard's routes, the event stream among them,
 // and GET /metrics on s. Everything but the dashboard's open routes (its
 // static assets) needs the admin role when tokens are configured; a
-// browser presents its token once as ?token= and then holds it in a
-// cookie (httpapi.TokenCookie).
+// browser signs in once with an admin token (httpapi.SignInPath) and then
+// holds a session cookie (httpapi.SessionCookie).
 func (o *Ops) Mount(s *httpapi.Server) {
 	for _, r := range o.Dashboard.Routes() {
 		role := httpapi.RoleAdmin

@@ -44,6 +44,7 @@ another agent re-claimed meanwhile is left alone.`,
 	cmd.Flags().StringVar(&reason, "reason", "operator", "why, recorded in the ticket's history")
 	clikit.Int64Var(cmd.Flags(), &epoch, "epoch", 0, "release only this lease (0: the current one)")
 	c.addClientFlags(cmd, &o)
+	cmd.ValidArgsFunction = c.completeTicketArg(&o, string(warp.TicketClaimed))
 	return cmd
 }
 
@@ -82,6 +83,7 @@ meanwhile is left alone. A lease that already ended answers 410.`,
 	cmd.Flags().StringVar(&pr, "pr", "", "URL of the pull request, recorded with the lease")
 	clikit.Int64Var(cmd.Flags(), &epoch, "epoch", 0, "complete only this lease (0: the current one)")
 	c.addClientFlags(cmd, &o)
+	cmd.ValidArgsFunction = c.completeTicketArg(&o, string(warp.TicketClaimed))
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,6 +68,13 @@ type ServeConfig struct {
 	TokenFile  string
 	AdminToken string
 	Insecure   bool
+	// TokenFileOptional lets TokenFile name a file that does not exist
+	// (--token-file-optional): the container image names a default path
+	// that WARP_TOKEN alone may stand in for.
+	TokenFileOptional bool
+	// SessionTTL is how long a dashboard sign-in lasts (--session-ttl);
+	// httpapi.DefaultSessionTTL when zero.
+	SessionTTL time.Duration
 	// MaxConns and MaxConnsPerClient bound open connections in total and
 	// per client IP (--max-conns, --max-conns-per-client); 0: no bound.
 	MaxConns          int
@@ -98,6 +106,7 @@ func DefaultServeConfig() ServeConfig {
 		Policy:        warp.DefaultPolicy(),
 		SweepInterval: warp.DefaultSweepInterval,
 		HookAlarm:     warp.DefaultHookAlarm(),
+		SessionTTL:    httpapi.DefaultSessionTTL,
 
 		MaxConns:          httpapi.DefaultMaxConns,
 		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
@@ -184,6 +193,9 @@ func (cfg ServeConfig) check() ([]httpapi.Token, error) {
 	if cfg.SweepInterval <= 0 {
 		return nil, warp.Errorf(warp.ErrInvalid, "sweep interval must be positive, got %s", cfg.SweepInterval)
 	}
+	if cfg.SessionTTL < 0 {
+		return nil, warp.Errorf(warp.ErrInvalid, "session TTL must not be negative, got %s", cfg.SessionTTL)
+	}
 	if cfg.MaxConns < 0 || cfg.MaxConnsPerClient < 0 {
 		return nil, warp.Errorf(warp.ErrInvalid, "connection limits must not be negative (0 disables one), got %d and %d", cfg.MaxConns, cfg.MaxConnsPerClient)
 	}
@@ -232,11 +244,18 @@ func (m *Main) startService(ctx context.Context) error {
 func (m *Main) startAPI(ctx context.Context, tokens []httpapi.Token) error {
 	dcfg := m.Config.Dashboard
 	dcfg.Logger = m.log
+	dcfg.SessionTTL = m.Config.SessionTTL
+	if len(tokens) > 0 {
+		dcfg.SignOut = httpapi.SignOutPath
+	}
 	var err error
 	if m.Ops, err = NewOps(m.Service, dcfg, metrics.Config{Logger: m.log}); err != nil {
 		return err
 	}
-	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure}
+	// Sessions live in the served database: every replica accepts them,
+	// and a restart keeps them.
+	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure,
+		Sessions: m.Store, SessionTTL: m.Config.SessionTTL}
 	m.Ops.Hook(&apiCfg)
 	if m.API, err = httpapi.NewServer(m.Service, apiCfg); err != nil {
 		return err
@@ -343,6 +362,9 @@ func (cfg ServeConfig) tokens() ([]httpapi.Token, error) {
 	var tokens []httpapi.Token
 	if cfg.TokenFile != "" {
 		t, err := httpapi.LoadTokenFile(cfg.TokenFile)
+		if cfg.TokenFileOptional && errors.Is(err, fs.ErrNotExist) {
+			return cfg.withAdminToken(nil)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -351,6 +373,11 @@ func (cfg ServeConfig) tokens() ([]httpapi.Token, error) {
 		}
 		tokens = t
 	}
+	return cfg.withAdminToken(tokens)
+}
+
+// withAdminToken adds AdminToken (WARP_TOKEN) to the token file's tokens.
+func (cfg ServeConfig) withAdminToken(tokens []httpapi.Token) ([]httpapi.Token, error) {
 	if cfg.AdminToken != "" {
 		for _, t := range tokens {
 			if t.Secret != cfg.AdminToken {
@@ -494,7 +521,17 @@ func (c *CLI) serveLogger(fs *pflag.FlagSet, format, level string) (*slog.Logger
 	if !ok {
 		return nil, clikit.Usagef("--log-level %q%s: want debug, info, warn or error", level, from("log-level"))
 	}
-	return slog.New(newHandler(c.Stderr, &slog.HandlerOptions{Level: lv})), nil
+	return slog.New(newHandler(c.Stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText})), nil
+}
+
+// durationText writes a duration as the flags take it ("30m0s"): slog's
+// JSON handler would write nanoseconds (1800000000000), which a reader
+// must divide, and the text handler already writes it so.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 func (c *CLI) serveCommand() *cobra.Command {
@@ -563,6 +600,8 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
+	f.BoolVar(&cfg.TokenFileOptional, "token-file-optional", false, "start without --token-file when that file does not exist (WARP_TOKEN, or no tokens on loopback)")
+	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
 	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")
 	f.StringVar(&logLevel, "log-level", logLevel, "least severe log level: debug, info, warn or error")

@@ -3,6 +3,7 @@ package warpcli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -166,6 +167,43 @@ func TestServeReadsAdminTokenFromEnvironment(t *testing.T) {
 	}
 }
 
+// JSON logs write durations as the flags take them, not in nanoseconds.
+func TestServeJSONLogWritesDurationsAsText(t *testing.T) {
+	_, _, stop := serveInProcess(t, nil, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"),
+		"--log-format", "json", "--lease-window", "30m", "--sweep-interval", "250ms")
+	r := stop()
+	var start map[string]any
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, "warp listening on") {
+			if err := json.Unmarshal([]byte(line), &start); err != nil {
+				t.Fatalf("the start line is not JSON: %v: %s", err, line)
+			}
+		}
+	}
+	if start == nil {
+		t.Fatalf("no start line in the log:\n%s", r.stderr)
+	}
+	for k, want := range map[string]string{"lease_window": "30m0s", "sweep_interval": "250ms", "startup_grace": "10m0s"} {
+		if got, ok := start[k].(string); !ok || got != want {
+			t.Errorf("%s = %#v, want %q", k, start[k], want)
+		}
+	}
+}
+
+// The container image names a token file that may not be there: with
+// --token-file-optional, WARP_TOKEN alone starts it.
+func TestServeWithOptionalTokenFileAndWarpToken(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "tokens")
+	url, _, _ := serveInProcess(t, map[string]string{"WARP_TOKEN": "env-admin", "WARP_TOKEN_FILE_OPTIONAL": "true"},
+		"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "w.db"), "--token-file", missing)
+	if _, err := client.NewClient(url, "").Mode(context.Background()); err == nil {
+		t.Fatal("no token accepted although WARP_TOKEN configured one")
+	}
+	if _, err := client.NewClient(url, "env-admin").Mode(context.Background()); err != nil {
+		t.Fatalf("WARP_TOKEN as admin: %v", err)
+	}
+}
+
 // WARP_TOKEN that the token file also lists as admin is the same token
 // twice: served.
 func TestServeAdminTokenAlsoInTheFile(t *testing.T) {
@@ -222,6 +260,10 @@ func TestServeConfigurationErrors(t *testing.T) {
 		{"missing token file", nil, []string{"--token-file", filepath.Join(dir, "none")}, warpcli.ExitError, []string{"token file"}},
 		{"postgres unreachable", nil, []string{"--db", "postgres://warp:pw@127.0.0.1:1/warp"}, warpcli.ExitError, []string{"PostgreSQL"}},
 		{"non-loopback", nil, []string{"--addr", "0.0.0.0:7077"}, warpcli.ExitError, []string{"refusing to listen", "--insecure"}},
+		// The image's start without its token file and without WARP_TOKEN.
+		{"optional token file missing, no WARP_TOKEN", nil, []string{"--addr", "0.0.0.0:7077", "--token-file", filepath.Join(dir, "none"), "--token-file-optional"},
+			warpcli.ExitError, []string{"refusing to listen"}},
+		{"optional token file that is bad", nil, []string{"--token-file", badTokens, "--token-file-optional"}, warpcli.ExitError, []string{"superuser"}},
 		{"db is a directory", nil, []string{"--db", dir}, warpcli.ExitError, nil},
 	}
 	for _, c := range cases {

@@ -69,6 +69,7 @@ open ticket carrying every requested label).`,
 	}
 	cmd.Flags().StringVar(&title, "title", "", "what the ticket is about")
 	cmd.Flags().StringSliceVar(&labels, "label", nil, "label (repeat, or comma-separate)")
+	_ = cmd.RegisterFlagCompletionFunc("label", c.completeLabels(&o))
 	c.addClientFlags(cmd, &o)
 	return cmd
 }
@@ -141,6 +142,9 @@ reported the agent gone).`,
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
 	f.BoolVar(&all, "all", false, "follow every page")
 	c.addClientFlags(cmd, &o)
+	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(ticketStates...))
+	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictNames...))
+	_ = cmd.RegisterFlagCompletionFunc("host", c.completeHosts(&o))
 	return cmd
 }
 
@@ -187,5 +191,6 @@ whether the v1 fallback had extended it) and every event of its history.
 		}),
 	}
 	c.addClientFlags(cmd, &o)
+	cmd.ValidArgsFunction = c.completeTicketArg(&o, "")
 	return cmd
 }
