@@ -360,11 +360,12 @@ func TestWorktreeWithCdCredited(t *testing.T) {
 // grandchildren of the launcher, backed no call.
 func TestWrapModeRelaunchedAgent(t *testing.T) {
 	geminitest.Require(t)
-	// The CLI boots (about 2 s of node) after the claim: a staleness
-	// above that, so the lease survives until the first call.
+	// The CLI boots (about 2 s of node, more on a loaded machine) after
+	// the claim, and until its first call the lease's activity is the
+	// claim: a window and a staleness well above that.
 	const (
 		staleness = 3.0
-		window    = 2 * time.Second
+		window    = 5 * time.Second
 	)
 	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
 	startSweeps(t, ws.Svc)
@@ -374,7 +375,7 @@ func TestWrapModeRelaunchedAgent(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	logLoopOnFailure(t, d)
 	started := filepath.Join(t.TempDir(), "started")
-	const quiet = 6.0 // > window + staleness
+	const quiet = 9.0 // > window + staleness
 	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
 	model := geminitest.NewFakeModel(t, geminitest.Calls(step), geminitest.Stall())
 	w := watchTicket(t, ws, "T-1")
