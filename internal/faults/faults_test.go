@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -282,6 +284,137 @@ func TestSQLiteDiskFull(t *testing.T) {
 	time.Sleep(grace)
 	for _, a := range agents {
 		if l := leaseOf(t, c, a.ticket.ID); l.State != "held" {
+			t.Errorf("healthy lease %s is %s (%s) after the grace", a.ticket.ID, l.State, l.EndReason)
+		}
+	}
+}
+
+// cluster is a PostgreSQL server of a test's own, run by the postgres
+// user in a fresh data directory, so that stopping it disturbs no other
+// test.
+type cluster struct {
+	bin, dir, user string
+	port           int
+}
+
+// privatePostgres starts a cluster of t's own on a free loopback port;
+// it is stopped and removed when t ends. Needs root (the server runs as
+// the postgres user) and Debian's PostgreSQL binaries; CI has both.
+func privatePostgres(t *testing.T) *cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: a private PostgreSQL cluster runs as the postgres user, which needs root")
+	}
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		t.Skip("skipping: no /usr/lib/postgresql/*/bin/initdb (Debian's postgresql package)")
+	}
+	if _, err := user.Lookup("postgres"); err != nil {
+		t.Skipf("skipping: no postgres user: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "warp-faults-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if out, err := exec.Command("chown", "postgres:postgres", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v: %s", err, out)
+	}
+	c := &cluster{bin: filepath.Dir(bins[0]), dir: dir, user: "postgres"}
+	if out, err := c.run("initdb", "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	c.start(t)
+	t.Cleanup(func() { _ = c.run("pg_ctl", "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop").Run() })
+	return c
+}
+
+func (c *cluster) run(tool string, args ...string) *exec.Cmd {
+	return exec.Command("runuser", append([]string{"-u", c.user, "--", filepath.Join(c.bin, tool)}, args...)...)
+}
+
+func (c *cluster) dsn() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+}
+
+func (c *cluster) start(t *testing.T) {
+	t.Helper()
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", c.port, c.dir)
+	if out, err := c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-l", filepath.Join(c.dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+}
+
+func (c *cluster) stop(t *testing.T) {
+	t.Helper()
+	if out, err := c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
+}
+
+// PostgreSQL stopped for 1.5× the window under two warp replicas while
+// their agents keep working: no healthy lease lapses when it comes back,
+// and a dead one lapses once the gap's grace ends. The cluster is the
+// test's own (privatePostgres), so the outage touches no other test.
+func TestPostgresOutageTwoReplicas(t *testing.T) {
+	pg := privatePostgres(t)
+	var replicas []*warpclitest.Process
+	var clients []*client.Client
+	for range 2 {
+		p := serve(t, pg.dsn())
+		replicas = append(replicas, p)
+		clients = append(clients, client.NewClient(p.URL, ""))
+	}
+	var agents []*agent
+	for i := range 6 {
+		c := clients[i%2] // each replica serves half the fleet
+		a := work(c, claim(t, c, fmt.Sprintf("H-%d", i)))
+		agents = append(agents, a)
+		defer a.Stop()
+	}
+	claim(t, clients[0], "DEAD")
+	time.Sleep(time.Second)
+
+	pg.stop(t)
+	down := time.Now()
+	time.Sleep(window * 3 / 2)
+	for i, p := range replicas {
+		if code := readyz(t, p.URL); code != http.StatusServiceUnavailable {
+			t.Errorf("replica %d: /readyz answered %d with its database down, want 503", i, code)
+		}
+	}
+	pg.start(t)
+	back := time.Now()
+	t.Logf("PostgreSQL was down for %v", back.Sub(down).Round(time.Millisecond))
+
+	var once sync.Once
+	poll(t, "the dead lease to lapse", func() bool {
+		for _, a := range agents {
+			if l := leaseOf(t, clients[1], a.ticket.ID); l.State != "held" {
+				once.Do(func() {
+					t.Errorf("healthy lease %s is %s (%s) after the outage", a.ticket.ID, l.State, l.EndReason)
+				})
+			}
+		}
+		return leaseOf(t, clients[1], "DEAD").State == "lapsed"
+	})
+	late := time.Since(back)
+	t.Logf("the dead lease lapsed %v after PostgreSQL came back", late.Round(time.Millisecond))
+	// The pools reconnect within a few sweeps: the bound is the grace,
+	// a sweep, and that reconnection.
+	if late > grace+2*sweep+2*time.Second {
+		t.Errorf("the dead lease lapsed %v after PostgreSQL came back, want within the grace and a sweep (%v) plus reconnection", late, grace+sweep)
+	}
+	time.Sleep(grace)
+	for _, a := range agents {
+		if l := leaseOf(t, clients[0], a.ticket.ID); l.State != "held" {
 			t.Errorf("healthy lease %s is %s (%s) after the grace", a.ticket.ID, l.State, l.EndReason)
 		}
 	}
