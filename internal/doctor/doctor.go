@@ -51,6 +51,11 @@ type Check struct {
 	Status string `json:"status"`
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"` // one line: what to run or change
+	// Command is the shell command line that fixes the check on its own,
+	// as Fix names it, to run as the same user with the same environment;
+	// empty when the fix needs a person (edit a file, pick a token, trust
+	// a hook in the agent, ask an administrator).
+	Command string `json:"command,omitempty"`
 }
 
 // Report is every check; OK is false when any failed (a warning leaves it
@@ -207,6 +212,7 @@ func checkHook(o Options) (Check, []string) {
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("gyrum's hook (gyrum-hook or gyrum touch-activity) is not wired for %s %s", strings.Join(missing, ", "), where)
 		c.Fix = "run gyrum setup (or gyrum setup --project DIR for this project only)"
+		c.Command = "gyrum setup"
 		return c, commands
 	}
 	c.Status = StatusOK
@@ -239,6 +245,7 @@ func checkHookBinary(commands []string, hookOK bool) Check {
 		c.Status = StatusFail
 		c.Detail = "the hook cannot run: " + strings.Join(bad, "; ")
 		c.Fix = "run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path"
+		c.Command = "gyrum setup"
 		return c
 	}
 	c.Status = StatusOK
@@ -310,6 +317,7 @@ func checkWatchdog(ctx context.Context, o Options) Check {
 	const sweep = "gyrum watchdog sweep"
 	if o.Systemd.Available(ctx) || o.Cron.Available() {
 		c.Fix = "run gyrum setup (a systemd user timer, or a crontab line), or run " + sweep + " every few minutes yourself"
+		c.Command = "gyrum setup"
 	} else {
 		c.Fix = "this host has no scheduler (no systemd user manager, no crontab): run " + sweep +
 			" every few minutes yourself, or install cron (Debian: apt-get install cron) and run gyrum setup --watchdog cron"
@@ -364,7 +372,7 @@ func checkLoops(o Options) []Check {
 	}
 	var checks []Check
 	for _, b := range bad {
-		checks = append(checks, Check{Name: "loop", Status: StatusFail, Detail: b.Err.Error(), Fix: "run gyrum watchdog sweep (it removes corrupt entries)"})
+		checks = append(checks, Check{Name: "loop", Status: StatusFail, Detail: b.Err.Error(), Fix: "run gyrum watchdog sweep (it removes corrupt entries)", Command: sweepCmd})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Dir < entries[j].Dir })
 	for _, e := range entries {
@@ -378,7 +386,7 @@ func checkLoops(o Options) []Check {
 				covered = covered || gyrumdir.SamePath(e.Dir, d.Worktree)
 			}
 			if !covered {
-				checks = append(checks, checkUnregistered(d))
+				checks = append(checks, checkUnregistered(d, o.Prepared))
 			}
 		}
 	}
@@ -395,7 +403,8 @@ func checkLoop(e gyrumdir.Entry) Check {
 	if !id.Alive() {
 		c.Status = StatusFail
 		c.Detail = who + " is not running (its registry entry is stale)"
-		c.Fix = "run gyrum watchdog sweep to drop the entry; to keep the lease, restart the loop: " + runLoop(e.Dir)
+		c.Command = sweepCmd + "; " + runLoop(e.Dir)
+		c.Fix = "drop the entry and restart the loop to keep the lease: " + c.Command + " (or only " + sweepCmd + " to drop it)"
 		return c
 	}
 	argv, _ := proc.Cmdline(e.PID)
@@ -408,6 +417,7 @@ func checkLoop(e gyrumdir.Entry) Check {
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s: pid %d now runs %q, not the loop", who, e.PID, strings.Join(argv, " "))
 		c.Fix = "run gyrum watchdog sweep to drop the stale entry"
+		c.Command = sweepCmd
 		return c
 	}
 	d := gyrumdir.Dir{Worktree: e.Dir, Path: filepath.Join(e.Dir, gyrumdir.DirName)}
@@ -415,22 +425,26 @@ func checkLoop(e gyrumdir.Entry) Check {
 		c.Status = StatusFail
 		c.Detail = who + " is running but its worktree or lease.json is gone (an orphan)"
 		c.Fix = "run gyrum watchdog sweep (it stops orphan loops)"
+		c.Command = sweepCmd
 		return c
 	}
 	pidFile, err := d.ReadPID(gyrumdir.LoopPIDFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = StatusFail, who+" is running but "+d.File(gyrumdir.LoopPIDFile)+" is missing"
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
+		c.Command = restartLoop(e.Dir)
+		c.Fix = "restart the loop: " + c.Command
 		return c
 	case err != nil:
 		c.Status, c.Detail = StatusFail, who+": "+err.Error()
-		c.Fix = "restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
+		c.Command = restartLoop(e.Dir)
+		c.Fix = "restart the loop: " + c.Command
 		return c
 	case pidFile != id:
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is running but heartbeat.pid names %s (another loop, or a stale file)", who, pidFile)
-		c.Fix = "stop the extra loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + ", then gyrum watchdog sweep"
+		c.Command = "gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + sweepCmd
+		c.Fix = "stop the extra loop: " + c.Command
 		return c
 	}
 	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
@@ -454,23 +468,32 @@ func checkLoop(e gyrumdir.Entry) Check {
 }
 
 // checkUnregistered checks the lease of the current worktree, whose loop
-// the registry does not know.
-func checkUnregistered(d gyrumdir.Dir) Check {
+// the registry does not know. When $GYRUM_HOME has no record of the
+// worktree either, the home was deleted (or this is another GYRUM_HOME):
+// the hook does not credit the worktree until a loop restores the record.
+func checkUnregistered(d gyrumdir.Dir, prepared gyrumdir.Prepared) Check {
 	c := Check{Name: "loop (this worktree)"}
 	ticket := "?"
 	if l, err := d.ReadLease(); err == nil {
 		ticket = l.Ticket
 	}
+	lost := ""
+	if prepared != (gyrumdir.Prepared{}) && !prepared.Has(d.Worktree) {
+		lost = fmt.Sprintf("; %s has no record of this worktree (deleted, or not the GYRUM_HOME start-work used), so the agent's hook does not credit it",
+			prepared.Home())
+	}
 	id, err := d.ReadPID(gyrumdir.LoopPIDFile)
 	if err == nil && id.Alive() {
 		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry", ticket, d.Worktree, id.PID)
-		c.Fix = "restart it so it registers: gyrum heartbeat kill --dir " + shellquote.Quote(d.Worktree) + "; " + runLoop(d.Worktree)
+		c.Detail = fmt.Sprintf("the loop of %s in %s (pid %d) runs but is not in the registry%s", ticket, d.Worktree, id.PID, lost)
+		c.Command = restartLoop(d.Worktree)
+		c.Fix = "restart it so it registers: " + c.Command
 		return c
 	}
 	c.Status = StatusFail
-	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it", d.Worktree, ticket)
-	c.Fix = "restart the loop: " + runLoop(d.Worktree) + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
+	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it%s", d.Worktree, ticket, lost)
+	c.Command = runLoop(d.Worktree)
+	c.Fix = "restart the loop (it restores what $GYRUM_HOME needs): " + c.Command + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
 	return c
 }
 
@@ -581,4 +604,12 @@ func settingsFlags(path string) (hookFlags, error) {
 // second loop refuses to start anyway.
 func runLoop(dir string) string {
 	return "nohup gyrum heartbeat run --dir " + shellquote.Quote(dir) + " >/dev/null 2>&1 &"
+}
+
+// sweepCmd drops stale and corrupt registry entries and stops orphans.
+const sweepCmd = "gyrum watchdog sweep"
+
+// restartLoop stops dir's loop (identity checked) and starts it again.
+func restartLoop(dir string) string {
+	return "gyrum heartbeat kill --dir " + shellquote.Quote(dir) + "; " + runLoop(dir)
 }

@@ -164,7 +164,7 @@ func checkHookRun(ctx context.Context, e setup.HookEntry, prepared gyrumdir.Prep
 	rec, ok, mtime, err := s.d.ReadActivity()
 	if err != nil || !mtime.After(s.old) {
 		return hookFault{fmt.Sprintf("the hook %q exited 0 in %s but did not move %s: it is not the activity hook, or it looks for .gyrum/ elsewhere",
-			e.Command, run.took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum's hook"}.check()
+			e.Command, run.took, gyrumdir.ActivityFile), "run gyrum setup to wire gyrum's hook", "gyrum setup"}.check()
 	}
 	c := Check{Name: "hook-run", Status: StatusOK,
 		Detail: fmt.Sprintf("ran %q with a PostToolUse payload: exit 0 in %s (timeout %s), %s moved", e.Command, run.took, timeout, gyrumdir.ActivityFile)}
@@ -175,10 +175,12 @@ func checkHookRun(ctx context.Context, e setup.HookEntry, prepared gyrumdir.Prep
 }
 
 // hookFault is why a hook's self-test failed, and what to do about it.
-type hookFault struct{ detail, fix string }
+// hookFault is a failed self-test: what happened, the fix, and the
+// command that fixes it on its own (empty when a person must look).
+type hookFault struct{ detail, fix, command string }
 
 func (f hookFault) check() Check {
-	return Check{Name: "hook-run", Status: StatusFail, Detail: f.detail, Fix: f.fix}
+	return Check{Name: "hook-run", Status: StatusFail, Detail: f.detail, Fix: f.fix, Command: f.command}
 }
 
 // scratch is the self-test's worktree: a temporary directory whose .gyrum/
@@ -195,7 +197,7 @@ type scratch struct {
 // makeScratch makes the scratch worktree; on a fault nothing is left.
 func makeScratch(prepared gyrumdir.Prepared) (_ *scratch, f *hookFault) {
 	unwritable := func(err error) *hookFault {
-		return &hookFault{"cannot make a scratch worktree: " + err.Error(), "make the temporary directory (" + os.TempDir() + ") writable"}
+		return &hookFault{"cannot make a scratch worktree: " + err.Error(), "make the temporary directory (" + os.TempDir() + ") writable", ""}
 	}
 	dir, err := os.MkdirTemp("", "gyrum-doctor-selftest-")
 	if err != nil {
@@ -212,7 +214,7 @@ func makeScratch(prepared gyrumdir.Prepared) (_ *scratch, f *hookFault) {
 	}
 	if prepared != (gyrumdir.Prepared{}) {
 		if err := prepared.Add(s.d.Worktree); err != nil {
-			return nil, &hookFault{"cannot record the scratch worktree in $GYRUM_HOME: " + err.Error(), "make $GYRUM_HOME (default ~/.gyrum) writable"}
+			return nil, &hookFault{"cannot record the scratch worktree in $GYRUM_HOME: " + err.Error(), "make $GYRUM_HOME (default ~/.gyrum) writable", ""}
 		}
 		s.prepared = prepared
 	}
@@ -277,7 +279,7 @@ func runHook(ctx context.Context, s *scratch, line string, timeout time.Duration
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return hookOutcome{}, &hookFault{fmt.Sprintf("cannot run the hook %q: %v", line, err), "check that /bin/sh exists and runs"}
+		return hookOutcome{}, &hookFault{fmt.Sprintf("cannot run the hook %q: %v", line, err), "check that /bin/sh exists and runs", ""}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -296,10 +298,10 @@ func runHook(ctx context.Context, s *scratch, line string, timeout time.Duration
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole group: sh and whatever it started
 		<-done
 		if ctx.Err() != nil {
-			return hookOutcome{}, &hookFault{fmt.Sprintf("the hook %q was still running when doctor was stopped", line), "run doctor again"}
+			return hookOutcome{}, &hookFault{fmt.Sprintf("the hook %q was still running when doctor was stopped", line), "run doctor again", ""}
 		}
 		return hookOutcome{}, &hookFault{fmt.Sprintf("the hook %q did not finish within its timeout of %s and was killed: the agent kills it the same way, and no activity is recorded",
-			line, timeout), fmt.Sprintf("the hook must return in milliseconds: run it by hand (echo '{}' | %s) to see where it blocks, then gyrum setup to rewrite it", line)}
+			line, timeout), fmt.Sprintf("the hook must return in milliseconds: run it by hand (echo '{}' | %s) to see where it blocks, then gyrum setup to rewrite it", line), ""}
 	}
 	out := hookOutcome{line: line, took: time.Since(start).Round(time.Millisecond), stderr: stderr.b.String()}
 	var exitErr *exec.ExitError
@@ -307,7 +309,7 @@ func runHook(ctx context.Context, s *scratch, line string, timeout time.Duration
 	case errors.As(runErr, &exitErr):
 		out.code = exitErr.ExitCode()
 	case runErr != nil && !errors.Is(runErr, exec.ErrWaitDelay):
-		return out, &hookFault{fmt.Sprintf("the hook %q: %v", line, runErr), "run gyrum setup to rewrite the hook"}
+		return out, &hookFault{fmt.Sprintf("the hook %q: %v", line, runErr), "run gyrum setup to rewrite the hook", "gyrum setup"}
 	}
 	return out, nil
 }
@@ -323,8 +325,8 @@ func (o hookOutcome) fault() *hookFault {
 		return nil
 	case 126, 127: // sh: not executable, not found
 		return &hookFault{fmt.Sprintf("the hook %q cannot start its program (exit %d%s)", o.line, o.code, errLine),
-			"run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path"}
+			"run gyrum setup with the gyrum you use now: it rewrites the hook with that binary's absolute path", "gyrum setup"}
 	}
 	return &hookFault{fmt.Sprintf("the hook %q exited %d%s", o.line, o.code, errLine),
-		fmt.Sprintf("run it by hand to see why (echo '{}' | %s); a gyrum that fails here is broken: reinstall it and run gyrum setup", o.line)}
+		fmt.Sprintf("run it by hand to see why (echo '{}' | %s); a gyrum that fails here is broken: reinstall it and run gyrum setup", o.line), ""}
 }

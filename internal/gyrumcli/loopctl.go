@@ -159,16 +159,23 @@ func (a *App) stopGrace() time.Duration {
 // registry entry if the loop could not (SIGKILL). A pid file naming a dead
 // or recycled pid is just removed: that process is never signalled.
 func (a *App) stopLoop(ctx context.Context, d gyrumdir.Dir) (stopped, error) {
+	reg, rerr := a.registry()
 	id, err := d.ReadPID(gyrumdir.LoopPIDFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return stopped{Result: "none"}, nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Corrupt: nobody can be identified by it, nobody is signalled.
+		_ = os.Remove(d.File(gyrumdir.LoopPIDFile))
 	}
 	if err != nil {
-		// Corrupt: nobody can be identified, nobody is signalled.
-		_ = os.Remove(d.File(gyrumdir.LoopPIDFile))
-		return stopped{Result: "none"}, nil
+		// Without a pid file the registry may still know the worktree's
+		// loop (the file was deleted under it): that one is stopped.
+		found := false
+		if rerr == nil {
+			id, found = registeredLoop(reg, d.Worktree)
+		}
+		if !found {
+			return stopped{Result: "none"}, nil
+		}
 	}
-	reg, rerr := a.registry()
 	cleanup := func() {
 		_, _ = d.RemovePIDIf(gyrumdir.LoopPIDFile, id)
 		if rerr == nil {
@@ -195,6 +202,20 @@ func (a *App) stopLoop(ctx context.Context, d gyrumdir.Dir) (stopped, error) {
 		return stopped{PID: id.PID, Result: res.String()}, fmt.Errorf("stop loop pid %d: %w", id.PID, err)
 	}
 	return stopped{PID: id.PID, Result: res.String()}, nil
+}
+
+// registeredLoop returns the live loop the registry names for worktree.
+func registeredLoop(reg gyrumdir.Registry, worktree string) (proc.Identity, bool) {
+	entries, _, err := reg.List()
+	if err != nil {
+		return proc.Identity{}, false
+	}
+	for _, e := range entries {
+		if gyrumdir.SamePath(e.Dir, worktree) && e.Identity().Alive() {
+			return e.Identity(), true
+		}
+	}
+	return proc.Identity{}, false
 }
 
 // isLoop reports whether process pid runs `... heartbeat run ...`.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // HostStatus is what status prints with --json.
@@ -16,6 +17,17 @@ type HostStatus struct {
 	Loops    []LoopStatus `json:"loops"`
 	// Corrupt lists registry files that could not be read.
 	Corrupt []string `json:"corrupt,omitempty"`
+	// Problems are broken local states, each with the command that
+	// repairs it: today a lease in the current worktree that $GYRUM_HOME
+	// has no record of (the home was deleted, or this is another one).
+	Problems []StatusProblem `json:"problems,omitempty"`
+}
+
+// StatusProblem is a broken local state and how to repair it.
+type StatusProblem struct {
+	Dir     string `json:"dir"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
 }
 
 func (a *App) statusCommand() *cobra.Command {
@@ -31,7 +43,12 @@ last POST and its outcome (.gyrum/heartbeat.state). It also lists every
 worktree a start-work on this host prepared ($GYRUM_HOME/worktrees) that
 still holds a lease.json but whose loop is gone: the loop exited (its last
 outcome says why, e.g. the lease ended or the agent exited) and the lease may
-still be held on warp; release it with gyrum release --dir D.`,
+still be held on warp; release it with gyrum release --dir D.
+
+Run in a worktree whose lease $GYRUM_HOME has no record of (the home was
+deleted, or start-work used another GYRUM_HOME), it lists that lease too and
+says how to repair it (on stderr; "problems" with --json): restart the loop,
+which restores the record the hook needs, or release the ticket.`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			reg, err := a.registry()
@@ -59,19 +76,7 @@ still be held on warp; release it with gyrum release --dir D.`,
 				}
 				hs.Loops = append(hs.Loops, s)
 			}
-			// Leases whose loop is gone: no registry entry, lease.json kept.
-			if home, err := gyrumdir.Home(a.getenv); err == nil {
-				wts, _ := gyrumdir.NewPrepared(home).List()
-				for _, wt := range wts {
-					covered := false
-					for _, e := range entries {
-						covered = covered || gyrumdir.SamePath(e.Dir, wt)
-					}
-					if d, err := gyrumdir.At(wt); err == nil && !covered && d.HasLease() {
-						hs.Loops = append(hs.Loops, a.inspect(d, 0))
-					}
-				}
-			}
+			a.addUnregistered(&hs, entries)
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, hs)
 			}
@@ -82,9 +87,65 @@ still be held on warp; release it with gyrum release --dir D.`,
 	return cmd
 }
 
+// addUnregistered adds the leases no running loop has registered: those of
+// worktrees start-work prepared on this host (the loop exited, lease.json
+// kept), and the current worktree's when $GYRUM_HOME has no record of it
+// at all — a broken state, with its repair.
+func (a *App) addUnregistered(hs *HostStatus, entries []gyrumdir.Entry) {
+	home, err := gyrumdir.Home(a.getenv)
+	if err != nil {
+		return
+	}
+	covered := func(wt string) bool {
+		for _, e := range entries {
+			if gyrumdir.SamePath(e.Dir, wt) {
+				return true
+			}
+		}
+		for _, s := range hs.Loops {
+			if gyrumdir.SamePath(s.Dir, wt) {
+				return true
+			}
+		}
+		return false
+	}
+	prepared := gyrumdir.NewPrepared(home)
+	wts, _ := prepared.List()
+	for _, wt := range wts {
+		if d, err := gyrumdir.At(wt); err == nil && !covered(wt) && d.HasLease() {
+			hs.Loops = append(hs.Loops, a.inspect(d, 0))
+		}
+	}
+	cwd, err := a.getwd()
+	if err != nil {
+		return
+	}
+	d, err := gyrumdir.Find(cwd)
+	if err != nil || !d.HasLease() || covered(d.Worktree) {
+		return
+	}
+	s := a.inspect(d, 0)
+	hs.Loops = append(hs.Loops, s)
+	if prepared.Has(d.Worktree) {
+		return
+	}
+	what := fmt.Sprintf("this worktree holds the lease of %s (epoch %d), but %s has no record of it: $GYRUM_HOME was deleted, or start-work used another GYRUM_HOME", s.Ticket, s.Epoch, home)
+	if s.LoopAlive {
+		what += "; its loop (pid " + fmt.Sprint(s.LoopPID) + ") restores the record at its next tick"
+	} else {
+		what += "; no loop extends the lease and the agent's hook does not credit this worktree"
+	}
+	q := shellquote.Quote(d.Worktree)
+	hs.Problems = append(hs.Problems, StatusProblem{Dir: d.Worktree, Problem: what,
+		Fix: "nohup gyrum heartbeat run --dir " + q + " >/dev/null 2>&1 & (the loop restores the record), or hand the ticket back: gyrum release --dir " + q})
+}
+
 func (a *App) printHostStatus(hs HostStatus) error {
 	for _, c := range hs.Corrupt {
 		fmt.Fprintf(a.Stderr, "gyrum: corrupt registry entry: %s\n", c)
+	}
+	for _, p := range hs.Problems {
+		fmt.Fprintf(a.Stderr, "gyrum: %s\n  fix: %s\n", clikit.Clean(p.Problem), clikit.Clean(p.Fix))
 	}
 	if len(hs.Loops) == 0 {
 		_, err := fmt.Fprintf(a.Stdout, "no leases and no loops on this host (registry %s)\n", hs.Registry)
