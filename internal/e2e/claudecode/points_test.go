@@ -993,3 +993,74 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 		t.Error("hooks on: the recorder never ran")
 	}
 }
+
+// (33.4) $GYRUM_HOME deleted (rm -rf) under a working session: the loop
+// restores its registry entry, the prepared worktree and the agent's index
+// entry at its next tick, so the hook goes on crediting the worktree and
+// the lease stays held and active well past staleness + window.
+//
+// Before the loop restored them, the hook stopped crediting (the worktree
+// was no longer "prepared"), the loop sent stale reports, and the lease
+// lapsed one window later: the lease, verdict and stale-report assertions
+// catch that.
+func TestPointLostHomeKeepsLease(t *testing.T) {
+	claudetest.Require(t)
+	const (
+		interval  = 0.2
+		staleness = 1.5
+	)
+	window := 2 * time.Second
+	ws := warptest.StartWithPolicy(t, scaledPolicy(window, 2*time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	ws.Create("T-home")
+	project := newProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+
+	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-home --json"))}
+	for i := range 40 {
+		turns = append(turns, claudetest.Tools(claudetest.Bash(fmt.Sprintf("sleep 0.3; echo step-%d", i))))
+	}
+	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
+	env := agentEnv(t, ws.URL(), interval, staleness, 30)
+	home := env["GYRUM_HOME"]
+	s := start(t, model, project, claudetest.Options{Env: env})
+	claudetest.Poll(t, 15*time.Second, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-home")) >= 2 })
+	w := watchTicket(t, ws, "T-home")
+	epoch := ws.Lease("T-home").Epoch
+
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	gone := time.Now()
+	poll(t, "the loop to restore the prepared worktree", func() bool { return gyrumdir.NewPrepared(home).Has(project) })
+	poll(t, "a hook run after the home went", func() bool { return mtime(d.File(gyrumdir.ActivityFile)).After(gone) })
+	time.Sleep(time.Until(gone.Add(secs(staleness) + 2*window)))
+	if s.Exited() {
+		t.Fatalf("the session ended before the check (%d): give it more steps", s.Wait(time.Second))
+	}
+	w.Stop()
+	bs := beatsOf(ws, "T-home")
+	t.Logf("home deleted at %s; heartbeats:\n%s", gone.Format("15:04:05.000"), describeBeats(bs, gone))
+
+	if l := ws.Lease("T-home"); l.State != warp.LeaseHeld || l.Epoch != epoch {
+		t.Errorf("after the home went: lease %s epoch %d (%s), want held epoch %d", l.State, l.Epoch, l.EndReason, epoch)
+	}
+	for _, b := range bs {
+		if b.At.After(gone) && b.Body.Stale {
+			t.Errorf("stale report %v after the home went, while the agent worked", b.At.Sub(gone).Round(time.Millisecond))
+			break
+		}
+	}
+	for _, x := range w.samples() {
+		if x.At.After(gone) && (!x.Lease.Held() || x.Verdict != warp.VerdictActive) {
+			t.Errorf("%v after the home went: lease %s, verdict %s; want held and active", x.At.Sub(gone).Round(time.Millisecond), x.Lease.State, x.Verdict)
+			break
+		}
+	}
+	if entries, _, _ := gyrumdir.NewRegistry(home).List(); len(entries) != 1 {
+		t.Errorf("registry after the home went: %+v, want the loop's entry restored", entries)
+	}
+	s.Kill()
+}
