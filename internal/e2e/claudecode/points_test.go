@@ -1019,7 +1019,7 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	logLoopOnFailure(t, d)
 
 	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-home --json"))}
-	for i := range 40 {
+	for i := range 80 {
 		turns = append(turns, claudetest.Tools(claudetest.Bash(fmt.Sprintf("sleep 0.3; echo step-%d", i))))
 	}
 	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
@@ -1062,5 +1062,19 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	if entries, _, _ := gyrumdir.NewRegistry(home).List(); len(entries) != 1 {
 		t.Errorf("registry after the home went: %+v, want the loop's entry restored", entries)
 	}
+
+	// The home goes again and the operator releases the lease at once:
+	// the agent is still told, on its next tool call.
+	const told = "your lease on ticket T-home"
+	if model.SawText(told) {
+		t.Fatal("the model was told before the lease ended")
+	}
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Svc.Release(context.Background(), "T-home", epoch, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the model to be told its lease ended", func() bool { return model.SawText(told) })
 	s.Kill()
 }
