@@ -49,15 +49,21 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	payload := fmt.Appendf(nil, `{"session_id":"bench","transcript_path":"%s/t.jsonl","cwd":"%s","hook_event_name":"PostToolUse",`+
-		`"tool_name":"Bash","tool_input":{"command":"true"},"tool_use_id":"toolu_bench","tool_response":{"stdout":""}}`, wt, wt)
+	// Every run is another call, with its own id, as an agent sends them
+	// (the hook credits a repeated event of one call once, cheaply).
+	calls := 0
+	payload := func() []byte {
+		calls++
+		return fmt.Appendf(nil, `{"session_id":"bench","transcript_path":"%s/t.jsonl","cwd":"%s","hook_event_name":"PostToolUse",`+
+			`"tool_name":"Bash","tool_input":{"command":"true"},"tool_use_id":"toolu_bench_%d","tool_response":{"stdout":""}}`, wt, wt, calls)
+	}
 	touch, err := exec.LookPath("touch")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	hook, err := execN(ctx, cfg.Execs, "gyrum touch-activity (PostToolUse on stdin)", func() *exec.Cmd {
 		c := exec.Command(cfg.Gyrum, "touch-activity")
-		c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
+		c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload()), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
 		return c
 	})
 	if err != nil {
@@ -80,7 +86,7 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	if _, err := os.Stat(small); err == nil && merr == nil {
 		pair, err := execPairs(ctx, cfg.Execs, hookDirect, func() *exec.Cmd {
 			c := exec.Command(small)
-			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
+			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload()), append(os.Environ(), "GYRUM_HOME="+filepath.Join(root, "home"))
 			return c
 		}, minimalGo, func() *exec.Cmd { return exec.Command(minimal, d.File(gyrumdir.ActivityFile)) })
 		if err != nil {
@@ -101,7 +107,7 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	viaSh := func(cmd string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("/bin/sh", "-c", cmd)
-			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload), shEnv
+			c.Dir, c.Stdin, c.Env = wt, bytes.NewReader(payload()), shEnv
 			return c
 		}
 	}

@@ -141,13 +141,13 @@ func TestURLAndTokenFlagsBeatTheEnvironment(t *testing.T) {
 func TestTouchActivityIgnoresClientFlags(t *testing.T) {
 	e := newEnv(t)
 	d := hookWorktree(t, e)
-	for _, args := range [][]string{
+	for i, args := range [][]string{
 		{"touch-activity", "--url", "::not a url::", "--token", "x", "--dir", d.Worktree},
 		{"--url", deadURL, "--token", "x", "touch-activity", "--dir", d.Worktree},
 	} {
 		d.TouchActivity(time.Now().Add(-time.Hour))
 		before := e.ws.Count()
-		silentOK(t, e.gyrum(d.Worktree, `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_use_id":"t1"}`, args...))
+		silentOK(t, e.gyrum(d.Worktree, `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_use_id":"t`+strconv.Itoa(i)+`"}`, args...))
 		if !touched(t, d) {
 			t.Errorf("gyrum %v did not record the activity", args)
 		}

@@ -20,15 +20,28 @@ import (
 )
 
 // Claude Code's documented hook input (code.claude.com/docs/en/hooks).
+// callSeq numbers the tool calls hookPayload makes up: each Post event ends
+// the current call, and the next PreToolUse starts another, with its own
+// tool_use_id, as an agent gives every call one (the hook credits a
+// repeated event of one call once).
+var callSeq int
+
 func hookPayload(event, cwd string) string {
+	id := "toolu_01ABC123"
+	if callSeq > 0 {
+		id += "_" + strconv.Itoa(callSeq)
+	}
+	if strings.HasPrefix(event, "Post") {
+		defer func() { callSeq++ }()
+	}
 	common := `"session_id":"abc123","transcript_path":"/home/user/.claude/projects/-p/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl","cwd":"` + cwd + `","permission_mode":"default","hook_event_name":"` + event + `"`
 	switch event {
 	case "PreToolUse":
-		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test","description":"Run test suite","timeout":120000},"tool_use_id":"toolu_01ABC123"}`
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test","description":"Run test suite","timeout":120000},"tool_use_id":"` + id + `"}`
 	case "PostToolUse":
-		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_response":{"stdout":"` + strings.Repeat("ok ", 1<<18) + `","stderr":"","interrupted":false},"tool_use_id":"toolu_01ABC123"}`
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_response":{"stdout":"` + strings.Repeat("ok ", 1<<18) + `","stderr":"","interrupted":false},"tool_use_id":"` + id + `"}`
 	case "PostToolUseFailure":
-		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"toolu_01ABC123","error":"Command exited with non-zero status code 1","is_interrupt":false}`
+		return `{` + common + `,"tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"` + id + `","error":"Command exited with non-zero status code 1","is_interrupt":false}`
 	}
 	return `{` + common + `}`
 }
@@ -69,7 +82,7 @@ func TestTouchActivityEvents(t *testing.T) {
 
 	silentOK(t, e.gyrum(elsewhere, hookPayload("PreToolUse", sub), "touch-activity"))
 	ms, _ := d.InFlight()
-	if len(ms) != 1 || ms[0].Name != "toolu_01ABC123" || ms[0].Tool != "Bash" {
+	if len(ms) != 1 || !strings.HasPrefix(ms[0].Name, "toolu_01ABC123") || ms[0].Tool != "Bash" {
 		t.Fatalf("after PreToolUse: markers %+v", ms)
 	}
 	if touched(t, d) {

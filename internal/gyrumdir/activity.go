@@ -119,6 +119,84 @@ func (d Dir) EndInFlight(toolUseID string) error {
 	return nil
 }
 
+// donePrefix names the tombstone of a call the hook saw end:
+// in-flight/.done-NAME, NAME its marker's name (MarkerName never starts a
+// name with '.', and InFlight skips these). A second run of the hook for
+// the same call — an agent that runs two hook configurations, such as
+// Cursor with Claude Code's hooks loaded too — finds the call already
+// started or ended and credits nothing more.
+const donePrefix = ".done-"
+
+// CallSeen reports whether the hook already saw tool call toolUseID start
+// (its marker exists) or end (its tombstone exists).
+func (d Dir) CallSeen(toolUseID string) (started, ended bool) {
+	name := MarkerName(toolUseID)
+	dir := d.file(InFlightDir)
+	if _, err := lstat(filepath.Join(dir, name)); err == nil {
+		return true, false
+	}
+	_, err := lstat(filepath.Join(dir, donePrefix+name))
+	return false, err == nil
+}
+
+// EndCall ends tool call toolUseID: its marker becomes its tombstone (one
+// rename), or a tombstone is created when it had no marker. dup reports
+// that the call had already ended: no marker, a tombstone.
+func (d Dir) EndCall(toolUseID string) (dup bool, err error) {
+	name := MarkerName(toolUseID)
+	dir := d.file(InFlightDir)
+	done := filepath.Join(dir, donePrefix+name)
+	err = os.Rename(filepath.Join(dir, name), done)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("end in-flight: %w", err)
+	}
+	if _, err := lstat(done); err == nil {
+		return true, nil
+	}
+	if checkDir(dir) != nil {
+		return false, nil // no in-flight/ at all: nothing to record
+	}
+	f, err := openFile(done, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FilePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return true, nil // the other run got here first
+	}
+	if err != nil {
+		return false, fmt.Errorf("end in-flight: %w", err)
+	}
+	return false, f.Close()
+}
+
+// PruneEnded removes the tombstones (EndCall) of calls that ended before
+// before; the loop runs it now and then.
+func (d Dir) PruneEnded(before time.Time) error {
+	dir := d.file(InFlightDir)
+	if err := checkDir(dir); err != nil {
+		return nil
+	}
+	ents, err := readDirNoFollow(dir)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), donePrefix) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		st, err := lstat(p)
+		if err != nil || !modTime(&st).Before(before) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Marker is one in-flight tool call.
 type Marker struct {
 	Name  string    // file name (MarkerName of the tool_use_id)
@@ -200,8 +278,8 @@ func (d Dir) InFlight() ([]Marker, error) {
 	}
 	out := make([]Marker, 0, len(ents))
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue // not a file, or an ended call's tombstone
 		}
 		p := filepath.Join(dir, e.Name())
 		st, err := lstat(p)

@@ -19,9 +19,9 @@ import (
 )
 
 // runHook runs the real hook on d as Claude Code would after a tool call.
-func runHook(t *testing.T, d gyrumdir.Dir, event string) {
+func runHook(t *testing.T, d gyrumdir.Dir, event, id string) {
 	t.Helper()
-	in := `{"cwd":"` + d.Worktree + `","hook_event_name":"` + event + `","tool_name":"Bash","tool_use_id":"toolu_1"}`
+	in := `{"cwd":"` + d.Worktree + `","hook_event_name":"` + event + `","tool_name":"Bash","tool_use_id":"` + id + `"}`
 	if _, err := hook.Run(strings.NewReader(in), hook.Options{Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +64,9 @@ func TestReportsHookSeenAndEvents(t *testing.T) {
 	if l := ws.Lease("T-hook"); l.HookSeen != warp.HookNo {
 		t.Fatalf("server hook_seen %q, want %q", l.HookSeen, warp.HookNo)
 	}
-	runHook(t, d, hook.EventPreToolUse)
-	runHook(t, d, hook.EventPostToolUse)
-	runHook(t, d, hook.EventPostToolUse)
+	runHook(t, d, hook.EventPreToolUse, "toolu_1")
+	runHook(t, d, hook.EventPostToolUse, "toolu_1")
+	runHook(t, d, hook.EventPostToolUse, "toolu_2")
 	waitFor(t, "hook_seen true", func() bool {
 		bs := okBodies(ws)
 		return *bs[len(bs)-1].HookSeen
@@ -130,8 +130,8 @@ func TestHookEventsOfAFailedPOSTAreSentAgain(t *testing.T) {
 	mu.Lock()
 	failing = true
 	mu.Unlock()
-	runHook(t, d, hook.EventPostToolUse)
-	runHook(t, d, hook.EventPostToolUse)
+	runHook(t, d, hook.EventPostToolUse, "toolu_1")
+	runHook(t, d, hook.EventPostToolUse, "toolu_2")
 	waitFor(t, "two failed POSTs", func() bool { return r.state().Failures >= 2 })
 	failed := 0
 	for _, b := range ws.Answered() {

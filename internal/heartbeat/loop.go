@@ -140,6 +140,9 @@ type Loop struct {
 	prevAt    time.Time
 	busyAt    time.Time
 	busyWhat  string
+	// pruned is when the loop last removed old tombstones of ended calls
+	// (gyrumdir's EndCall).
+	pruned time.Time
 
 	// calls reads, across ticks, what the agent's transcript says of its
 	// tool calls (see agentCalls).
@@ -399,6 +402,10 @@ func (l *Loop) Delay() time.Duration {
 // max_retry_gap_s can ask for (or the interval, when that is shorter).
 const MinRetryGap = time.Second
 
+// tombstoneAge is how long an ended call's tombstone is kept at least: a
+// second run of the hook for the same call comes within milliseconds.
+const tombstoneAge = time.Minute
+
 // DefaultMaxRetryGap caps the wait between attempts until the server has
 // said its own cap: 90 % of warp's default startup grace (10 minutes; the
 // loop does not link the server's domain package, a test keeps the two
@@ -495,6 +502,12 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	markers, err := l.dir.InFlight()
 	if err != nil {
 		l.log.Warn("read in-flight markers", "err", err)
+	}
+	if now.Sub(l.pruned) >= tombstoneAge {
+		l.pruned = now
+		if err := l.dir.PruneEnded(now.Add(-tombstoneAge)); err != nil {
+			l.log.Warn("prune ended calls' tombstones", "err", err)
+		}
 	}
 	if w, err := l.dir.ReadWait(); err == nil && !w.Future(now) {
 		f.Wait = &w

@@ -9,8 +9,10 @@
 //     record the session's transcript_path once (gyrumdir.TranscriptFile);
 //     an agent that sends no id (Gemini CLI) gets one marker per call,
 //     named by the call's input (CallKey: tool_name and tool_input);
-//   - PostToolUse, PostToolUseFailure: remove that marker and touch
-//     last-activity;
+//   - PostToolUse, PostToolUseFailure: remove that marker (a call with an
+//     id leaves a tombstone, so a second run of the hook for the same call —
+//     Cursor also running Claude Code's hooks — credits nothing more) and
+//     touch last-activity;
 //   - any other event, no payload, or a payload that is not a JSON object:
 //     touch last-activity (the hook ran, so the agent did something).
 //
@@ -475,9 +477,19 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 		id := p.ToolUseID
 		if id == "" {
 			id = p.CallKey
+		} else if started, ended := d.CallSeen(id); started || ended {
+			return nil // the same call through a second hook configuration
 		}
 		err = errors.Join(d.StartInFlight(id, p.ToolName, o.Now), d.RecordTranscript(p.Transcript))
 	case EventPostToolUse, EventPostToolUseFailure:
+		if p.ToolUseID != "" {
+			dup, eerr := d.EndCall(p.ToolUseID)
+			if dup {
+				return nil // ended already, by the same call's other hook run
+			}
+			err = errors.Join(eerr, d.WriteActivity(rec))
+			break
+		}
 		err = errors.Join(endMarker(d, p), d.WriteActivity(rec))
 	default:
 		err = d.WriteActivity(rec)
@@ -487,17 +499,14 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 	return errors.Join(err, d.CountHookEvent())
 }
 
-// endMarker removes the marker of p's tool call: by its tool_use_id; else
-// (Gemini CLI sends none) by its input (CallKey), so each AfterTool ends
+// endMarker removes the marker of a tool call without a tool_use_id (Gemini
+// CLI sends none; a call with one ends by gyrumdir's EndCall): by its input (CallKey), so each AfterTool ends
 // its own BeforeTool's call and a short call running beside a long one
 // never ends the long one's marker. When neither names a marker (an input
 // cut off by MaxInput, before or after) it removes the oldest marker of
 // the same tool that has no input key, so a marker never outlives its
 // call by much.
 func endMarker(d gyrumdir.Dir, p Payload) error {
-	if p.ToolUseID != "" {
-		return d.EndInFlight(p.ToolUseID)
-	}
 	if p.CallKey != "" {
 		err := os.Remove(filepath.Join(d.File(gyrumdir.InFlightDir), p.CallKey))
 		if !errors.Is(err, os.ErrNotExist) {

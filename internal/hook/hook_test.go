@@ -162,7 +162,9 @@ func TestRunPreThenPost(t *testing.T) {
 func TestRunRecordsTranscriptOnce(t *testing.T) {
 	d := worktree(t)
 	now := time.Now()
-	if _, err := hook.Run(strings.NewReader(payload(postPayload, d.Worktree)), hook.Options{Now: now}); err != nil {
+	// An earlier call's Post (another id).
+	earlier := strings.Replace(payload(postPayload, d.Worktree), "toolu_01ABC123", "toolu_00EARLIER", 1)
+	if _, err := hook.Run(strings.NewReader(earlier), hook.Options{Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := d.Transcript(); !errors.Is(err, fs.ErrNotExist) {
