@@ -439,3 +439,46 @@ func ExampleDecode() {
 	// true
 	// 502 internal guessed: true
 }
+
+// Stream follows the server's changes: here a stand-in sends what warp
+// sends when a ticket is claimed, then ends the stream as a stopping warp
+// does. A client then connects again after Retry and reads its list anew.
+func ExampleClient_Stream() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("warp got", r.Method, r.URL.Path)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "retry: 2000\nevent: hello\ndata: {\"kind\":\"hello\",\"now\":1767366300000}\n\n")
+		io.WriteString(w, "event: update\ndata: "+claimedRow+"\n\n")
+	}))
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
+
+	s, err := c.Stream(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	for {
+		m, err := s.Next()
+		if err != nil {
+			fmt.Printf("stream ended (%v): connect again in %s\n", err, s.Retry())
+			return
+		}
+		switch {
+		case m.Kind == client.StreamHello:
+			fmt.Println("connected; server time", time.UnixMilli(m.Now).UTC().Format(time.RFC3339))
+		case m.Ticket != nil:
+			t := m.Ticket
+			fmt.Println(m.Kind, t.ID, t.State, t.Verdict, "by", t.Agent, "on", t.Host, "until", time.UnixMilli(t.ExpiresAt).UTC().Format(time.Kitchen))
+		}
+	}
+	// Output:
+	// warp got GET /v1/events/stream
+	// connected; server time 2026-01-02T15:05:00Z
+	// claimed T-1 claimed active by claude on h1 until 3:35PM
+	// stream ended (EOF): connect again in 2s
+}
+
+// An update message as warp sends it for the claim of claimedTicket.
+const claimedRow = `{"kind":"claimed","ticket":{"id":"T-1","title":"Fix the flaky test","state":"claimed","epoch":1,"verdict":"active","agent":"claude","host":"h1","schema_version":0,"heartbeat_at":1767366300000,"activity_at":1767366300000,"expires_at":1767368100000},"id":"T-1","now":1767366300000}`

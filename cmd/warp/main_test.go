@@ -308,6 +308,43 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	}
 }
 
+// TestTicketListWatchEndsOnSignals: `warp ticket list --watch`, stopped by
+// Ctrl-C (SIGINT) or a service manager (SIGTERM), exits 0 and says nothing.
+func TestTicketListWatchEndsOnSignals(t *testing.T) {
+	p := startServe(t, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "warp.db"))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(warpBin, "ticket", "list", "--watch", "-o", "json")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "WARP_URL=" + p.url}
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stdout.String(), `"type":"snapshot"`) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%s: no snapshot within 10 s; stdout %q, stderr %q", sig, stdout.String(), stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil || stderr.String() != "" {
+				t.Errorf("%s: exit %v, stderr %q; want 0 and nothing", sig, err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%s: the watch did not end within 10 s", sig)
+		}
+	}
+}
+
 // TestUsageErrorsExit2 runs the binary itself: exit codes are the process's.
 func TestUsageErrorsExit2(t *testing.T) {
 	for _, c := range []struct {

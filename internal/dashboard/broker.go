@@ -12,23 +12,24 @@ import (
 	"sync/atomic"
 	"time"
 
+	wire "github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // Kinds of Notice and of the messages of the event stream.
 const (
-	KindCreated   = "created"
-	KindClaimed   = "claimed"
-	KindHeartbeat = "heartbeat"
-	KindExit      = "exit-report"
-	KindReleased  = "released"
-	KindCompleted = "completed"
-	KindLapsed    = "lapsed"
-	KindVerdict   = "verdict-changed"
-	KindMode      = "mode-changed"
+	KindCreated   = wire.StreamCreated
+	KindClaimed   = wire.StreamClaimed
+	KindHeartbeat = wire.StreamHeartbeat
+	KindExit      = wire.StreamExitReport
+	KindReleased  = wire.StreamReleased
+	KindCompleted = wire.StreamCompleted
+	KindLapsed    = wire.StreamLapsed
+	KindVerdict   = wire.StreamVerdictChanged
+	KindMode      = wire.StreamModeChanged
 	// KindHostAlarm: a host alarm was raised or cleared (To is the host,
 	// Reason "raised" or the clearing reason).
-	KindHostAlarm = "host-alarm"
+	KindHostAlarm = wire.StreamHostAlarm
 )
 
 // Notice is what a writer tells the broker: something about a ticket (or
@@ -45,35 +46,13 @@ type Notice struct {
 	FallbackExtended bool
 }
 
-// Message is one event of the stream, as JSON in the data field.
-type Message struct {
-	Kind             string `json:"kind"`
-	Ticket           *Row   `json:"ticket,omitempty"`
-	ID               string `json:"id,omitempty"` // the ticket's id, also when it could not be read
-	From             string `json:"from,omitempty"`
-	To               string `json:"to,omitempty"`
-	Reason           string `json:"reason,omitempty"`
-	FallbackExtended bool   `json:"fallback_extended,omitempty"`
-	// Now is the server clock (unix ms) when the message was made, so the
-	// page computes ages against the server's time, not the browser's.
-	Now int64 `json:"now"`
-}
+// Message is one event of the stream, as JSON in the data field: the
+// public client's type, so the server encodes the very type clients decode.
+type Message = wire.StreamMessage
 
-// Row is a ticket as the page's script sees it. Times are unix ms, 0 when unset.
-type Row struct {
-	ID            string `json:"id"`
-	Title         string `json:"title"`
-	State         string `json:"state"`
-	Epoch         int64  `json:"epoch"`
-	Verdict       string `json:"verdict,omitempty"`
-	Agent         string `json:"agent,omitempty"`
-	Host          string `json:"host,omitempty"`
-	SchemaVersion int    `json:"schema_version"`
-	InFlight      string `json:"in_flight,omitempty"`
-	HeartbeatAt   int64  `json:"heartbeat_at,omitempty"`
-	ActivityAt    int64  `json:"activity_at,omitempty"`
-	ExpiresAt     int64  `json:"expires_at,omitempty"`
-}
+// Row is a ticket as the page's script (and a client) sees it. Times are
+// unix ms, 0 when unset.
+type Row = wire.StreamTicket
 
 func unixMS(t time.Time) int64 {
 	if t.IsZero() {
@@ -436,7 +415,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lagging = errors.Is(err, os.ErrDeadlineExceeded)
 		return err == nil
 	}
-	hello, _ := json.Marshal(Message{Kind: "hello", Now: b.cfg.Now().UnixMilli()})
+	hello, _ := json.Marshal(Message{Kind: wire.StreamHello, Now: b.cfg.Now().UnixMilli()})
 	if !write(fmt.Appendf(nil, "retry: 2000\nevent: hello\ndata: %s\n\n", hello)) {
 		return
 	}

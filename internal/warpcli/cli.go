@@ -43,6 +43,10 @@ type CLI struct {
 	LookupEnv func(key string) (string, bool)
 	// Now is the clock ages are computed with; time.Now when nil.
 	Now func() time.Time
+	// Backoff is how long `ticket list --watch` waits before its
+	// attempt-th reconnection in a row, given the server's retry;
+	// WatchBackoff when nil (tests shorten it).
+	Backoff func(attempt int, retry time.Duration) time.Duration
 }
 
 // Execute runs the command line args (without the program name) with the

@@ -92,22 +92,51 @@ func ticketTable(w io.Writer, now time.Time, tickets []client.Ticket) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return unwiredFixes(w, tickets)
+	var unwired [][2]string
+	for _, t := range tickets {
+		if t.Verdict == string(warp.VerdictUnwired) && t.Lease != nil {
+			unwired = append(unwired, [2]string{t.ID, t.Lease.Host})
+		}
+	}
+	return unwiredFixes(w, unwired)
+}
+
+// rowTable prints rows of the event stream as ticketTable prints tickets,
+// but for ACTIVITY, which is the lease's progress (what the verdict is
+// judged on: for a lease whose latest heartbeat was v1, the later of
+// activity and heartbeat), the time a row carries.
+func rowTable(w io.Writer, now time.Time, rows []client.StreamTicket) error {
+	tw := newTable(w)
+	row(tw, "ID", "STATE", "VERDICT", "EPOCH", "AGENT", "HOST", "SCHEMA", "ACTIVITY", "HEARTBEAT", "EXPIRES", "TITLE")
+	var unwired [][2]string
+	for _, r := range rows {
+		agent, host, schema, act, hb, exp := "-", "-", "-", "-", "-", "-"
+		if r.State == "claimed" {
+			agent, host = dash(r.Agent), dash(r.Host)
+			schema = schemaName(r.SchemaVersion)
+			act, hb, exp = ago(now, msTime(r.ActivityAt)), ago(now, msTime(r.HeartbeatAt)), ago(now, msTime(r.ExpiresAt))
+			if r.Verdict == string(warp.VerdictUnwired) {
+				unwired = append(unwired, [2]string{r.ID, r.Host})
+			}
+		}
+		row(tw, r.ID, r.State, dash(r.Verdict), fmt.Sprint(r.Epoch), agent, host, schema, act, hb, exp, truncate(r.Title, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return unwiredFixes(w, unwired)
 }
 
 // unwiredFixes prints, after a table, one fix line per host with unwired
-// leases.
-func unwiredFixes(w io.Writer, tickets []client.Ticket) error {
+// leases, given as (ticket, host) pairs.
+func unwiredFixes(w io.Writer, unwired [][2]string) error {
 	byHost := map[string][]string{}
 	var hosts []string
-	for _, t := range tickets {
-		if t.Verdict != string(warp.VerdictUnwired) || t.Lease == nil {
-			continue
+	for _, u := range unwired {
+		if _, ok := byHost[u[1]]; !ok {
+			hosts = append(hosts, u[1])
 		}
-		if _, ok := byHost[t.Lease.Host]; !ok {
-			hosts = append(hosts, t.Lease.Host)
-		}
-		byHost[t.Lease.Host] = append(byHost[t.Lease.Host], t.ID)
+		byHost[u[1]] = append(byHost[u[1]], u[0])
 	}
 	sort.Strings(hosts)
 	for i, h := range hosts {

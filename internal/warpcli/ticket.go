@@ -77,7 +77,7 @@ open ticket carrying every requested label).`,
 func (c *CLI) ticketListCommand() *cobra.Command {
 	var o clientOptions
 	var lo client.ListOptions
-	var all bool
+	var all, watch bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tickets with their leases and verdicts",
@@ -89,10 +89,24 @@ Verdicts: active (recent activity), stalled (heartbeats arrive, activity is
 old), unwired (the loop reports that the agent's activity hook has not fired
 since it started, and the claim is older than the stall threshold: run
 'gyrum doctor' on that host), silent (no heartbeats), exited (the loop
-reported the agent gone).`,
+reported the agent gone).
+
+--watch follows the list live until Ctrl-C (exit 0): every ticket the
+filters select (all pages), then each change the server makes; ACTIVITY is
+then the lease's progress, as on the dashboard (for a v1 lease, the later of
+activity and heartbeat). On a terminal the table is redrawn in place. Into a
+pipe or file it prints the table, then one line per change (heartbeats that
+move only times are left out). With -o json it prints one JSON object a line:
+{"type":"snapshot","reason":...,"tickets":[...]} first and after every
+re-read of the list, then {"type":"update","kind":...,"ticket":{...},
+"in_list":true|false,...} per change (docs/DESIGN.md, Operator commands). When
+the stream drops, it says so on stderr, reconnects (the server's retry:,
+backing off) and reads the list again.`,
 		Example: `  warp ticket list
   warp ticket list --state claimed --verdict stalled
-  warp ticket list --host build-3 --all --json`,
+  warp ticket list --host build-3 --all --json
+  warp ticket list --state claimed --watch
+  warp ticket list --watch -o json | jq -c 'select(.type == "update" and .to == "stalled")'`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if lo.State != "" && !warp.TicketState(lo.State).Valid() {
@@ -106,9 +120,15 @@ reported the agent gone).`,
 			if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
 				return clikit.Usagef("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
 			}
+			if watch && (cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")) {
+				return clikit.Usagef("--watch follows every ticket the filters select: drop --limit and --cursor, which page a one-off list")
+			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
 				return err
+			}
+			if watch {
+				return c.watchTickets(cmd.Context(), cl, lo, o.json)
 			}
 			var list client.TicketList
 			if all {
@@ -141,6 +161,7 @@ reported the agent gone).`,
 	clikit.IntVar(f, &lo.Limit, "limit", 0, "tickets per page (server default 100)")
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
 	f.BoolVar(&all, "all", false, "follow every page")
+	f.BoolVar(&watch, "watch", false, "follow the list live: redrawn on a terminal, a line per change otherwise, JSON lines with -o json; implies --all")
 	c.addClientFlags(cmd, &o)
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(ticketStates...))
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictNames...))
