@@ -928,7 +928,9 @@ func TestTokenOnlyForItsServer(t *testing.T) {
 			return warptest.Beat{}, false
 		}
 		r := startLoop(t, d, func(cfg *heartbeat.Config) { cfg.Token, cfg.Server = tok, c.server })
-		waitFor(t, "a heartbeat", func() bool { _, ok := first(); return ok })
+		// Answered, not just arrived: the status is recorded as the answer
+		// leaves, and cancelling the loop earlier could cut it off.
+		waitFor(t, "an answered heartbeat", func() bool { b, ok := first(); return ok && b.Status != 0 })
 		r.cancel()
 		r.wait()
 		if b, _ := first(); b.Status != c.status {
