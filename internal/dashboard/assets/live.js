@@ -58,6 +58,8 @@
         if (mode) document.getElementById('mode').textContent = mode.textContent;
         state.refreshes++;
         tick();
+        // Page scripts (charts, the lease timeline) re-bind to the new <main>.
+        document.dispatchEvent(new CustomEvent('warp:refreshed'));
       })
       .catch(function () { /* the next update or the next tick retries */ })
       .then(function () { refreshTimer = null; });
@@ -95,6 +97,9 @@
   function handle(m) {
     state.updates++;
     state.lastKind = m.kind;
+    // Page scripts (charts, the lease timeline) follow the stream through
+    // this event instead of opening a second EventSource.
+    document.dispatchEvent(new CustomEvent('warp:update', { detail: m }));
     if (m.kind === 'mode-changed') {
       if (m.to) document.getElementById('mode').textContent = m.to;
       scheduleRefresh();
