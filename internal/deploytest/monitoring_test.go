@@ -30,6 +30,7 @@ const (
 	dashboardFile = "deploy/grafana/warp.json"
 	alertsFile    = "deploy/prometheus/warp-alerts.yml"
 	alertsTest    = "internal/deploytest/testdata/warp-alerts.test.yml"
+	promConfig    = "deploy/prometheus/prometheus.example.yml"
 	// runbookBase is where every alert's runbook_url points, followed by
 	// the anchor of a heading of docs/OPERATIONS.md.
 	runbookBase = "https://github.com/gyrum-labs/warp/blob/main/docs/OPERATIONS.md#"
@@ -700,5 +701,29 @@ func TestGrafanaExprsArePromQL(t *testing.T) {
 	out := runPromtool(t, bin, "", "check", "rules", path)
 	if want := fmt.Sprintf("SUCCESS: %d rules found", len(exprs)); !strings.Contains(out, want) {
 		t.Errorf("promtool check rules: %q, want %q", out, want)
+	}
+}
+
+// TestPromtoolCheckConfig checks the example Prometheus configuration, with
+// the rules file and a token file beside it as its install steps put them.
+func TestPromtoolCheckConfig(t *testing.T) {
+	bin := promtool(t)
+	dir := t.TempDir()
+	for _, f := range []string{promConfig, alertsFile} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), []byte(read(t, f)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "warp-admin-token"), []byte("token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runPromtool(t, bin, dir, "check", "config", filepath.Base(promConfig))
+	n := 0
+	for _, g := range loadAlerts(t).Groups {
+		n += len(g.Rules)
+	}
+	// The rules file it names is read and checked too.
+	if want := fmt.Sprintf("SUCCESS: %d rules found", n); !strings.Contains(out, want) {
+		t.Errorf("promtool check config: %q, want %q", out, want)
 	}
 }
