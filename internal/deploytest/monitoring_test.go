@@ -90,7 +90,8 @@ type grafanaDS struct {
 // promExpr is one PromQL expression of deploy/ and where it is.
 type promExpr struct {
 	where, expr string
-	// legend holds the label names a Grafana legend shows ({{name}}).
+	// legend holds the label names a Grafana legend ({{name}}) or an
+	// alert's annotations ({{ $labels.name }}) show.
 	legend []string
 }
 
@@ -162,11 +163,21 @@ func loadAlerts(t *testing.T) ruleFile {
 	return f
 }
 
+var annotationLabel = regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
+
+// exprs returns the rules' expressions; an expression's legend holds the
+// labels its annotations show ({{ $labels.name }}).
 func (f ruleFile) exprs() []promExpr {
 	var out []promExpr
 	for _, g := range f.Groups {
 		for _, r := range g.Rules {
-			out = append(out, promExpr{where: fmt.Sprintf("%s: %s", alertsFile, r.Alert+r.Record), expr: r.Expr})
+			e := promExpr{where: fmt.Sprintf("%s: %s", alertsFile, r.Alert+r.Record), expr: r.Expr}
+			for _, a := range r.Annotations {
+				for _, m := range annotationLabel.FindAllStringSubmatch(a, -1) {
+					e.legend = append(e.legend, m[1])
+				}
+			}
+			out = append(out, e)
 		}
 	}
 	return out
