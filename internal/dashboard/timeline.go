@@ -237,7 +237,7 @@ func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.
 		x := sc.x(e.At)
 		ln.Marks = append(ln.Marks, tlMark{Kind: "verdict", X: num(x),
 			Points: diamond(x, float64(ln.MarkBot)+3, 3.5),
-			Title: fmt.Sprintf("verdict pass recorded %s → %s at %s (since %s)", str(e.Data, "from"), to, tlTime(e.At), tlTime(at))})
+			Title:  fmt.Sprintf("verdict pass recorded %s → %s at %s (since %s)", str(e.Data, "from"), to, tlTime(e.At), tlTime(at))})
 	}
 	if derived != warp.VerdictNone && derived != segs[len(segs)-1].v {
 		at := clampTime(p.VerdictSince(l, derived), segs[len(segs)-1].from, end)

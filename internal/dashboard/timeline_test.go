@@ -180,7 +180,7 @@ func TestBrowserLeaseTimeline(t *testing.T) {
 	if got := strings.Join(lanes, " "); got != "1:lapsed:active,stalled 2:held:active" {
 		t.Errorf("lanes: got %q", got)
 	}
-	if got := text(t, ctx, `#lease-timeline-svg g.lane[data-epoch="1"] text[data-end]`); !strings.HasPrefix(got, "lapsed: no-activity") {
+	if got := eval[string](t, ctx, `document.querySelector('#lease-timeline-svg g.lane[data-epoch="1"] text[data-end]').textContent`); !strings.HasPrefix(got, "lapsed: no-activity") {
 		t.Errorf("lapsed lease's end label: got %q, want lapsed: no-activity …", got)
 	}
 	// The picture has a size, its segments are drawn in their verdict's
@@ -206,7 +206,7 @@ func TestBrowserLeaseTimeline(t *testing.T) {
 		Host: "h-2", Agent: "agent", ActivityAgeS: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "the heartbeat in the picture", `[...document.querySelectorAll('g.lane[data-epoch="2"] [data-mark="heartbeat"] title')].some(e => e.textContent.includes('12:45:00'))`)
+	poll(t, ctx, "the heartbeat in the picture", `[...document.querySelectorAll('g.lane[data-epoch="2"] [data-mark="heartbeat"] title')].some(e => e.textContent.includes('12:43:00'))`)
 	poll(t, ctx, "timeline.js to swap the picture", `window.warpTimeline && window.warpTimeline.swaps >= 1`)
 
 	// The verdict pass records the held lease stalled: the lane turns.
