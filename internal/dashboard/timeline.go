@@ -181,11 +181,7 @@ func buildTimeline(h warp.History, p warp.Policy) timelineView {
 		}
 	}
 	for i, l := range h.Leases {
-		verdict := warp.VerdictNone
-		if i == len(h.Leases)-1 {
-			verdict = h.Verdict
-		}
-		tv.Lanes = append(tv.Lanes, buildLane(l, byEpoch[l.Epoch], verdict, p, sc, now, tlTop+i*tlLaneH))
+		tv.Lanes = append(tv.Lanes, buildLane(l, byEpoch[l.Epoch], p, sc, now, tlTop+i*tlLaneH))
 	}
 	tv.AxisY = tlTop + len(h.Leases)*tlLaneH + 4
 	tv.Height = tv.AxisY + tlAxisH
@@ -198,7 +194,7 @@ func buildTimeline(h warp.History, p warp.Policy) timelineView {
 	return tv
 }
 
-func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.Policy, sc scale, now time.Time, y int) tlLane {
+func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc scale, now time.Time, y int) tlLane {
 	ln := tlLane{Epoch: l.Epoch, State: l.State, Y: y, LabelY: y + 14, BarY: y + tlBarY, BarH: tlBarH,
 		MarkTop: y + tlBarY - 5, MarkBot: y + tlBarY + tlBarH + 5, MarkMid: y + tlBarY + tlBarH/2,
 		LineTop: y + tlBarY - 6, LineBot: y + tlBarY + tlBarH + 12, NoteY: y + tlBarY + tlBarH + 22}
@@ -218,8 +214,10 @@ func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.
 
 	// The verdict in force: active from the claim, then each recorded
 	// change from when the lease's columns say it happened (since), then
-	// for a held lease the verdict derived now when the pass has not
-	// recorded it yet.
+	// what the columns alone decide after the latest heartbeat — nothing
+	// but the end changes them after it, so the verdict from there on is
+	// exact even where the pass did not record it (the lease went silent
+	// before the sweep lapsed it, or exited just before it completed).
 	type seg struct {
 		v        warp.Verdict
 		from     time.Time
@@ -239,9 +237,11 @@ func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.
 			Points: diamond(x, float64(ln.MarkBot)+3, 3.5),
 			Title:  fmt.Sprintf("verdict pass recorded %s → %s at %s (since %s)", str(e.Data, "from"), to, tlTime(e.At), tlTime(at))})
 	}
-	if derived != warp.VerdictNone && derived != segs[len(segs)-1].v {
-		at := clampTime(p.VerdictSince(l, derived), segs[len(segs)-1].from, end)
-		segs = append(segs, seg{v: derived, from: at})
+	for _, d := range tailVerdicts(l, p, segs[len(segs)-1].from, end) {
+		if d.v == segs[len(segs)-1].v {
+			continue
+		}
+		segs = append(segs, seg{v: d.v, from: clampTime(d.from, segs[len(segs)-1].from, end)})
 	}
 	var vs []string
 	for i, s := range segs {
@@ -258,7 +258,7 @@ func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.
 		case i == 0:
 			note = "a claim starts active"
 		case s.recorded.IsZero():
-			note = "derived now; the verdict pass has not recorded it yet"
+			note = "from the lease's columns; the verdict pass did not record it"
 		}
 		ln.Segments = append(ln.Segments, tlSeg{Verdict: s.v, tlSpan: tlSpan{X: num(a), W: num(max(b-a, 0.5)),
 			Title: fmt.Sprintf("%s from %s to %s (%s; %s)", s.v, tlTime(s.from), tlTime(to), FormatAge(to.Sub(s.from)), note)}})
@@ -333,6 +333,38 @@ func buildLane(l warp.Lease, changes []warp.Event, derived warp.Verdict, p warp.
 		ln.End = m
 	}
 	return ln
+}
+
+type verdictAt struct {
+	v    warp.Verdict
+	from time.Time
+}
+
+// tailVerdicts returns the verdicts lease l's columns give it from its
+// latest heartbeat (or from, when later) to end, each from when it began
+// (Policy.VerdictSince), as if it were held: the rule of Policy.Verdict
+// applied to columns that no longer change.
+func tailVerdicts(l warp.Lease, p warp.Policy, from, end time.Time) []verdictAt {
+	l.State = warp.LeaseHeld
+	t := from
+	if l.LastHeartbeatAt.After(t) {
+		t = l.LastHeartbeatAt
+	}
+	var out []verdictAt
+	for i := 0; i < 6 && !t.After(end); i++ {
+		v := p.Verdict(l, t)
+		at := p.VerdictSince(l, v)
+		if at.Before(l.ClaimedAt) || v == warp.VerdictActive && len(out) == 0 {
+			at = t
+		}
+		out = append(out, verdictAt{v: v, from: at})
+		next := p.NextVerdictChange(l, t)
+		if next.IsZero() || !next.After(t) {
+			break
+		}
+		t = next.Add(time.Nanosecond)
+	}
+	return out
 }
 
 // placeLabel puts m's label beside x: after it when dir > 0 and there is

@@ -56,6 +56,33 @@ func laneHistory(tb testing.TB, s *server) {
 	hb(2, "h-2", 0, false, 2)
 }
 
+// endedHistory gives ticket R a v1 lease released with a reason and a v2
+// lease whose loop reported an exit before the agent completed it.
+func endedHistory(tb testing.TB, s *server) {
+	tb.Helper()
+	ctx := context.Background()
+	s.create(tb, "R", "handed over, then done")
+	s.claim(tb, "R", "agent-1", "h-1")
+	s.clk.Advance(4 * time.Minute)
+	if _, err := s.client.Heartbeat(ctx, client.HeartbeatRequest{Ticket: "R", Host: "h-1"}); err != nil {
+		tb.Fatal(err)
+	}
+	s.clk.Advance(3 * time.Minute)
+	if _, err := s.client.Release(ctx, "R", client.ReleaseRequest{Epoch: 1, Reason: "handing over"}); err != nil {
+		tb.Fatal(err)
+	}
+	s.clk.Advance(2 * time.Minute)
+	s.claim(tb, "R", "agent-2", "h-2")
+	s.clk.Advance(5 * time.Minute)
+	s.heartbeat2(tb, "R", 2, "h-2", 30, "")
+	s.clk.Advance(5 * time.Minute)
+	s.heartbeat2(tb, "R", 2, "h-2", 0, "parent-exited")
+	s.clk.Advance(time.Minute)
+	if _, err := s.client.Complete(ctx, "R", client.CompleteRequest{Epoch: 2, PRURL: "https://example.com/pr/9"}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 var laneRE = regexp.MustCompile(`<g class="lane st-([a-z]+)" data-epoch="(\d+)" data-state="[a-z]+" data-verdicts="([a-z,]*)">`)
 
 func TestTimelineFragment(t *testing.T) {
@@ -101,8 +128,8 @@ func TestTimelineFragment(t *testing.T) {
 	for _, m := range laneRE.FindAllStringSubmatch(body, -1) {
 		lanes = append(lanes, m[2]+":"+m[1]+":"+m[3])
 	}
-	if got := strings.Join(lanes, " "); got != "1:lapsed:active,stalled 2:held:active" {
-		t.Errorf("lanes: got %q, want lease 1 lapsed active→stalled, lease 2 held active", got)
+	if got := strings.Join(lanes, " "); got != "1:lapsed:active,stalled,silent 2:held:active" {
+		t.Errorf("lanes: got %q, want lease 1 lapsed active→stalled→silent (the tail from its columns), lease 2 held active", got)
 	}
 	mustContain(t, "fragment", body,
 		`data-end="lapsed"`, `lapsed: no-activity · deadline 12:35:00 passed`,
@@ -177,10 +204,10 @@ func TestBrowserLeaseTimeline(t *testing.T) {
 
 	// It renders: two lanes, the lapsed one says why, the held one runs to now.
 	lanes := eval[[]string](t, ctx, `[...document.querySelectorAll('#lease-timeline-svg g.lane')].map(g => g.dataset.epoch + ':' + g.dataset.state + ':' + g.dataset.verdicts)`)
-	if got := strings.Join(lanes, " "); got != "1:lapsed:active,stalled 2:held:active" {
+	if got := strings.Join(lanes, " "); got != "1:lapsed:active,stalled,silent 2:held:active" {
 		t.Errorf("lanes: got %q", got)
 	}
-	if got := eval[string](t, ctx, `document.querySelector('#lease-timeline-svg g.lane[data-epoch="1"] text[data-end]').textContent`); !strings.HasPrefix(got, "lapsed: no-activity") {
+	if got := eval[string](t, ctx, `document.querySelector('#lease-timeline-svg g.lane[data-epoch="1"] text[data-end] > tspan').textContent`); !strings.HasPrefix(got, "lapsed: no-activity") {
 		t.Errorf("lapsed lease's end label: got %q, want lapsed: no-activity …", got)
 	}
 	// The picture has a size, its segments are drawn in their verdict's
@@ -233,4 +260,16 @@ func TestBrowserLeaseTimeline(t *testing.T) {
 	s.claim(t, "N", "agent-N", "h-N")
 	poll(t, ctx, "N's first lease", `!!document.querySelector('#lease-timeline-svg g.lane[data-epoch="1"][data-state="held"]')`)
 	shootTimeline(t, ctx, shots, "timeline-first-claim")
+
+	// Ended leases say how they ended.
+	endedHistory(t, s)
+	do(t, ctx, "open R", chromedp.Navigate(s.url+"/tickets/R"), chromedp.WaitVisible(chromedp.CSS("#lease-timeline-svg")))
+	ends := eval[[]string](t, ctx, `[...document.querySelectorAll('#lease-timeline-svg text[data-end] > tspan')].map(e => e.textContent)`)
+	if got := strings.Join(ends, " | "); got != "released: handing over | completed" {
+		t.Errorf("end labels of R: got %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('g.lane[data-epoch="2"] [data-mark="exit"]').length`); n != 1 {
+		t.Errorf("exit report marks on R's lease 2: %d, want 1", n)
+	}
+	shootTimeline(t, ctx, shots, "timeline-ended")
 }
