@@ -75,7 +75,7 @@ func TestTimelineSegmentsStayInTheBar(t *testing.T) {
 	}
 	h := warp.History{Ticket: warp.Ticket{ID: "T", Epoch: 1}, Leases: []warp.Lease{l}, Now: now, Events: []warp.Event{
 		ev(1, warp.VerdictSilent, tlT0.Add(5*time.Minute), tlT0.Add(-time.Hour).Format(time.RFC3339Nano)), // since before the claim
-		ev(2, warp.VerdictActive, tlT0.Add(8*time.Minute), "not a time"),                                    // unreadable: its time
+		ev(2, warp.VerdictActive, tlT0.Add(8*time.Minute), "not a time"),                                  // unreadable: its time
 	}}
 	tv := buildTimeline(h, tlPolicy())
 	ln := tv.Lanes[0]
