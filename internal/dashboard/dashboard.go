@@ -4,7 +4,9 @@
 //
 // Pages: GET / (claimed tickets with verdict badges, filters by verdict and
 // host, cursor pagination, recently ended tickets, the mode), GET
-// /tickets/{id} (a ticket, its lease and its event timeline) and GET /hosts
+// /tickets/{id} (a ticket, its lease, the lease timeline drawn as SVG —
+// also alone at GET /tickets/{id}/timeline, see timeline.go — and its
+// events) and GET /hosts
 // (v2 adoption per host, and whether activity mode may be switched on).
 // GET /v1/events/stream is a text/event-stream fed by the server's writes
 // through a Broker; a small embedded script patches the page from it
@@ -185,6 +187,7 @@ func (d *Dashboard) Routes() []Route {
 	return []Route{
 		{Pattern: "GET /{$}", Handler: http.HandlerFunc(d.index)},
 		{Pattern: "GET /tickets/{id}", Handler: http.HandlerFunc(d.ticket)},
+		{Pattern: "GET /tickets/{id}/timeline", Handler: http.HandlerFunc(d.timeline)},
 		{Pattern: "GET /hosts", Handler: http.HandlerFunc(d.hosts)},
 		{Pattern: "GET " + StreamPath, Handler: d.broker},
 		{Pattern: "GET /assets/", Handler: d.assets, Open: true},
@@ -421,6 +424,7 @@ type ticketData struct {
 	Events   []eventView
 	MoreURL  string
 	PRIsLink bool
+	Timeline timelineView
 }
 
 // timelineLimit is how many events the ticket page shows at once.
@@ -462,6 +466,10 @@ func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
 	data.Events = make([]eventView, len(evs))
 	for i, e := range evs {
 		data.Events[i] = newEventView(e, data.Now)
+	}
+	if data.Timeline, err = d.timelineView(r, id); err != nil {
+		d.fail(w, r, err)
+		return
 	}
 	if len(evs) == timelineLimit {
 		data.MoreURL = "/tickets/" + url.PathEscape(id) + "?after=" + strconv.FormatInt(evs[len(evs)-1].ID, 10)

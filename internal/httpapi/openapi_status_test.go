@@ -711,6 +711,12 @@ func docCases() []docCase {
 	add("GET /tickets/{id}", 400, "invalid", "bad id", get("/tickets/-x"))
 	add("GET /tickets/{id}", 400, "invalid", "bad after", get("/tickets/D-1?after=x"))
 	add("GET /tickets/{id}", 404, "not_found", "unknown", get("/tickets/NOPE-404"))
+	add("GET /tickets/{id}/timeline", 200, "", "lease timeline", func(f *docFixture) docReq {
+		id, _, _ := f.released()
+		return docReq{method: "GET", path: "/tickets/" + id + "/timeline", token: adminToken}
+	})
+	add("GET /tickets/{id}/timeline", 400, "invalid", "bad id", get("/tickets/-x/timeline"))
+	add("GET /tickets/{id}/timeline", 404, "not_found", "unknown", get("/tickets/NOPE-404/timeline"))
 	add("GET /hosts", 200, "", "hosts", get("/hosts?window=1h&limit=1"))
 	add("GET /hosts", 400, "invalid", "window", get("/hosts?window=x"))
 	add("GET /hosts", 400, "invalid", "limit", get("/hosts?limit=0"))
@@ -722,7 +728,8 @@ func docCases() []docCase {
 	// sees the pages.
 	browser := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 	for _, pg := range []struct{ route, path string }{
-		{"GET /{$}", "/"}, {"GET /tickets/{id}", "/tickets/D-1"}, {"GET /hosts", "/hosts"}, {"GET /metrics", "/metrics"},
+		{"GET /{$}", "/"}, {"GET /tickets/{id}", "/tickets/D-1"}, {"GET /tickets/{id}/timeline", "/tickets/D-1/timeline"},
+		{"GET /hosts", "/hosts"}, {"GET /metrics", "/metrics"},
 	} {
 		add(pg.route, 303, "", "browser without a session", func(*docFixture) docReq {
 			return docReq{method: "GET", path: pg.path + "?token=" + adminToken, header: browser}
