@@ -109,10 +109,10 @@ type tlMark struct {
 	Points string // the polygon of a triangle or diamond mark
 }
 
-// scale maps times to x.
-type scale struct{ t0, t1 time.Time }
+// timeScale maps times to x.
+type timeScale struct{ t0, t1 time.Time }
 
-func (s scale) x(t time.Time) float64 {
+func (s timeScale) x(t time.Time) float64 {
 	span := s.t1.Sub(s.t0)
 	f := float64(t.Sub(s.t0)) / float64(span)
 	f = min(max(f, 0), 1)
@@ -172,7 +172,7 @@ func buildTimeline(h warp.History, p warp.Policy) timelineView {
 		t1 = t0.Add(tlMinSpan)
 	}
 	pad := time.Duration(float64(t1.Sub(t0)) * tlEndMargin)
-	sc := scale{t0: t0.Add(-pad), t1: t1.Add(pad)}
+	sc := timeScale{t0: t0.Add(-pad), t1: t1.Add(pad)}
 
 	byEpoch := map[int64][]warp.Event{}
 	for _, e := range h.Events {
@@ -194,7 +194,7 @@ func buildTimeline(h warp.History, p warp.Policy) timelineView {
 	return tv
 }
 
-func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc scale, now time.Time, y int) tlLane {
+func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, now time.Time, y int) tlLane {
 	ln := tlLane{Epoch: l.Epoch, State: l.State, Y: y, LabelY: y + 14, BarY: y + tlBarY, BarH: tlBarH,
 		MarkTop: y + tlBarY - 5, MarkBot: y + tlBarY + tlBarH + 5, MarkMid: y + tlBarY + tlBarH/2,
 		LineTop: y + tlBarY - 6, LineBot: y + tlBarY + tlBarH + 12, NoteY: y + tlBarY + tlBarH + 22}
@@ -463,7 +463,7 @@ var tickSteps = []time.Duration{
 
 // ticks returns the axis ticks: the smallest step giving at most
 // tlMaxTicks, on multiples of the step (UTC).
-func ticks(sc scale) []tlTick {
+func ticks(sc timeScale) []tlTick {
 	span := sc.t1.Sub(sc.t0)
 	step := tickSteps[len(tickSteps)-1]
 	for _, s := range tickSteps {
