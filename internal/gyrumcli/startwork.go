@@ -51,7 +51,7 @@ type StartResult struct {
 	LoopPID    int    `json:"loop_pid"`
 	WatchedPID int    `json:"watched_pid"`
 	Watched    string `json:"watched"`     // executable name
-	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, parent, self
+	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, app-server-client, parent, self
 }
 
 func (a *App) startWorkCommand() *cobra.Command {
@@ -190,6 +190,14 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 			s.undo.run()
 		}
 	}()
+	// Under a Codex app-server daemon the session (what to watch, which
+	// environment) is its client's: settled before anything reads the
+	// environment.
+	if child == nil && o.watchPID == 0 {
+		if s.watched, s.server, err = a.codexServerClient(); err != nil {
+			return err
+		}
+	}
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -232,6 +240,7 @@ type startRun struct {
 	repo    string // with --worktree: the top level of base's repository
 	unlock  func() // gives the start lock of base back (without --worktree)
 	watched Watched
+	server  bool // watched is the client of a Codex app server (codexServerClient)
 	api     *client.Client
 	t       client.Ticket // as claimed
 	d       gyrumdir.Dir
@@ -319,6 +328,9 @@ func (s *startRun) checkWatched() (err error) {
 		}
 		s.watched = Watched{Identity: self, Name: "gyrum", How: "self"}
 		return nil
+	}
+	if s.server {
+		return nil // settled by codexServerClient
 	}
 	if s.watched, err = s.a.resolveWatched(s.o.watchPID); err != nil {
 		return err
