@@ -104,7 +104,10 @@ never committed.
 The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
 that is a known agent (claude or claude.exe, node running @anthropic-ai/claude-code,
 codex, gemini or node running @google/gemini-cli, cursor-agent, aider, or a
-match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. The
+match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. Under
+Codex's shared app-server daemon it watches the daemon's one connected client
+instead, with that client's WARP_*, GYRUM_*, HEARTBEAT_* and HOME, and refuses
+when there is no client, several, or a remote listener. The
 watched process is recorded in $GYRUM_HOME/agents, so the hook credits this
 lease for that agent's tool calls whatever its shell's cwd is.
 
