@@ -1,6 +1,7 @@
 package agentproc_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/agentproc"
@@ -89,6 +90,35 @@ func BenchmarkInherited(b *testing.B) {
 	for b.Loop() {
 		if _, _, ok := agentproc.Inherited(tr.Claude, tr.UnderClaude); ok {
 			b.Fatal("the Claude Code's own call was taken for another agent's")
+		}
+	}
+}
+
+func TestCodexServer(t *testing.T) {
+	daemon := "/h/.codex/packages/app-server-daemon/releases/0.169.0-x86_64-unknown-linux-musl/bin/codex"
+	for _, c := range []struct {
+		args           []string
+		server, remote bool
+	}{
+		// As measured (0.169.0): the daemon `codex app-server daemon start` runs.
+		{[]string{daemon, "app-server", "--listen", "unix://", "--analytics-default-enabled", "--managed-daemon"}, true, false},
+		{[]string{daemon, "app-server", "--managed-daemon"}, true, false},
+		{[]string{"codex", "app-server", "--listen", "ws://127.0.0.1:4500"}, true, true},
+		{[]string{"codex", "app-server", "--listen=ws://127.0.0.1:4500"}, true, true},
+		{[]string{"codex", "app-server", "--listen", "unix:///tmp/s.sock"}, true, false},
+		// Not a shared server: stdio (an IDE's, TrustHooks'), the TUI, exec,
+		// the daemon's helper, another program.
+		{[]string{"codex", "app-server"}, false, false},
+		{[]string{"codex", "app-server", "--listen", "stdio://"}, false, false},
+		{[]string{"codex"}, false, false},
+		{[]string{"codex", "--remote", "ws://127.0.0.1:4500"}, false, false},
+		{[]string{"codex", "exec", "--managed-daemon"}, false, false},
+		{[]string{daemon, "app-server", "daemon", "pid-update-loop"}, false, false},
+		{[]string{"gemini", "app-server", "--managed-daemon"}, false, false},
+	} {
+		s, r := agentproc.CodexServer(filepath.Base(c.args[0]), c.args)
+		if s != c.server || r != c.remote {
+			t.Errorf("CodexServer(%q) = %v, %v; want %v, %v", c.args, s, r, c.server, c.remote)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 type Watched struct {
 	proc.Identity
 	Name string // executable name
-	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "parent", "self"
+	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "app-server-client", "parent", "self"
 }
 
 // resolveWatched picks the agent process: --watch-pid, else CLAUDE_PID,
@@ -103,4 +103,94 @@ func agentName(comm string, args []string, extra *regexp.Regexp) (string, bool) 
 		}
 	}
 	return "", false
+}
+
+// codexServerClient handles a start-work run inside a Codex app server
+// on a socket (agentproc.CodexServer): the interactive app's shared
+// daemon runs the tool shells, outlives the session and keeps the
+// environment of the session that started it. Watching it would keep the
+// lease after the user quits, and its environment is another session's.
+// When the nearest agent above start-work is such a server, the process
+// watched is the single client connected to it (the app, `codex` or
+// `codex --remote`), and the session's settings (WARP_*, GYRUM_*,
+// HEARTBEAT_*, CLAUDE_PID, HOME, USER, LOGNAME) come from that client's
+// environment, not from start-work's own. It refuses when it cannot
+// tell the session: no client, several, a non-Unix listener, an
+// unreadable environment. ok is false when start-work does not run
+// under such a server.
+func (a *App) codexServerClient() (w Watched, ok bool, err error) {
+	in, name, found := agentproc.Nearest(os.Getppid())
+	if !found || name != "codex" {
+		return Watched{}, false, nil
+	}
+	args, _ := proc.Cmdline(in.PID)
+	server, remote := agentproc.CodexServer(in.Name, args)
+	if !server {
+		return Watched{}, false, nil
+	}
+	const todo = "run the app without the shared server (codex --no-daemon), or name the agent process with --watch-pid PID"
+	if !remote {
+		if r, err := proc.ListensRemote(in.PID); err == nil && r {
+			remote = true
+		}
+	}
+	if remote {
+		return Watched{}, true, fmt.Errorf("start-work runs under a Codex app server listening for remote clients (pid %d): which session this is cannot be told; %s", in.PID, todo)
+	}
+	clients, err := proc.UnixClients(in.PID)
+	if err != nil {
+		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), and its connected client cannot be found: %w; %s", in.PID, err, todo)
+	}
+	switch len(clients) {
+	case 0:
+		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), which has no connected client to watch; %s", in.PID, todo)
+	case 1:
+	default:
+		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), which has %d connected clients (pids %v): which session this is cannot be told; %s", in.PID, len(clients), clients, todo)
+	}
+	env, err := proc.Environ(clients[0])
+	if err != nil {
+		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d): the environment of its client, pid %d, cannot be read: %w; %s", in.PID, clients[0], err, todo)
+	}
+	w, err = lookupWatched(clients[0], "app-server-client")
+	if err != nil {
+		return Watched{}, true, err
+	}
+	if cargs, _ := proc.Cmdline(clients[0]); len(cargs) > 0 {
+		if n, isAgent := agentproc.Name(w.Name, cargs); isAgent {
+			w.Name = n
+		}
+	}
+	a.useSessionEnv(env)
+	return w, true, nil
+}
+
+// sessionVar reports whether k is a setting of the session that a
+// process under a shared server must take from the session's client.
+func sessionVar(k string) bool {
+	switch k {
+	case "CLAUDE_PID", "HOME", "USER", "LOGNAME":
+		return true
+	}
+	return strings.HasPrefix(k, "WARP_") || strings.HasPrefix(k, "GYRUM_") || strings.HasPrefix(k, "HEARTBEAT_")
+}
+
+// useSessionEnv makes Getenv answer the session's variables (sessionVar)
+// from env, a client's environment, for the rest of the run (a variable
+// env lacks is unset, not inherited); --url and --token still win. The
+// loop start-work spawns gets them too (childEnv).
+func (a *App) useSessionEnv(env []string) {
+	vals := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && sessionVar(k) {
+			vals[k] = v
+		}
+	}
+	getenv, over := a.Getenv, a.overrides
+	a.Getenv = func(k string) string {
+		if _, flag := over[k]; flag || !sessionVar(k) {
+			return clikit.Getenv(getenv, k)
+		}
+		return vals[k]
+	}
 }

@@ -51,7 +51,7 @@ type StartResult struct {
 	LoopPID    int    `json:"loop_pid"`
 	WatchedPID int    `json:"watched_pid"`
 	Watched    string `json:"watched"`     // executable name
-	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, parent, self
+	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, app-server-client, parent, self
 }
 
 func (a *App) startWorkCommand() *cobra.Command {
@@ -104,7 +104,10 @@ never committed.
 The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
 that is a known agent (claude or claude.exe, node running @anthropic-ai/claude-code,
 codex, gemini or node running @google/gemini-cli, cursor-agent, aider, or a
-match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. The
+match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. Under
+Codex's shared app-server daemon it watches the daemon's one connected client
+instead, with that client's WARP_*, GYRUM_*, HEARTBEAT_* and HOME, and refuses
+when there is no client, several, or a remote listener. The
 watched process is recorded in $GYRUM_HOME/agents, so the hook credits this
 lease for that agent's tool calls whatever its shell's cwd is.
 
@@ -190,6 +193,14 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 			s.undo.run()
 		}
 	}()
+	// Under a Codex app-server daemon the session (what to watch, which
+	// environment) is its client's: settled before anything reads the
+	// environment.
+	if child == nil && o.watchPID == 0 {
+		if s.watched, s.server, err = a.codexServerClient(); err != nil {
+			return err
+		}
+	}
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -232,6 +243,7 @@ type startRun struct {
 	repo    string // with --worktree: the top level of base's repository
 	unlock  func() // gives the start lock of base back (without --worktree)
 	watched Watched
+	server  bool // watched is the client of a Codex app server (codexServerClient)
 	api     *client.Client
 	t       client.Ticket // as claimed
 	d       gyrumdir.Dir
@@ -319,6 +331,9 @@ func (s *startRun) checkWatched() (err error) {
 		}
 		s.watched = Watched{Identity: self, Name: "gyrum", How: "self"}
 		return nil
+	}
+	if s.server {
+		return nil // settled by codexServerClient
 	}
 	if s.watched, err = s.a.resolveWatched(s.o.watchPID); err != nil {
 		return err
