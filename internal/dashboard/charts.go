@@ -107,6 +107,7 @@ type chartView struct {
 	X0, Y0, X1, Y1         int // the plot area
 	Bars                   []barView
 	Lines                  []lineView
+	Dots                   []dotView // minutes with no neighbour to draw a line to
 	XTicks, YTicks         []tickView
 	Legend                 []legendView
 }
@@ -120,6 +121,11 @@ type barView struct {
 type lineView struct {
 	Points string
 	Class  string
+}
+
+type dotView struct {
+	X, Y  float64
+	Class string
 }
 
 type tickView struct {
@@ -250,7 +256,7 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 		}
 		top = math.Max(top, sum)
 	}
-	top = niceCeil(top)
+	top, step := scale(top, true)
 	slot := float64(plotW) / float64(len(hours))
 	for i, s := range stacks {
 		y := float64(padTop + plotH)
@@ -271,7 +277,7 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 			c.XTicks = append(c.XTicks, tickView{Pos: round1(padLeft + float64(i)*slot), Label: h.Format("15:04")})
 		}
 	}
-	c.YTicks = yTicks(top, formatCount)
+	c.YTicks = yTicks(top, step, formatCount)
 	for k, key := range order {
 		c.Legend = append(c.Legend, legendView{Class: seriesClass(key, k), Label: key, Total: formatCount(totals[key])})
 	}
@@ -315,7 +321,7 @@ func lineChart(id, title string, now time.Time, slots []ringSlot, empty string) 
 		n += s.N
 		sum += s.Sum
 	}
-	top = niceCeil(top)
+	top, step := scale(top, false)
 	start := now.Unix()/60 - ringMinutes + 1 // the first minute shown
 	x := func(minute int64) float64 {
 		return round1(padLeft + float64(minute-start)*plotW/float64(ringMinutes-1))
@@ -324,13 +330,12 @@ func lineChart(id, title string, now time.Time, slots []ringSlot, empty string) 
 	for k, series := range []struct {
 		key string
 		val func(ringSlot) time.Duration
-	}{{"mean", ringSlot.Mean}, {"max", func(s ringSlot) time.Duration { return s.Max }}} {
+	}{{"max", func(s ringSlot) time.Duration { return s.Max }}, {"mean", ringSlot.Mean}} { // the mean drawn over the max
 		var pts [][2]float64
 		flush := func() {
-			if len(pts) == 1 { // a lone minute: a short flat segment, so it shows
-				pts = append(pts, [2]float64{pts[0][0] + 2, pts[0][1]})
-			}
-			if len(pts) > 0 {
+			if len(pts) == 1 { // a lone minute: a dot
+				c.Dots = append(c.Dots, dotView{X: pts[0][0], Y: pts[0][1], Class: seriesClass(series.key, k)})
+			} else if len(pts) > 1 {
 				b := make([]string, len(pts))
 				for i, p := range pts {
 					b[i] = strconv.FormatFloat(p[0], 'f', -1, 64) + "," + strconv.FormatFloat(p[1], 'f', -1, 64)
@@ -354,7 +359,7 @@ func lineChart(id, title string, now time.Time, slots []ringSlot, empty string) 
 			c.XTicks = append(c.XTicks, tickView{Pos: x(m), Label: time.Unix(m*60, 0).UTC().Format("15:04")})
 		}
 	}
-	c.YTicks = yTicks(top, func(v float64) string { return formatMS(v) })
+	c.YTicks = yTicks(top, step, formatMS)
 	c.Legend = []legendView{
 		{Class: seriesClass("mean", 0), Label: "mean", Total: formatMS(ms(sum / time.Duration(n)))},
 		{Class: seriesClass("max", 1), Label: "max", Total: formatMS(top0(slots))},
@@ -375,20 +380,29 @@ func newChart(id, title, unit string) chartView {
 		X0: padLeft, Y0: padTop, X1: padLeft + plotW, Y1: padTop + plotH}
 }
 
-// yTicks returns ticks at 0, half and the top of the scale.
-func yTicks(top float64, format func(float64) string) []tickView {
+// scale returns the top of the y axis for values up to v and the step
+// of its ticks: about four steps of 1, 2 or 5 times a power of ten
+// (whole numbers for counts).
+func scale(v float64, whole bool) (top, step float64) {
+	step = niceCeil(v / 4)
+	if whole {
+		step = math.Max(1, math.Round(step))
+	}
+	top = math.Max(step, math.Ceil(v/step-1e-9)*step)
+	return top, step
+}
+
+// yTicks returns the ticks from 0 to top, step apart.
+func yTicks(top, step float64, format func(float64) string) []tickView {
 	var out []tickView
-	for _, f := range []float64{0, .5, 1} {
-		v := top * f
-		if f == .5 && top < 2 && top == math.Trunc(top) {
-			continue // no half of a whole count
-		}
-		out = append(out, tickView{Pos: round1(padTop + plotH - f*plotH), Label: format(v)})
+	for i := 0; float64(i)*step <= top*(1+1e-9); i++ {
+		v := float64(i) * step
+		out = append(out, tickView{Pos: round1(padTop + plotH - v/top*plotH), Label: format(v)})
 	}
 	return out
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 at least).
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
@@ -413,15 +427,15 @@ func formatCount(v float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
-// formatMS renders milliseconds: "0", "0.42 ms", "12 ms", "1.5 s".
+// formatMS renders milliseconds: "0", "0.42 ms", "2.5 ms", "12 ms", "1.5 s".
 func formatMS(v float64) string {
 	switch {
 	case v == 0:
 		return "0"
-	case v < 1:
-		return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
+	case v < 10:
+		return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) + " ms"
 	case v < 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64) + " ms"
 	}
 	return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
 }
