@@ -19,7 +19,8 @@ import (
 // Shape of the charts' benchmark database: 200k events over the last 7
 // days — 100k the charts count (lapses by 4 reasons, verdict changes to 4
 // verdicts) and 100k they skip (created, claimed, completed) — and the
-// heartbeat counts of 1,000 hosts over 48 hours (v1 hosts moving to v2).
+// heartbeat counts of 1,000 hosts over 48 hours, 4 minute rows and an hour
+// row a host and hour (v1 hosts moving to v2).
 const (
 	chartEvents = 100_000
 	chartHosts  = 1_000
@@ -69,10 +70,12 @@ func seedCharts(b *testing.B, now time.Time) string {
 				if hour > 48*h/chartHosts {
 					v = 2 // host h moves to v2 at its hour
 				}
-				c := warp.HeartbeatCount{Host: fmt.Sprintf("host-%04d", h), Token: "t", SchemaVersion: v,
-					At: now.Add(-time.Duration(48-hour) * time.Hour), N: 15}
-				if _, err := tx.RecordHeartbeat(ctx, c); err != nil {
-					return err
+				for m := 0; m < 60; m += 15 { // heartbeats in 4 minutes of each hour
+					c := warp.HeartbeatCount{Host: fmt.Sprintf("host-%04d", h), Token: "t", SchemaVersion: v,
+						At: now.Add(-time.Duration(48-hour)*time.Hour + time.Duration(m)*time.Minute), N: 4}
+					if _, err := tx.RecordHeartbeat(ctx, c); err != nil {
+						return err
+					}
 				}
 			}
 		}

@@ -12,6 +12,13 @@ import (
 const tallyKey = `CASE WHEN kind IN ('verdict-changed', 'mode-changed') THEN coalesce(json_extract(data, '$.to'), '')
 	ELSE coalesce(json_extract(data, '$.reason'), '') END`
 
+// eventTalliesSQL is the tallies' query for the kinds' placeholders; the
+// index events_kind_at answers it. Tests check its plan.
+func eventTalliesSQL(marks string) string {
+	return `SELECT at / 3600000000000 AS h, kind, ` + tallyKey + ` AS k, count(*) FROM events
+		WHERE kind IN (` + marks + `) AND at >= ? GROUP BY h, kind, k ORDER BY h, kind, k LIMIT ?`
+}
+
 // EventTallies implements warp.Tx: a range read of events (kind, at) per kind.
 func (t *tx) EventTallies(ctx context.Context, kinds []warp.EventKind, since time.Time, limit int) ([]warp.EventTally, error) {
 	marks := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
@@ -20,8 +27,7 @@ func (t *tx) EventTallies(ctx context.Context, kinds []warp.EventKind, since tim
 		args = append(args, string(k))
 	}
 	args = append(args, nanos(since), limitArg(limit))
-	rows, err := t.query(ctx, `SELECT at / 3600000000000 AS h, kind, `+tallyKey+` AS k, count(*) FROM events
-		WHERE kind IN (`+marks+`) AND at >= ? GROUP BY h, kind, k ORDER BY h, kind, k LIMIT ?`, args...)
+	rows, err := t.query(ctx, eventTalliesSQL(marks), args...)
 	if err != nil {
 		return nil, translate("event tallies", err)
 	}
@@ -44,7 +50,8 @@ func (t *tx) EventTallies(ctx context.Context, kinds []warp.EventKind, since tim
 }
 
 // qHostsBySchemaPerHour reads the hour rows of heartbeat_counts from the
-// first hour (unix seconds) on: a range read of the bucket index.
+// first hour (unix seconds) on: a range read of the index
+// heartbeat_counts_span_bucket. Tests check its plan.
 const qHostsBySchemaPerHour = `SELECT bucket, v, count(*) FROM (
 		SELECT bucket, host, max(schema_version) AS v FROM heartbeat_counts
 		WHERE span = 3600 AND bucket >= ? GROUP BY bucket, host)
