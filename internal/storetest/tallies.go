@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -122,4 +123,69 @@ func tallyStrings(ts []warp.EventTally) []string {
 		s = append(s, fmt.Sprintf("%s %s %s %d", x.Hour.Format("15:04"), x.Kind, x.Key, x.N))
 	}
 	return s
+}
+
+// ChartEvents and ChartHosts shape the charts' benchmark database
+// (SeedCharts): 200k events over the last 7 days — 100k the charts count
+// (lapses by 4 reasons, verdict changes to 4 verdicts) and 100k they skip
+// (created, claimed, completed) — and the heartbeat counts of 1,000 hosts over 48 hours, 4 minute rows and an hour
+// row a host and hour (v1 hosts moving to v2).
+const (
+	ChartEvents = 100_000
+	ChartHosts  = 1_000
+)
+
+// SeedCharts fills db, an empty store, with the charts' benchmark
+// database, up to now.
+func SeedCharts(ctx context.Context, db warp.Store, now time.Time) error {
+	reasons := []string{"expired", "no-activity", "agent-exited", "no-heartbeat"}
+	tos := []string{"stalled", "silent", "active", "exited"}
+	skipped := []warp.EventKind{warp.EventCreated, warp.EventClaimed, warp.EventCompleted}
+	span := 7 * 24 * time.Hour
+	const batch = 20_000
+	for start := 0; start < 2*ChartEvents; start += batch {
+		err := db.Update(ctx, func(tx warp.Tx) error {
+			for i := start; i < start+batch; i++ {
+				at := now.Add(-span + time.Duration(i)*(span/(2*ChartEvents)))
+				e := warp.Event{Ticket: fmt.Sprintf("T-%06d", i/4), Epoch: 1, At: at}
+				switch i % 4 {
+				case 0:
+					e.Kind, e.Data = warp.EventLapsed, map[string]any{"reason": reasons[i/4%4], "host": "h"}
+				case 1:
+					e.Kind, e.Data = warp.EventVerdictChanged, map[string]any{"from": "active", "to": tos[i/4%4], "host": "h"}
+				default:
+					e.Kind, e.Data = skipped[i%3], map[string]any{"host": "h"}
+				}
+				if _, err := tx.AppendEvent(ctx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("seed events: %w", err)
+		}
+	}
+	err := db.Update(ctx, func(tx warp.Tx) error {
+		for h := range ChartHosts {
+			for hour := range 48 {
+				v := 1
+				if hour > 48*h/ChartHosts {
+					v = 2 // host h moves to v2 at its hour
+				}
+				for m := 0; m < 60; m += 15 { // heartbeats in 4 minutes of each hour
+					c := warp.HeartbeatCount{Host: fmt.Sprintf("host-%04d", h), Token: "t", SchemaVersion: v,
+						At: now.Add(-time.Duration(48-hour)*time.Hour + time.Duration(m)*time.Minute), N: 4}
+					if _, err := tx.RecordHeartbeat(ctx, c); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("seed heartbeat counts: %w", err)
+	}
+	return nil
 }
