@@ -34,8 +34,8 @@ const ChartsPath = "/charts"
 // chartWindow is the span every chart covers.
 const chartWindow = 24 * time.Hour
 
-// heartbeatRoute is the API route whose durations the latency chart shows.
-const heartbeatRoute = "POST /v1/heartbeat"
+// heartbeatRoutes are the API routes whose durations the latency chart shows.
+var heartbeatRoutes = map[string]bool{"POST /v1/heartbeat": true, "POST /heartbeat": true}
 
 // Chart geometry (SVG user units).
 const (
@@ -47,7 +47,7 @@ const (
 // ObserveHTTP records an API request's duration for the latency chart; it
 // fits httpapi.ServerConfig.Observe. Only heartbeats are kept.
 func (d *Dashboard) ObserveHTTP(route string, code int, dur time.Duration) {
-	if route != heartbeatRoute {
+	if !heartbeatRoutes[route] {
 		return
 	}
 	d.latency.add(d.svc.Now(), dur)
@@ -98,6 +98,9 @@ type chartsData struct {
 	Charts  []chartView // from the store
 	Memory  []chartView // from the in-memory rings
 	Started time.Time   // when this process's rings started
+	// Problem, when set, says why the charts could not be drawn (the main
+	// page shows it instead of failing).
+	Problem string
 }
 
 // chartView is one chart: an SVG, or the Empty sentence when there is nothing to draw.
@@ -140,21 +143,30 @@ type legendView struct {
 
 // charts serves GET /charts: the charts section alone, for the script to swap in.
 func (d *Dashboard) charts(w http.ResponseWriter, r *http.Request) {
-	data, err := d.chartsData(r.Context())
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	d.renderTemplate(w, http.StatusOK, "charts.html", "charts", data)
+	d.renderTemplate(w, http.StatusOK, "charts.html", "charts", d.chartsData(r.Context()))
 }
 
-func (d *Dashboard) chartsData(ctx context.Context) (chartsData, error) {
-	t, err := d.tallies.get(ctx)
-	if err != nil {
-		return chartsData{}, err
-	}
+// chartsData draws the charts. When the store cannot be read, the
+// in-memory charts are still drawn, and Problem says why the others are
+// not: the main page's tickets matter more than its charts.
+func (d *Dashboard) chartsData(ctx context.Context) chartsData {
 	now := d.svc.Now()
 	data := chartsData{Path: ChartsPath, At: now, Started: d.started}
+	since := "since this server started at " + data.Started.UTC().Format("15:04Z")
+	data.Memory = []chartView{
+		lineChart("chart-latency", "Heartbeat request latency per minute", now, d.latency.since(now),
+			"No heartbeats "+since+"."),
+		lineChart("chart-sweeps", "Sweep duration per minute", now, d.sweeps.since(now),
+			"No sweeps "+since+"."),
+	}
+	t, err := d.tallies.get(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error("dashboard charts: read the store", "err", err)
+		}
+		data.Problem = "The charts of the database could not be read; the server log has the detail."
+		return data
+	}
 	hours := chartHours(now)
 	var verdictRows, lapseRows []hourValue
 	for _, e := range t.events {
@@ -185,14 +197,7 @@ func (d *Dashboard) chartsData(ctx context.Context) (chartsData, error) {
 		barChart("chart-adoption", "Hosts per hour, by schema version of their heartbeats", "hosts", hours, schemaRows, []string{"v1", "v2"},
 			"No heartbeats in the last 24 h."),
 	}
-	since := "since this server started at " + data.Started.UTC().Format("15:04Z")
-	data.Memory = []chartView{
-		lineChart("chart-latency", "Heartbeat request latency per minute", now, d.latency.since(now),
-			"No heartbeats "+since+"."),
-		lineChart("chart-sweeps", "Sweep duration per minute", now, d.sweeps.since(now),
-			"No sweeps "+since+"."),
-	}
-	return data, nil
+	return data
 }
 
 // hourValue is one bar segment's data.

@@ -435,10 +435,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	for i, e := range events {
 		data.Recent[i] = newEventView(e, now)
 	}
-	if data.Charts, err = d.chartsData(ctx); err != nil {
-		d.fail(w, r, err)
-		return
-	}
+	data.Charts = d.chartsData(ctx)
 	d.render(w, r, http.StatusOK, "index.html", data)
 }
 
