@@ -1,9 +1,16 @@
 package dashboard
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 func TestRingKeepsTheLastDayPerMinute(t *testing.T) {
@@ -58,5 +65,42 @@ func TestLineChartBreaksAtGaps(t *testing.T) {
 	}
 	if c := lineChart("x", "x", now, nil, "nothing yet"); c.Empty != "nothing yet" || len(c.Lines) != 0 {
 		t.Errorf("no slots: %+v", c)
+	}
+}
+
+// A store that cannot be read leaves the in-memory charts drawn and says
+// in words why the others are missing; GET /charts still answers.
+func TestChartsWithoutTheStore(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "warp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	svc, err := warp.NewService(db, warp.Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(svc, Config{ChartsTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ObserveHTTP("POST /heartbeat", 200, 3*time.Millisecond)
+	d.ObserveHTTP("GET /v1/tickets", 200, time.Second) // not a heartbeat: not kept
+	if got := d.chartsData(ctx); got.Problem != "" || len(got.Charts) != 3 {
+		t.Fatalf("with the store: problem %q, %d charts", got.Problem, len(got.Charts))
+	}
+	db.Close()
+	got := d.chartsData(ctx)
+	if got.Problem == "" || len(got.Charts) != 0 || len(got.Memory) != 2 || got.Memory[0].Empty != "" {
+		t.Fatalf("without the store: problem %q, %d charts, memory %+v", got.Problem, len(got.Charts), got.Memory)
+	}
+	if l := got.Memory[0].Legend; len(l) != 2 || l[1].Total != "3 ms" {
+		t.Errorf("latency legend %+v, want max 3 ms (the other route left out)", l)
+	}
+	rec := httptest.NewRecorder()
+	d.charts(rec, httptest.NewRequest(http.MethodGet, ChartsPath, nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="charts-problem"`) {
+		t.Errorf("GET /charts without the store: %d\n%s", rec.Code, rec.Body.String())
 	}
 }
