@@ -192,7 +192,8 @@ func (d *Dashboard) chartsData(ctx context.Context) chartsData {
 	data.Charts = []chartView{
 		barChart("chart-verdicts", "Verdict changes per hour, by new verdict", "changes", hours, verdictRows, verdictKeys,
 			"No verdict changes in the last 24 h."),
-		barChart("chart-lapses", "Lapses per hour, by reason", "lapses", hours, lapseRows, nil,
+		barChart("chart-lapses", "Lapses per hour, by reason", "lapses", hours, lapseRows,
+			[]string{warp.LapseNoHeartbeat, warp.LapseNoActivity, warp.LapseAgentExited},
 			"No lapses in the last 24 h."),
 		barChart("chart-adoption", "Hosts per hour, by schema version of their heartbeats", "hosts", hours, schemaRows, []string{"v1", "v2"},
 			"No heartbeats in the last 24 h."),
@@ -253,6 +254,17 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 		return c
 	}
 	order := orderKeys(keys, totals)
+	// A series keeps its colour whichever others are present: the known
+	// keys by their place in keys, the others after them.
+	slotOf := map[string]int{}
+	for i, k := range keys {
+		slotOf[k] = i
+	}
+	for _, k := range order {
+		if _, ok := slotOf[k]; !ok {
+			slotOf[k] = len(slotOf)
+		}
+	}
 	top := 0.0
 	for _, s := range stacks {
 		sum := 0.0
@@ -265,7 +277,7 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 	slot := float64(plotW) / float64(len(hours))
 	for i, s := range stacks {
 		y := float64(padTop + plotH)
-		for k, key := range order {
+		for _, key := range order {
 			v := s[key]
 			if v <= 0 {
 				continue
@@ -273,7 +285,7 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 			h := v / top * plotH
 			y -= h
 			c.Bars = append(c.Bars, barView{X: round1(padLeft + float64(i)*slot + 1), Y: round1(y), W: round1(slot - 2), H: round1(h),
-				Class: seriesClass(key, k), Tip: fmt.Sprintf("%s–%s UTC: %s %s", hours[i].Format("15:04"),
+				Class: seriesClass(key, slotOf[key]), Tip: fmt.Sprintf("%s–%s UTC: %s %s", hours[i].Format("15:04"),
 					hours[i].Add(time.Hour).Format("15:04"), formatCount(v), key)})
 		}
 	}
@@ -283,8 +295,8 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 		}
 	}
 	c.YTicks = yTicks(top, step, formatCount)
-	for k, key := range order {
-		c.Legend = append(c.Legend, legendView{Class: seriesClass(key, k), Label: key, Total: formatCount(totals[key])})
+	for _, key := range order {
+		c.Legend = append(c.Legend, legendView{Class: seriesClass(key, slotOf[key]), Label: key, Total: formatCount(totals[key])})
 	}
 	return c
 }

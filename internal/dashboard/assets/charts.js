@@ -8,19 +8,27 @@
   var MIN_GAP = 3000; // ms between two fetches
   var state = { updates: 0, fetches: 0, failures: 0 };
   window.warpCharts = state; // for tests and the curious
-  var timer = null, last = 0;
+  var timer = null, inflight = false, dirty = false, last = 0;
 
   function section() { return document.getElementById('charts'); }
 
+  // schedule fetches the charts once the gap since the last fetch is
+  // over; an update that arrives while a fetch is under way asks for
+  // another one after it, so the last update is never left out.
   function schedule() {
-    if (timer || !section()) return;
+    if (!section()) return;
+    if (inflight) { dirty = true; return; }
+    if (timer) return;
     timer = setTimeout(load, Math.max(0, last + MIN_GAP - Date.now()));
   }
 
   function load() {
-    last = Date.now();
+    timer = null;
     var s = section();
-    if (!s) { timer = null; return; }
+    if (!s) return;
+    inflight = true;
+    dirty = false;
+    last = Date.now();
     fetch(s.dataset.charts, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
       .then(function (r) { if (!r.ok) throw new Error('status ' + r.status); return r.text(); })
       .then(function (html) {
@@ -30,7 +38,10 @@
         state.fetches++;
       })
       .catch(function () { state.failures++; })
-      .then(function () { timer = null; });
+      .then(function () {
+        inflight = false;
+        if (dirty) { dirty = false; schedule(); }
+      });
   }
 
   document.addEventListener('warp:update', function () { state.updates++; schedule(); });
