@@ -3,7 +3,8 @@
 // and the live event stream that updates them.
 //
 // Pages: GET / (claimed tickets with verdict badges, filters by verdict and
-// host, cursor pagination, recently ended tickets, the mode), GET
+// host, cursor pagination, recently ended tickets, the mode, and the
+// charts of charts.go, also served alone as GET /charts), GET
 // /tickets/{id} (a ticket, its lease, the lease timeline drawn as SVG —
 // also alone at GET /tickets/{id}/timeline, see timeline.go — and its
 // events) and GET /hosts
@@ -68,6 +69,10 @@ type Config struct {
 	// verdict counts are reused across requests; DefaultSummaryTTL when
 	// zero, never when negative.
 	SummaryTTL time.Duration
+	// ChartsTTL is how long, on the service clock, the charts' store
+	// tallies are reused across requests; DefaultChartsTTL when zero,
+	// never when negative.
+	ChartsTTL time.Duration
 	// Coalesce, Ping, ClientBuffer and WriteTimeout tune the event stream (see BrokerConfig).
 	Coalesce     time.Duration
 	Ping         time.Duration
@@ -92,6 +97,10 @@ type Dashboard struct {
 	assets http.Handler
 	// summary caches the verdict counts of the main page.
 	summary *summaryCache
+	// The charts: store tallies (cached) and the in-memory rings.
+	tallies         *talliesCache
+	latency, sweeps *ring
+	started         time.Time
 }
 
 // New returns the dashboard of svc. Start it (the event stream's broker)
@@ -115,7 +124,11 @@ func New(svc *warp.Service, cfg Config) (*Dashboard, error) {
 	if cfg.SummaryTTL == 0 {
 		cfg.SummaryTTL = DefaultSummaryTTL
 	}
+	if cfg.ChartsTTL == 0 {
+		cfg.ChartsTTL = DefaultChartsTTL
+	}
 	d := &Dashboard{svc: svc, cfg: cfg, log: cfg.Logger, summary: &summaryCache{ttl: cfg.SummaryTTL, count: svc.CountVerdicts, now: svc.Now}}
+	d.tallies, d.latency, d.sweeps, d.started = &talliesCache{ttl: cfg.ChartsTTL, svc: svc}, &ring{}, &ring{}, svc.Now()
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -156,6 +169,15 @@ func parsePages() (map[string]*template.Template, error) {
 		}
 		pages[name] = t
 	}
+	// The main page draws the charts; GET /charts serves them alone.
+	if _, err := pages["index.html"].ParseFS(templateFS, "templates/charts.html"); err != nil {
+		return nil, fmt.Errorf("dashboard: parse charts.html: %w", err)
+	}
+	charts, err := template.New("charts.html").Funcs(funcs).ParseFS(templateFS, "templates/charts.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: parse charts.html: %w", err)
+	}
+	pages["charts.html"] = charts
 	return pages, nil
 }
 
@@ -189,6 +211,7 @@ func (d *Dashboard) Routes() []Route {
 		{Pattern: "GET /tickets/{id}", Handler: http.HandlerFunc(d.ticket)},
 		{Pattern: "GET /tickets/{id}/timeline", Handler: http.HandlerFunc(d.timeline)},
 		{Pattern: "GET /hosts", Handler: http.HandlerFunc(d.hosts)},
+		{Pattern: "GET " + ChartsPath, Handler: http.HandlerFunc(d.charts)},
 		{Pattern: "GET " + StreamPath, Handler: d.broker},
 		{Pattern: "GET /assets/", Handler: d.assets, Open: true},
 	}
@@ -230,6 +253,7 @@ func (d *Dashboard) OnChange(c apihook.Change) {
 // OnSweep feeds a sweep's lapses and verdict changes to the stream; it
 // fits expiry.Config.OnSweep.
 func (d *Dashboard) OnSweep(res warp.SweepResult) {
+	d.sweeps.add(d.svc.Now(), res.Duration)
 	for _, l := range res.Lapsed {
 		d.broker.Notify(Notice{Kind: KindLapsed, Ticket: l.Ticket, Epoch: l.Epoch, Reason: l.EndReason,
 			FallbackExtended: l.FallbackExtended})
@@ -325,6 +349,7 @@ type indexData struct {
 	Recent    []eventView
 	Filtered  bool
 	PageSize  int
+	Charts    chartsData
 }
 
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
@@ -413,6 +438,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	for i, e := range events {
 		data.Recent[i] = newEventView(e, now)
 	}
+	data.Charts = d.chartsData(ctx)
 	d.render(w, r, http.StatusOK, "index.html", data)
 }
 

@@ -720,6 +720,7 @@ func docCases() []docCase {
 	add("GET /hosts", 200, "", "hosts", get("/hosts?window=1h&limit=1"))
 	add("GET /hosts", 400, "invalid", "window", get("/hosts?window=x"))
 	add("GET /hosts", 400, "invalid", "limit", get("/hosts?limit=0"))
+	add("GET /charts", 200, "", "charts", get("/charts"))
 	add("GET /assets/", 200, "", "style", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/style.css"} })
 	add("GET /assets/", 200, "", "script", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/live.js"} })
 	add("GET /assets/", 404, "", "no such asset", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/nope.css"} })
@@ -729,7 +730,7 @@ func docCases() []docCase {
 	browser := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 	for _, pg := range []struct{ route, path string }{
 		{"GET /{$}", "/"}, {"GET /tickets/{id}", "/tickets/D-1"}, {"GET /tickets/{id}/timeline", "/tickets/D-1/timeline"},
-		{"GET /hosts", "/hosts"}, {"GET /metrics", "/metrics"},
+		{"GET /hosts", "/hosts"}, {"GET /charts", "/charts"}, {"GET /metrics", "/metrics"},
 	} {
 		add(pg.route, 303, "", "browser without a session", func(*docFixture) docReq {
 			return docReq{method: "GET", path: pg.path + "?token=" + adminToken, header: browser}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("Adoption", func(t *testing.T) { testAdoption(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
 	t.Run("LeaseHistory", func(t *testing.T) { testLeaseHistory(t, open) })
+	t.Run("Tallies", func(t *testing.T) { testTallies(t, open) })
 	t.Run("Store", func(t *testing.T) { testStore(t, open) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })

@@ -111,3 +111,61 @@ func (s *Service) RecentEvents(ctx context.Context, kinds []EventKind, limit int
 	})
 	return out, err
 }
+
+// MaxTallyRows bounds the rows of EventTallies and HostsBySchemaPerHour.
+const MaxTallyRows = 10000
+
+// MaxTallyWindow is the longest window EventTallies and
+// HostsBySchemaPerHour read.
+const MaxTallyWindow = 7 * 24 * time.Hour
+
+// EventTallies counts the events of kinds (at least one) of the last
+// window per hour, kind and key (Tx.EventTallies), at most MaxTallyRows
+// rows. window is from 1 hour to MaxTallyWindow.
+func (s *Service) EventTallies(ctx context.Context, kinds []EventKind, window time.Duration) ([]EventTally, error) {
+	if len(kinds) == 0 {
+		return nil, Errorf(ErrInvalid, "event tallies need at least one event kind")
+	}
+	if err := checkTallyWindow(window); err != nil {
+		return nil, err
+	}
+	since := s.Now().Add(-window)
+	var out []EventTally
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		if out, err = tx.EventTallies(ctx, kinds, since, MaxTallyRows); err != nil {
+			return fmt.Errorf("event tallies: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// HostsBySchemaPerHour counts the hosts of each hour of the last window
+// by the highest schema version they sent in it (Tx.HostsBySchemaPerHour),
+// once this process's buffered adoption counts are written. window is
+// from 1 hour to 2 × DefaultAdoptionWindow, the counts' retention.
+func (s *Service) HostsBySchemaPerHour(ctx context.Context, window time.Duration) ([]SchemaHour, error) {
+	if err := checkTallyWindow(window); err != nil {
+		return nil, err
+	}
+	if window > 2*DefaultAdoptionWindow {
+		return nil, Errorf(ErrInvalid, "schema window %s is over the heartbeat counts' retention of %s", window, 2*DefaultAdoptionWindow)
+	}
+	var out []SchemaHour
+	err := s.readAdoption(ctx, window, func(tx Tx, now time.Time) error {
+		var err error
+		if out, err = tx.HostsBySchemaPerHour(ctx, now.Add(-window), MaxTallyRows); err != nil {
+			return fmt.Errorf("hosts by schema per hour: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func checkTallyWindow(window time.Duration) error {
+	if window < time.Hour || window > MaxTallyWindow {
+		return Errorf(ErrInvalid, "tally window %s is invalid: want from 1h to %s", window, MaxTallyWindow)
+	}
+	return nil
+}

@@ -116,6 +116,11 @@ type Tx interface {
 	// RecentEvents returns the newest events of the given kinds, newest
 	// first, at most limit; all kinds when kinds is empty.
 	RecentEvents(ctx context.Context, kinds []EventKind, limit int) ([]Event, error)
+	// EventTallies counts the events of kinds (never empty) at or after
+	// since per hour, kind and key (EventTally), in (hour, kind, key)
+	// order, at most limit rows. The cost is O(events of those kinds
+	// since): the index events (kind, at) answers it.
+	EventTallies(ctx context.Context, kinds []EventKind, since time.Time, limit int) ([]EventTally, error)
 
 	// RecordHeartbeat counts c.N heartbeats of c.Host with c.SchemaVersion
 	// in the minute and hour buckets of c.At (CountRows) for the adoption
@@ -139,6 +144,12 @@ type Tx interface {
 	// version of their last heartbeat, from the hosts' rows alone (no
 	// heartbeat counts: O(hosts), whatever the heartbeats of the window).
 	HostsBySchema(ctx context.Context, since time.Time) (map[int]int, error)
+	// HostsBySchemaPerHour counts, for each hour from since's hour on,
+	// the hosts that heartbeated in it by the highest schema version they
+	// sent in it, from the hour rows of the heartbeat counts (CountRows;
+	// kept two adoption windows), in (hour, version) order, at most limit
+	// rows.
+	HostsBySchemaPerHour(ctx context.Context, since time.Time, limit int) ([]SchemaHour, error)
 	// PruneHeartbeats drops heartbeat counts older than before.
 	PruneHeartbeats(ctx context.Context, before time.Time) error
 
@@ -172,6 +183,24 @@ type Session struct {
 	TokenID   string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+// EventTally is the number of events of one kind and key in one hour
+// (Tx.EventTallies). Key is the event's "to" for verdict-changed and
+// mode-changed events, its "reason" for the others ("" when it has none).
+type EventTally struct {
+	Hour time.Time // the start of the hour, UTC
+	Kind EventKind
+	Key  string
+	N    int64
+}
+
+// SchemaHour is the number of hosts whose highest schema version in one
+// hour was SchemaVersion (Tx.HostsBySchemaPerHour).
+type SchemaHour struct {
+	Hour          time.Time // the start of the hour, UTC
+	SchemaVersion int
+	Hosts         int
 }
 
 // HostVerdictCount is the number of held leases of Host whose recorded

@@ -53,6 +53,7 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 			prevObserve(route, code, d)
 		}
 		o.Metrics.ObserveHTTP(route, code, d)
+		o.Dashboard.ObserveHTTP(route, code, d)
 	}
 	cfg.OnHeartbeat = func(h apihook.HeartbeatOutcome) {
 		if prevHeartbeat != nil {
