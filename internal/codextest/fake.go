@@ -201,6 +201,22 @@ type FakeModel struct {
 	next    int
 	reqs    []Request
 	changed chan struct{}
+	// oneThread: the script serves the first thread (client_metadata
+	// thread_id) only; see OneThread.
+	oneThread bool
+	thread    string
+}
+
+// OneThread makes the script serve only the first conversation thread
+// that asks (its client_metadata.thread_id); requests of any other thread
+// get "Done." and no turn. The interactive app on the app-server daemon
+// runs a second thread beside the session's, which would otherwise take
+// the script's turns out of order.
+func (m *FakeModel) OneThread() *FakeModel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.oneThread = true
+	return m
 }
 
 // NewFakeModel starts a fake on 127.0.0.1:0 answering POST /v1/responses
@@ -335,8 +351,11 @@ func (m *FakeModel) Summary() string {
 func (m *FakeModel) handle(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	var body struct {
-		Model string `json:"model"`
-		Input []Item `json:"input"`
+		Model    string `json:"model"`
+		Input    []Item `json:"input"`
+		Metadata struct {
+			ThreadID string `json:"thread_id"`
+		} `json:"client_metadata"`
 	}
 	_ = json.Unmarshal(raw, &body)
 	main := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses")
@@ -345,7 +364,11 @@ func (m *FakeModel) handle(w http.ResponseWriter, r *http.Request) {
 	turn := Text("Done.")
 	m.mu.Lock()
 	req.N = len(m.reqs) + 1
-	if main && m.next < len(m.script) {
+	if main && m.oneThread && m.thread == "" {
+		m.thread = body.Metadata.ThreadID
+	}
+	other := m.oneThread && body.Metadata.ThreadID != m.thread
+	if main && !other && m.next < len(m.script) {
 		turn = m.script[m.next]
 		req.Turn = m.next
 		m.next++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // Version is the Codex CLI version these tests are written against
@@ -172,6 +174,11 @@ type Options struct {
 	Env map[string]string
 	// Args are more arguments of `codex exec`, before the prompt.
 	Args []string
+	// Interactive runs the TUI (`codex PROMPT`, the prompt submitted at
+	// start) on a terminal of its own, `script -qfec CMD /dev/null`
+	// (util-linux), instead of `codex exec`; its stdin is a pipe the
+	// session holds open until Kill. Quit it with Interrupt or Kill.
+	Interactive bool
 }
 
 // Session is one run of the real CLI, started by Start.
@@ -196,6 +203,7 @@ type Session struct {
 	killOnce   sync.Once
 	mu         sync.Mutex
 	codexPid   int
+	stdin      *os.File // Interactive: the terminal's input, open until Kill
 }
 
 // tagVar marks every process of a session in its environment, so the
@@ -232,12 +240,20 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 	s := &Session{t: t, model: model, Home: o.Home, done: make(chan struct{}), tag: randomAlnum(16),
 		stdoutPath: filepath.Join(root, "stdout.txt"), stderrPath: filepath.Join(root, "stderr.txt")}
 	args := []string{"exec", "--skip-git-repo-check", "-m", Model}
-	args = append(args, ProviderArgs(model)...)
-	if !o.Sandboxed {
+	if o.Interactive {
+		args = []string{"-m", Model}
+	}
+	if !o.Interactive {
+		args = append(args, ProviderArgs(model)...)
+	}
+	if !o.Sandboxed && !o.Interactive {
 		args = append(args, "--dangerously-bypass-approvals-and-sandbox")
 	}
 	args = append(append(args, o.Args...), o.Prompt)
 	env := map[string]string{tagVar: s.tag}
+	if o.Interactive {
+		env["TERM"] = "xterm-256color"
+	}
 	for k, v := range o.Env {
 		env[k] = v
 	}
@@ -256,13 +272,41 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	if o.Interactive {
+		// A pty starts at 0x0: give it a size before the TUI starts.
+		line := "stty rows 40 cols 120; exec " + shellquote.Quote(bin)
+		for _, a := range args {
+			line += " " + shellquote.Quote(a)
+		}
+		cmd = exec.Command("script", "-qfec", line, os.DevNull)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		devnull.Close()
+		devnull, s.stdin = r, w
+	}
 	cmd.Dir, cmd.Env = o.Dir, s.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdout, stderr
+	if o.Interactive {
+		// The TUI asks its terminal questions (cursor position, device
+		// attributes, colours) and waits for the answers: answer them as a
+		// terminal would, keeping the output in stdout.txt.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout = pw
+		go answerTerminal(pr, stdout, s.stdin)
+		defer pw.Close()
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.Cmd = cmd
 	s.Started = time.Now()
 	err = cmd.Start()
-	stdout.Close()
+	if !o.Interactive {
+		stdout.Close()
+	}
 	stderr.Close()
 	devnull.Close()
 	if err != nil {
@@ -376,6 +420,9 @@ func (s *Session) WaitOK(timeout time.Duration) {
 // it. It is idempotent and runs at the end of every test.
 func (s *Session) Kill() {
 	s.killOnce.Do(func() {
+		if s.stdin != nil {
+			defer s.stdin.Close()
+		}
 		pid := s.Pid()
 		victims := map[int]bool{}
 		if !s.Exited() {
@@ -481,4 +528,45 @@ func Tagged(kv string) []int {
 		}
 	}
 	return out
+}
+
+// terminalAnswers are what a terminal answers to the queries the TUI
+// sends at start: cursor position (CSI 6n), primary device attributes
+// (CSI c), the foreground and background colours (OSC 10/11 ?).
+var terminalAnswers = []struct{ query, answer string }{
+	{"\x1b[6n", "\x1b[1;1R"},
+	{"\x1b[c", "\x1b[?62;22c"},
+	{"\x1b]10;?", "\x1b]10;rgb:ffff/ffff/ffff\x1b\\"},
+	{"\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+	{"\x1b[?u", "\x1b[?0u"},
+}
+
+// answerTerminal copies the TUI's output to out and writes the answer to
+// every terminal query in it to in, until the output ends.
+func answerTerminal(r io.ReadCloser, out, in *os.File) {
+	defer r.Close()
+	defer out.Close()
+	buf := make([]byte, 32<<10)
+	var tail []byte
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = out.Write(buf[:n])
+			seen := append(tail, buf[:n]...)
+			for _, qa := range terminalAnswers {
+				for i := bytes.Index(seen, []byte(qa.query)); i >= 0; {
+					_, _ = in.Write([]byte(qa.answer))
+					seen = append(seen[:i:i], seen[i+len(qa.query):]...)
+					i = bytes.Index(seen, []byte(qa.query))
+				}
+			}
+			if len(seen) > 8 {
+				seen = seen[len(seen)-8:]
+			}
+			tail = append(tail[:0], seen...)
+		}
+		if err != nil {
+			return
+		}
+	}
 }

@@ -1,0 +1,133 @@
+package codex_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// startDaemon runs `codex app-server daemon start` in home with env (the
+// environment the daemon keeps for every session it serves) and stops it,
+// and its pid-update-loop helper, when the test ends.
+func startDaemon(t *testing.T, home codextest.Home, env map[string]string) (tag string) {
+	t.Helper()
+	tag = "CODEXTEST_SESSION=daemon-" + filepath.Base(t.TempDir())
+	e := home.Env(env)
+	e = append(e, tag)
+	cmd := exec.Command(codextest.Require(t), "app-server", "daemon", "start")
+	cmd.Env = e
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("codex app-server daemon start: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		stop := exec.Command(codextest.Require(t), "app-server", "daemon", "stop")
+		stop.Env = e
+		_ = stop.Run()
+		for range 5 {
+			pids := codextest.Tagged(tag)
+			if len(pids) == 0 {
+				return
+			}
+			for _, p := range pids {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	return tag
+}
+
+// The interactive app on Codex's app-server daemon (its default once the
+// daemon runs, when the provider comes from config.toml: with -c overrides
+// on its command line 0.169.0's TUI runs its threads in process instead): the tool shells are the daemon's children, and the daemon
+// keeps the environment of whoever started it — here a WARP_URL naming
+// another warp. start-work must watch the TUI (the daemon's one Unix
+// client), take the session's environment from it, and the lease must end
+// `exited` within a tick of the user quitting, while the daemon lives on.
+func TestInteractiveOnDaemon(t *testing.T) {
+	codextest.Require(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script (util-linux) is needed to give the TUI a terminal")
+	}
+	const interval = 0.2
+	ws := warptest.Start(t)
+	other := warptest.Start(t) // the daemon's inherited WARP_URL
+	ws.Create("T-1")
+	other.Create("T-1")
+	project := newProject(t)
+	home := codextest.NewHome(t)
+
+	tmp := t.TempDir()
+	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+	claim := claimCall("T-1 --json")
+	held := codextest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
+	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Text("Done with T-1.")).OneThread()
+	trustProject(t, home, project, model)
+	tag := startDaemon(t, home, agentEnv(t, other.URL(), interval, 30, 60))
+	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true,
+		Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+	model.WaitRequests(20*time.Second, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	sr := startResultOf(t, model, claim)
+	poll(t, "the held call to start", func() bool { return exists(started) })
+
+	tui := s.CodexPid()
+	if sr.WatchedHow != "app-server-client" || sr.WatchedPID != tui {
+		t.Fatalf("start-work watches pid %d %q (%s); want the TUI %d as app-server-client\n%s",
+			sr.WatchedPID, sr.Watched, sr.WatchedHow, tui, s.TreeString())
+	}
+	if v := ws.Ticket("T-1"); v.Lease == nil {
+		t.Errorf("T-1 on the session's warp holds no lease")
+	}
+	if v := other.Ticket("T-1"); v.Lease != nil {
+		t.Errorf("T-1 was claimed on the daemon's inherited WARP_URL %s", other.URL())
+	}
+	// The session ends (its TUI killed) while the call runs on the daemon:
+	// the lease ends exited within a tick.
+	s.Kill()
+	quit := time.Now()
+	poll(t, "the verdict exited", func() bool { return ws.Ticket("T-1").Verdict == warp.VerdictExited })
+	t.Logf("verdict exited %s after the TUI quit", time.Since(quit).Round(time.Millisecond))
+	if !alive(daemonPid(tag)) {
+		t.Errorf("the daemon did not outlive the session (the test proves nothing about it)")
+	}
+	_ = os.WriteFile(release, nil, 0o644)
+}
+
+// daemonPid is the pid of the app-server daemon started with tag.
+func daemonPid(tag string) int {
+	for _, p := range codextest.Tagged(tag) {
+		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		if strings.Contains(string(cmd), "--managed-daemon") {
+			return p
+		}
+	}
+	return 0
+}
+
+// trustProject records project as trusted in home's config.toml, as the
+// TUI's "Trust this folder?" answer does, so the TUI starts on its prompt.
+func trustProject(t *testing.T, home codextest.Home, project string, model *codextest.FakeModel) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(home.CodexHome, "config.toml"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "model_provider = \"codextest\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n[model_providers.codextest]\nname = \"codextest\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n[projects.%q]\ntrust_level = \"trusted\"\n", model.BaseURL(), project); err != nil {
+		t.Fatal(err)
+	}
+}
