@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,16 +23,11 @@ func getAs(tb testing.TB, token, url string) (int, string, http.Header) {
 		tb.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("GET %s: %v", url, err)
 	}
-	return resp.StatusCode, b.String(), resp.Header
+	return resp.StatusCode, string(body), resp.Header
 }
 
 func TestChartsFragment(t *testing.T) {

@@ -90,26 +90,7 @@ func TestTimelineFragment(t *testing.T) {
 	s := startServer(t, withToken(secret))
 	laneHistory(t, s)
 	hc := &http.Client{}
-	authed := func(path string) (int, string, http.Header) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		return resp.StatusCode, b.String(), resp.Header
-	}
+	authed := func(path string) (int, string, http.Header) { t.Helper(); return getAs(t, secret, s.url+path) }
 
 	if code, _, _ := get(t, hc, s.url+"/tickets/T/timeline"); code != http.StatusUnauthorized {
 		t.Errorf("fragment without a token: got %d, want 401", code)
