@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,6 +70,19 @@ func (e *env) reapLoops() {
 	for _, en := range entries {
 		if id := en.Identity(); id.Alive() {
 			proc.Stop(context.Background(), id, time.Second)
+		}
+	}
+	// A loop whose agent the test's cleanup just killed has left the
+	// registry but may still be writing its last state into the worktree,
+	// which t.TempDir is about to remove: wait for every process that runs
+	// with this env's GYRUM_HOME.
+	pids, _ := proc.List()
+	mine := "GYRUM_HOME=" + e.home
+	for _, pid := range pids {
+		if vars, err := proc.Environ(pid); err == nil && slices.Contains(vars, mine) {
+			if id, err := proc.Lookup(pid); err == nil {
+				proc.Stop(context.Background(), id, time.Second)
+			}
 		}
 	}
 }
