@@ -18,6 +18,9 @@ type Watched struct {
 	proc.Identity
 	Name string // executable name
 	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "app-server-client", "parent", "self"
+	// Server is the app server that runs the watched client's tool calls
+	// (How "app-server-client"); zero otherwise.
+	Server proc.Identity
 }
 
 // resolveWatched picks the agent process: --watch-pid, else CLAUDE_PID,
@@ -161,6 +164,7 @@ func (a *App) codexServerClient() (w Watched, ok bool, err error) {
 			w.Name = n
 		}
 	}
+	w.Server = in.Identity
 	a.useSessionEnv(env)
 	return w, true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -50,6 +51,7 @@ type fakeDaemon struct {
 	in   *os.File
 	out  *bufio.Reader
 	sock string
+	pid  int
 }
 
 // startDaemon starts the stand-in with argv like the real daemon's and
@@ -90,7 +92,7 @@ func startDaemon(t *testing.T, env []string) *fakeDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	d := &fakeDaemon{t: t, in: in.(*os.File), out: bufio.NewReader(out), sock: sock}
+	d := &fakeDaemon{t: t, in: in.(*os.File), out: bufio.NewReader(out), sock: sock, pid: cmd.Process.Pid}
 	if l, _ := d.out.ReadString('\n'); l != "ready\n" {
 		t.Fatalf("daemon stand-in: %q", l)
 	}
@@ -171,6 +173,13 @@ func TestCodexDaemonWatchesClient(t *testing.T) {
 	sr := e.startResult(gy("T-1"))
 	if sr.WatchedHow != "app-server-client" || sr.WatchedPID != c.Process.Pid {
 		t.Fatalf("watched %d (%s), want the client %d (app-server-client)", sr.WatchedPID, sr.WatchedHow, c.Process.Pid)
+	}
+	// The daemon runs the client's tool calls: the loop is told which
+	// process it is.
+	if wd, err := gyrumdir.At(sr.Dir); err != nil {
+		t.Fatal(err)
+	} else if id, err := wd.ReadPID(gyrumdir.ServerPIDFile); err != nil || id.PID != d.pid {
+		t.Errorf("%s: %v %v, want the daemon %d", gyrumdir.ServerPIDFile, id, err, d.pid)
 	}
 	if l := e.ws.Lease("T-1"); l.Epoch == 0 {
 		t.Fatalf("no lease on the session's server: %+v", l)

@@ -476,6 +476,11 @@ func (s *startRun) prepareDir(wt string) error {
 	if err := d.WritePID(gyrumdir.ParentPIDFile, s.watched.Identity); err != nil {
 		return err
 	}
+	if !s.watched.Server.IsZero() {
+		if err := d.WritePID(gyrumdir.ServerPIDFile, s.watched.Server); err != nil {
+			return err
+		}
+	}
 	return d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: s.a.now()})
 }
 

@@ -31,6 +31,10 @@ const (
 	LoopPIDFile = "heartbeat.pid"
 	// ParentPIDFile holds "PID STARTTIME" of the watched agent process.
 	ParentPIDFile = "heartbeat.parent.pid"
+	// ServerPIDFile holds "PID STARTTIME" of the app server that runs the
+	// watched agent's tool calls (Codex's app-server daemon), when there
+	// is one: its processes started since the agent did are the agent's.
+	ServerPIDFile = "heartbeat.server.pid"
 	// ActivityFile's mtime is the activity signal.
 	ActivityFile = "last-activity"
 	// InFlightDir holds one marker per running tool call.
@@ -161,7 +165,7 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, ServerPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

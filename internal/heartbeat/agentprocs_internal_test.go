@@ -67,3 +67,58 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// Codex's app-server daemon runs the TUI's tool shells: its children that
+// started since the TUI did are the agent's (and back its calls); one an
+// earlier session left running is not; the daemon itself is an agent (its
+// CPU is the model's stream); a recycled daemon pid adds nothing.
+func TestServerProcs(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour)
+	sample := func(pid, ppid int, name string, started time.Time) proc.Sample {
+		return proc.Sample{Identity: proc.Identity{PID: pid, StartTime: 7}, PPID: ppid, Name: name, Started: started, CPU: time.Second}
+	}
+	daemon := proc.Identity{PID: 50, StartTime: 7}
+	snap := proc.Snapshot{At: time.Now(), CPUKnown: true, Procs: []proc.Sample{
+		sample(50, 1, "codex", t0),                         // the daemon
+		sample(60, 1, "codex", t0.Add(30*time.Minute)),     // the TUI, its client
+		sample(70, 50, "bash", t0.Add(10*time.Minute)),     // an earlier session's call, still running
+		sample(71, 70, "cargo", t0.Add(10*time.Minute)),    //   and its work
+		sample(80, 50, "bash", t0.Add(40*time.Minute)),     // this session's call
+		sample(81, 80, "sleep", t0.Add(40*time.Minute)),    //   and its work
+		sample(90, 50, "gyrum-ho", t0.Add(40*time.Minute)), // the hook
+		sample(91, 90, "whatever", t0.Add(40*time.Minute)), //   below the hook
+		sample(95, 60, "rg", t0.Add(41*time.Minute)),       // a child of the TUI itself
+	}}
+	pids := func(ps []proc.Sample) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.PID)
+		}
+		sort.Ints(out)
+		return out
+	}
+	procs, agents := agentProcs(snap, 60, func(int) bool { return false })
+	procs = append(procs, serverProcs(snap, daemon, 60, agents)...)
+	if got := pids(procs); !equalInts(got, []int{80, 81, 95}) {
+		t.Errorf("procs %v, want this session's call on the daemon and the TUI's child: [80 81 95]", got)
+	}
+	if !agents[50] || !agents[60] {
+		t.Errorf("agents %v, want the TUI and the daemon", agents)
+	}
+	if b := BackedMarkers([]time.Time{t0.Add(40 * time.Minute)}, procs, agents); !b[0] {
+		t.Errorf("the call whose shell the daemon started is not backed")
+	}
+
+	for _, c := range []struct {
+		name   string
+		server proc.Identity
+	}{
+		{"no server", proc.Identity{}},
+		{"the daemon's pid recycled", proc.Identity{PID: 50, StartTime: 8}},
+	} {
+		_, agents := agentProcs(snap, 60, func(int) bool { return false })
+		if got := serverProcs(snap, c.server, 60, agents); len(got) != 0 || agents[50] {
+			t.Errorf("%s: procs %v, daemon an agent %v; want nothing", c.name, pids(got), agents[50])
+		}
+	}
+}

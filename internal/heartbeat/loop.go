@@ -112,6 +112,9 @@ type Loop struct {
 	lease  gyrumdir.Lease
 	leases *gyrumdir.LeaseWatch // lease.json, read every tick
 	parent proc.Identity
+	// server is the app server that runs the agent's tool calls
+	// (heartbeat.server.pid; zero without one): see agentProcs.
+	server proc.Identity
 	watch  *proc.Watch // parent, asked every tick
 	api    API
 	log    *slog.Logger
@@ -208,6 +211,11 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
 		return nil, fmt.Errorf("heartbeat: watched process: %w", err)
+	}
+	if l.server, err = l.dir.ReadPID(gyrumdir.ServerPIDFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Without it the agent's calls on the server go unseen (stale
+		// sooner), which is no reason to leave the lease without a loop.
+		l.log.Warn("heartbeat.server.pid unreadable: calls the app server runs are not seen", "err", err)
 	}
 	if cfg.Self.IsZero() {
 		if l.cfg.Self, err = proc.Self(); err != nil {
@@ -585,6 +593,7 @@ func (l *Loop) sample(now time.Time) ([]proc.Sample, map[int]bool) {
 		return nil, nil
 	}
 	procs, agents := agentProcs(snap, l.parent.PID, relaunchedAgent)
+	procs = append(procs, serverProcs(snap, l.server, l.parent.PID, agents)...)
 	if snap.CPUKnown && !l.prevAt.IsZero() {
 		elapsed := now.Sub(l.prevAt)
 		// A baseline older than two intervals would credit work done long
@@ -648,6 +657,43 @@ func agentProcs(snap proc.Snapshot, watched int, isAgent func(pid int) bool) ([]
 		}
 	}
 	return dedupe(out), agents
+}
+
+// serverProcs adds the processes of the app server that runs the agent's
+// tool calls (Codex's app-server daemon, heartbeat.server.pid): its
+// children that started since the agent (watched) did, and everything
+// below them. The server itself joins agents, so those children back the
+// agent's calls like its own children would, and its own CPU (the model's
+// stream) is never background work. Children older than the agent — a
+// call an earlier session left running on the server — are not this
+// session's work. A server gone or recycled (identity changed) adds nothing.
+func serverProcs(snap proc.Snapshot, server proc.Identity, watched int, agents map[int]bool) []proc.Sample {
+	if server.IsZero() {
+		return nil
+	}
+	var since time.Time
+	found := false
+	for _, p := range snap.Procs {
+		switch {
+		case p.Identity == server:
+			found = true
+		case p.PID == watched:
+			since = p.Started
+		}
+	}
+	if !found || since.IsZero() {
+		return nil
+	}
+	agents[server.PID] = true
+	var out []proc.Sample
+	for _, c := range snap.Procs {
+		if c.PPID != server.PID || agents[c.PID] || strings.HasPrefix(c.Name, ownPrefix) || c.Started.Before(since.Add(-startSlack)) {
+			continue
+		}
+		out = append(out, c)
+		out = append(out, snap.Descendants(c.PID, ownPrefix)...)
+	}
+	return out
 }
 
 // dedupe drops repeats of a process (one below two agents of a chain is

@@ -973,3 +973,54 @@ func TestHomeLostUnderTheLoopIsRestored(t *testing.T) {
 	}
 	waitFor(t, "the registry entry, the prepared worktree and the agent index entry to come back", restored)
 }
+
+// A tool call that an app server runs for the agent (Codex's app-server
+// daemon, named by heartbeat.server.pid) is backed by the server's child
+// as it would be by the agent's own: a quiet call keeps the lease fresh
+// past the staleness limit. A heartbeat.server.pid that cannot be read
+// costs that backing only: the loop still runs, and the same call goes
+// stale one staleness limit after it started.
+func TestCallOnTheAppServerIsBacked(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		t.Run(map[bool]string{false: "server named", true: "server pid file corrupt"}[corrupt], func(t *testing.T) {
+			ws := newWarp(t)
+			ag := startAgent(t)  // the TUI: watched, runs nothing itself
+			srv := startAgent(t) // the daemon: runs the call
+			d := worktree(t, ws, "T-srv", ws.Claim("T-srv", "A"), ag.id)
+			if corrupt {
+				os.WriteFile(d.File(gyrumdir.ServerPIDFile), []byte("garbage"), 0o600)
+			} else if err := d.WritePID(gyrumdir.ServerPIDFile, srv.id); err != nil {
+				t.Fatal(err)
+			}
+			d.TouchActivity(time.Now().Add(-time.Hour)) // already stale
+			start := time.Now()
+			if err := d.StartInFlight("call_srv", "Bash", start); err != nil {
+				t.Fatal(err)
+			}
+			srv.run("sleep 100")
+			// No in-flight cap within the test: every fresh heartbeat is the call's.
+			startLoop(t, d, func(c *heartbeat.Config) { c.Durations.InFlightMax = time.Hour })
+			past := start.Add(scaled.Staleness + scaled.Interval)
+			waitFor(t, "heartbeats past the staleness limit", func() bool {
+				n := 0
+				for _, b := range ws.Answered() {
+					if b.At.After(past) {
+						n++
+					}
+				}
+				return n >= 3
+			})
+			for _, b := range ws.Answered() {
+				if !b.At.After(past) {
+					continue
+				}
+				if corrupt && !b.Body.Stale {
+					t.Errorf("heartbeat %v after the call began: fresh (%q in flight), want stale: nothing names the server", b.At.Sub(start), b.Body.InFlight)
+				}
+				if !corrupt && (b.Body.Stale || b.Body.InFlight != "Bash") {
+					t.Errorf("heartbeat %v after the call began: stale %v in_flight %q, want fresh, Bash", b.At.Sub(start), b.Body.Stale, b.Body.InFlight)
+				}
+			}
+		})
+	}
+}

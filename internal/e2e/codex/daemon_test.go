@@ -2,6 +2,7 @@ package codex_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/codextest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -129,5 +131,85 @@ func trustProject(t *testing.T, home codextest.Home, project string, model *code
 	defer f.Close()
 	if _, err := fmt.Fprintf(f, "model_provider = \"codextest\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n[model_providers.codextest]\nname = \"codextest\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n[projects.%q]\ntrust_level = \"trusted\"\n", model.BaseURL(), project); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A quiet foreground step on the daemon is held like one in process: the
+// step's shell is the daemon's child, not the TUI's, and the hooks run
+// under the daemon (with its environment: here the same GYRUM_HOME, as
+// sessions of one user share it, and another warp's WARP_URL). The call's
+// marker must be backed by that shell, so the lease stays active through
+// a quiet `sleep` longer than window + staleness.
+func TestDaemonQuietStepHeld(t *testing.T) {
+	codextest.Require(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script (util-linux) is needed to give the TUI a terminal")
+	}
+	const (
+		interval  = 0.2
+		staleness = 1.0
+		step      = 5 * time.Second
+	)
+	window := 3 * time.Second
+	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	startSweeps(t, ws.Svc)
+	other := warptest.Start(t)
+	ws.Create("T-1")
+	project := newProject(t)
+	home := codextest.NewHome(t)
+	d, _ := gyrumdir.At(project)
+	logLoopOnFailure(t, d)
+
+	claim := claimCall("T-1 --json")
+	long := codextest.Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), codextest.YieldAfter(25*time.Second))
+	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(long), codextest.Text("Done with T-1.")).OneThread()
+	trustProject(t, home, project, model)
+	wireCodex(t, home, project)
+	env := agentEnv(t, ws.URL(), interval, staleness, 60)
+	daemonEnv := maps.Clone(env)
+	daemonEnv["WARP_URL"] = other.URL()
+	startDaemon(t, home, daemonEnv)
+	w := watchTicket(t, ws, "T-1")
+	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true, Env: env})
+	model.WaitRequests(20*time.Second, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	if sr := startResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
+		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.CodexPid())
+	}
+	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
+	poll(t, "the long call's marker", func() bool { return exists(marker) })
+	st, err := os.Stat(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := st.ModTime()
+	claudetest.Poll(t, 20*time.Second, "the long call's PostToolUse", func() bool { return !exists(marker) })
+	post := time.Now()
+	model.WaitRequests(20*time.Second, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
+	w.Stop()
+
+	if out, _ := model.Output(long.ID); !strings.Contains(out.Text, "slept") {
+		t.Fatalf("the long call's output %q: it did not run to its end in one call (the premise)", out.Text)
+	}
+	if l := ws.Lease("T-1"); l.State == warp.LeaseLapsed {
+		t.Errorf("the lease lapsed (%s) during a %v foreground step on the daemon", l.EndReason, step)
+	}
+	for _, v := range w.verdicts() {
+		if v != warp.VerdictActive {
+			t.Errorf("verdicts %v during the step, want active only", w.verdicts())
+			break
+		}
+	}
+	inFlight := 0
+	for _, b := range beatsOf(ws, "T-1") {
+		if b.At.Before(pre.Add(secs(staleness+interval))) || b.At.After(post.Add(-secs(2*interval))) {
+			continue
+		}
+		if b.Body.Stale || b.Body.InFlight != "Bash" {
+			t.Errorf("heartbeat %v into the step: stale %v in_flight %q, want fresh and Bash", b.At.Sub(pre).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight)
+		}
+		inFlight++
+	}
+	if inFlight < 5 {
+		t.Errorf("%d heartbeats during the step, want one a tick:\n%s", inFlight, describeBeats(beatsOf(ws, "T-1"), pre))
 	}
 }
