@@ -51,11 +51,13 @@ const (
 	qEndedHosts     = `SELECT host FROM leases WHERE state <> 'held' AND ended_at >= ?`
 	qHostHeldLeases = `SELECT ` + leaseCols + ` FROM leases l
 		WHERE l.state = 'held' AND l.host = ? AND l.ticket > ? ORDER BY l.ticket LIMIT ?`
-	qAppendEvent    = `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`
-	eventCols       = `id, ticket, epoch, kind, at, data`
-	qEvents         = `SELECT ` + eventCols + ` FROM events WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`
-	qRecentEvents   = `SELECT ` + eventCols + ` FROM events ORDER BY id DESC LIMIT ?`
-	qCountHeartbeat = `INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) VALUES (?, ?, ?, ?, ?)
+	qAppendEvent  = `INSERT INTO events (ticket, epoch, kind, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id`
+	eventCols     = `id, ticket, epoch, kind, at, data`
+	qEvents       = `SELECT ` + eventCols + ` FROM events WHERE ticket = ? AND id > ? ORDER BY id LIMIT ?`
+	qRecentEvents = `SELECT ` + eventCols + ` FROM events ORDER BY id DESC LIMIT ?`
+	// INDEXED BY: the planner would take events_kind_at and sort.
+	qRecentEventsOfKind = `SELECT ` + eventCols + ` FROM events INDEXED BY events_kind WHERE kind = ? ORDER BY id DESC LIMIT ?`
+	qCountHeartbeat     = `INSERT INTO heartbeat_counts (host, schema_version, span, bucket, count) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (host, schema_version, span, bucket) DO UPDATE SET count = count + excluded.count`
 	qNewHost       = `INSERT INTO hosts (host, token, last_schema_version, last_seen) VALUES (?, ?, ?, ?) ON CONFLICT (host) DO NOTHING`
 	qRecordHost    = `UPDATE hosts SET last_schema_version = ?1, last_seen = ?2 WHERE host = ?3 AND ` + hostSeenMoved

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/leasesql"
@@ -462,14 +462,22 @@ func (t *tx) RecentEvents(ctx context.Context, kinds []warp.EventKind, limit int
 	if len(kinds) == 0 {
 		return t.queryEvents(ctx, "recent events", qRecentEvents, limitArg(limit))
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
-	args := make([]any, 0, len(kinds)+1)
-	for _, k := range kinds {
-		args = append(args, string(k))
+	// One ordered read of the events_kind index (migration 0009) per kind,
+	// each stopping at the limit, merged newest first: one query over all
+	// the kinds at once reads and sorts every event of them.
+	var out []warp.Event
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(kinds))) {
+		evs, err := t.queryEvents(ctx, "recent events", qRecentEventsOfKind, string(k), limitArg(limit))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
 	}
-	args = append(args, limitArg(limit))
-	return t.queryEvents(ctx, "recent events", `SELECT `+eventCols+` FROM events
-		WHERE kind IN (`+marks+`) ORDER BY id DESC LIMIT ?`, args...)
+	slices.SortFunc(out, func(a, b warp.Event) int { return cmp.Compare(b.ID, a.ID) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // qCountHeartbeatRows adds one heartbeat count to its two rows (a minute's

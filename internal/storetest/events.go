@@ -84,13 +84,20 @@ func testEvents(t *testing.T, open func(t *testing.T) warp.Store) {
 		if _, err := e.svc.Release(e.ctx, "T-1", 1, ""); err != nil {
 			t.Fatal(err)
 		}
-		var recent, claims, global []warp.Event
+		var recent, claims, newest2, repeated, global []warp.Event
 		e.read(func(tx warp.Tx) error {
 			var err error
 			if recent, err = tx.RecentEvents(e.ctx, nil, 3); err != nil {
 				return err
 			}
 			if claims, err = tx.RecentEvents(e.ctx, []warp.EventKind{warp.EventClaimed, warp.EventReleased}, 10); err != nil {
+				return err
+			}
+			// The limit across kinds, and a kind named twice.
+			if newest2, err = tx.RecentEvents(e.ctx, []warp.EventKind{warp.EventClaimed, warp.EventReleased}, 2); err != nil {
+				return err
+			}
+			if repeated, err = tx.RecentEvents(e.ctx, []warp.EventKind{warp.EventClaimed, warp.EventClaimed}, 10); err != nil {
 				return err
 			}
 			global, err = tx.Events(e.ctx, "", 0, 10)
@@ -109,6 +116,19 @@ func testEvents(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		if want := []string{"released:T-1", "claimed:T-2", "claimed:T-1"}; !slices.Equal(ck, want) {
 			t.Errorf("recent claimed/released: got %v, want %v", ck, want)
+		}
+		kt := func(evs []warp.Event) []string {
+			var out []string
+			for _, ev := range evs {
+				out = append(out, string(ev.Kind)+":"+ev.Ticket)
+			}
+			return out
+		}
+		if got, want := kt(newest2), []string{"released:T-1", "claimed:T-2"}; !slices.Equal(got, want) {
+			t.Errorf("recent claimed/released, limit 2: got %v, want %v", got, want)
+		}
+		if got, want := kt(repeated), []string{"claimed:T-2", "claimed:T-1"}; !slices.Equal(got, want) {
+			t.Errorf("recent claimed named twice: got %v, want %v", got, want)
 		}
 		if len(global) != 1 || global[0].Kind != warp.EventModeChanged || global[0].Ticket != "" {
 			t.Errorf("global events: got %+v, want the one mode change", global)
