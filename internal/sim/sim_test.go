@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,10 +97,18 @@ const (
 // suggests is below the test scale's fifth) gets one more try at a slower
 // scale, at most minRetryScale: a run that late shows nothing at all (its
 // agents' loops had not sent their heartbeats yet when warp restarted).
+// So does a too-loaded run in which an agent did not start (its start
+// fell into warp's restart, seen in CI: its class shows nothing) or a
+// failure was injected more than 10 product minutes late (seen: 58.8, at
+// the end of the run, after the watchdog's last sweep).
 func run(t *testing.T, cfg sim.Config) *sim.Report {
 	t.Helper()
 	rep := runOnce(t, cfg)
-	if s := rep.Timing.SuggestedScale; rep.Verdict == sim.VerdictTooLoaded && s > 0 && s < testScale/5 {
+	distorted := rep.MaxInjectionLagMin > 10
+	for _, a := range rep.AgentResults {
+		distorted = distorted || !a.Started
+	}
+	if s := rep.Timing.SuggestedScale; rep.Verdict == sim.VerdictTooLoaded && (s > 0 && s < testScale/5 || distorted) {
 		t.Logf("%s; trying again at --time-scale %d", rep.TooLoaded(), minRetryScale)
 		cfg.TimeScale = minRetryScale
 		rep = runOnce(t, cfg)
@@ -347,15 +356,21 @@ func checkNamed(t *testing.T, rep *sim.Report, prefix string) sim.Check {
 func TestSimulateWatchdogReapsLoopsOfDeletedWorktrees(t *testing.T) {
 	rep := run(t, sim.Config{Client: sim.ClientV1, Mode: warp.ModeLegacy, Watchdog: true})
 	gone := class(t, rep, sim.ClassOrphanGone, sim.ClientV1)
+	n := func(p *int) string {
+		if p == nil {
+			return "no count of"
+		}
+		return strconv.Itoa(*p)
+	}
 	if gone.LoopsAfterWatchdog == nil || *gone.LoopsAfterWatchdog != 0 {
-		t.Errorf("orphans with deleted worktrees: %v loops after the watchdog, want 0", gone.LoopsAfterWatchdog)
+		t.Errorf("orphans with deleted worktrees: %s loops after the watchdog, want 0", n(gone.LoopsAfterWatchdog))
 	}
 	kept := class(t, rep, sim.ClassOrphan, sim.ClientV1)
 	if kept.LoopsAfterWatchdog == nil || *kept.LoopsAfterWatchdog != kept.Agents {
-		t.Errorf("orphans with worktrees: %v loops after the watchdog, want %d (the watchdog only reaps missing worktrees)", kept.LoopsAfterWatchdog, kept.Agents)
+		t.Errorf("orphans with worktrees: %s loops after the watchdog, want %d (the watchdog only reaps missing worktrees)", n(kept.LoopsAfterWatchdog), kept.Agents)
 	}
 	if r := class(t, rep, sim.ClassIdle, sim.ClientV1); r.LoopsAfterWatchdog == nil || *r.LoopsAfterWatchdog != r.Agents {
-		t.Errorf("healthy: %v loops after the watchdog, want all %d", r.LoopsAfterWatchdog, r.Agents)
+		t.Errorf("healthy: %s loops after the watchdog, want all %d", n(r.LoopsAfterWatchdog), r.Agents)
 	}
 	if rep.WatchdogRuns < 2 || len(rep.WatchdogErrors) != 0 {
 		t.Errorf("watchdog: %d runs, errors %v; want the schedule and the final sweep, no error", rep.WatchdogRuns, rep.WatchdogErrors)
