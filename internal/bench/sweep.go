@@ -188,7 +188,7 @@ func loadHeld(ctx context.Context, db warp.Store, n int, lease func(i int) warp.
 				held[l.Host]++
 			}
 			for h, k := range held {
-				if err := tx.AddVerdictCounts(ctx, h, map[warp.Verdict]int64{warp.VerdictActive: k, warp.HookCountKey(warp.HookUnknown): k}); err != nil {
+				if err := tx.AddVerdictCounts(ctx, h, warp.NewHeldCounts(warp.HookUnknown, k)); err != nil {
 					return err
 				}
 			}

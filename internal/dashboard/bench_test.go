@@ -76,7 +76,7 @@ func seedBench(b *testing.B, now time.Time) string {
 				// then moves it to the verdict its times give, as the
 				// service does (without this the page counted -3000 active).
 				if l.State == warp.LeaseHeld {
-					if err := tx.AddVerdictCounts(ctx, l.Host, map[warp.Verdict]int64{warp.VerdictActive: 1, warp.HookCountKey(l.HookSeen): 1}); err != nil {
+					if err := tx.AddVerdictCounts(ctx, l.Host, warp.NewHeldCounts(l.HookSeen, 1)); err != nil {
 						return err
 					}
 				}

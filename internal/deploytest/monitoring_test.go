@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
@@ -346,23 +344,9 @@ type exposed map[string]map[string]map[string]bool
 // targetLabels are added by Prometheus to every scraped series.
 var targetLabels = map[string]bool{"job": true, "instance": true}
 
-func scrapeExposed(t *testing.T, url, token string) exposed {
+func scrapeExposed(t *testing.T, m *warpclitest.Server, token string) exposed {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: status %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	fams := m.Metrics(t, token)
 	out := exposed{}
 	add := func(series string, m *dto.Metric, extra ...string) {
 		if out[series] == nil {
@@ -529,7 +513,7 @@ func liveWarpMetrics(t *testing.T) exposed {
 	if len(res.Lapsed) != 3 || len(res.VerdictChanges) != 1 {
 		t.Fatalf("the sweep lapsed %d leases and changed %d verdicts, want 3 (one per reason) and 1", len(res.Lapsed), len(res.VerdictChanges))
 	}
-	ex := scrapeExposed(t, m.URL(), admin)
+	ex := scrapeExposed(t, m, admin)
 	for _, want := range []string{"no-activity", "no-heartbeat", "agent-exited"} {
 		if !ex["warp_lapses_total"]["reason"][want] {
 			t.Fatalf("warp_lapses_total has no reason %q after the sweep: %v", want, ex["warp_lapses_total"])

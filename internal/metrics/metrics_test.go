@@ -11,8 +11,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/metrics"
@@ -35,23 +33,9 @@ func startServer(t *testing.T) *warpclitest.Server {
 
 // scrape reads /metrics and returns every sample as "name{labels}" → value;
 // histograms give their _count and _sum.
-func scrape(t *testing.T, url string) map[string]float64 {
+func scrape(t *testing.T, m *warpclitest.Server) map[string]float64 {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: status %d", resp.StatusCode)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse metrics: %v", err)
-	}
+	fams := m.Metrics(t, adminToken)
 	out := map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
@@ -92,7 +76,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 	ctx := context.Background()
 	// The job's first sweep runs at start; wait for it so the counts are exact.
 	deadline := time.Now().Add(10 * time.Second)
-	for scrape(t, m.URL())[metrics.NameSweeps] != 1 {
+	for scrape(t, m)[metrics.NameSweeps] != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the start sweep was not counted within 10 s")
 		}
@@ -177,7 +161,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 	}
 	hb(client.HeartbeatRequest{Ticket: "G", Host: "beta"}, "ok") // recorded, not extended
 
-	got := scrape(t, m.URL())
+	got := scrape(t, m)
 	want := map[string]float64{
 		`warp_heartbeats_total{outcome="ok",schema_version="2"}`:                                   3,
 		`warp_heartbeats_total{outcome="ok",schema_version="1"}`:                                   2,
@@ -265,7 +249,7 @@ func TestRegistriesAreSeparate(t *testing.T) {
 	m1 := startServer(t)
 	m2 := startServer(t)
 	m1.Ops.Metrics.ObserveHeartbeat(2, "ok", "", true)
-	a, b := scrape(t, m1.URL()), scrape(t, m2.URL())
+	a, b := scrape(t, m1), scrape(t, m2)
 	k := `warp_heartbeats_total{outcome="ok",schema_version="2"}`
 	if a[k] != 1 || b[k] != 0 {
 		t.Errorf("%s: server 1 has %v, server 2 has %v; want 1 and 0", k, a[k], b[k])

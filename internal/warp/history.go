@@ -58,12 +58,9 @@ func (s *Service) LeaseHistory(ctx context.Context, id string, maxLeases int) (H
 	}
 	var h History
 	err := s.store.View(ctx, func(tx Tx) error {
-		t, err := tx.Ticket(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			return Errorf(ErrNotFound, "ticket %s not found", id)
-		}
+		t, err := readTicket(ctx, tx, id)
 		if err != nil {
-			return fmt.Errorf("read ticket %s: %w", id, err)
+			return err
 		}
 		h = History{Ticket: t, Now: s.now()}
 		first := max(int64(1), t.Epoch-int64(maxLeases)+1)

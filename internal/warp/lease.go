@@ -48,6 +48,13 @@ func HookCountOf(key Verdict) (h HookSeen, ok bool) {
 	return HookSeen(v), ok
 }
 
+// NewHeldCounts is what n new held leases whose loops report h about the
+// hook add to their host's counts (Store.AddVerdictCounts): a claim's
+// lease is active until the verdict pass says otherwise.
+func NewHeldCounts(h HookSeen, n int64) map[Verdict]int64 {
+	return map[Verdict]int64{VerdictActive: n, HookCountKey(h): n}
+}
+
 // addCounts adds b to a (a may be nil) and returns it.
 func addCounts(a, b map[Verdict]int64) map[Verdict]int64 {
 	if len(b) == 0 {
@@ -150,7 +157,7 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 	t.State, t.Epoch, t.UpdatedAt = TicketClaimed, l.Epoch, now
 	return Change{
 		Ticket: t, TicketDirty: true, Lease: l, InsertLease: true,
-		Counts: map[Verdict]int64{VerdictActive: 1, HookCountKey(l.HookSeen): 1},
+		Counts: NewHeldCounts(l.HookSeen, 1),
 		Events: []Event{{Ticket: t.ID, Epoch: l.Epoch, Kind: EventClaimed, At: now,
 			Data: map[string]any{"agent": l.Agent, "host": l.Host}}},
 	}, nil

@@ -408,6 +408,19 @@ func normLabels(in []string) ([]string, error) {
 	return out, nil
 }
 
+// readTicket reads ticket id in tx: ErrNotFound, saying so, when there is
+// no such ticket.
+func readTicket(ctx context.Context, tx Tx, id string) (Ticket, error) {
+	t, err := tx.Ticket(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Ticket{}, Errorf(ErrNotFound, "ticket %s not found", id)
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("read ticket %s: %w", id, err)
+	}
+	return t, nil
+}
+
 // Ticket returns the ticket with id and its current lease.
 func (s *Service) Ticket(ctx context.Context, id string) (TicketView, error) {
 	if !ValidTicketID(id) {
@@ -415,12 +428,9 @@ func (s *Service) Ticket(ctx context.Context, id string) (TicketView, error) {
 	}
 	var out TicketView
 	err := s.store.View(ctx, func(tx Tx) error {
-		t, err := tx.Ticket(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			return Errorf(ErrNotFound, "ticket %s not found", id)
-		}
+		t, err := readTicket(ctx, tx, id)
 		if err != nil {
-			return fmt.Errorf("read ticket %s: %w", id, err)
+			return err
 		}
 		tl := TicketLease{Ticket: t}
 		if t.Epoch > 0 {
@@ -920,9 +930,7 @@ func (s *Service) Events(ctx context.Context, id string, afterID int64, limit in
 	}
 	var out []Event
 	err := s.store.View(ctx, func(tx Tx) error {
-		if _, err := tx.Ticket(ctx, id); errors.Is(err, ErrNotFound) {
-			return Errorf(ErrNotFound, "ticket %s not found", id)
-		} else if err != nil {
+		if _, err := readTicket(ctx, tx, id); err != nil {
 			return err
 		}
 		var err error

@@ -322,7 +322,7 @@ func seedHeld(tb testing.TB, svc *warp.Service, n int, at time.Time) {
 			if i < n%50 {
 				held++
 			}
-			if err := tx.AddVerdictCounts(ctx, fmt.Sprintf("h%02d", i), map[warp.Verdict]int64{warp.VerdictActive: held, warp.HookCountKey(warp.HookUnknown): held}); err != nil {
+			if err := tx.AddVerdictCounts(ctx, fmt.Sprintf("h%02d", i), warp.NewHeldCounts(warp.HookUnknown, held)); err != nil {
 				return err
 			}
 		}

@@ -7,6 +7,7 @@ package warpclitest
 import (
 	"bufio"
 	"context"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/storetest"
@@ -69,6 +74,28 @@ func Start(tb testing.TB, edit func(*warpcli.ServeConfig)) *Server {
 		tb.Fatalf("warp's first sweep did not run within 30 s")
 	}
 	return &Server{Main: m, Clock: clk}
+}
+
+// Metrics reads the server's /metrics with token and parses it: every
+// metric family by name. A failed read or parse fails tb.
+func (s *Server) Metrics(tb testing.TB, token string) map[string]*dto.MetricFamily {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL()+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("scrape: status %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		tb.Fatalf("parse /metrics: %v", err)
+	}
+	return fams
 }
 
 // Client returns an API client of the server with token ("" for none).
