@@ -26,14 +26,6 @@ func TestAgentProcsLeavesOutTheAgent(t *testing.T) {
 		sample(500, 200, "node"),     // an MCP server the agent started (not an agent)
 	}}
 	isAgent := func(pid int) bool { return pid == 200 }
-	pids := func(ps []proc.Sample) []int {
-		var out []int
-		for _, p := range ps {
-			out = append(out, p.PID)
-		}
-		sort.Ints(out)
-		return out
-	}
 	for _, c := range []struct {
 		name       string
 		watched    int
@@ -89,14 +81,6 @@ func TestServerProcs(t *testing.T) {
 		sample(91, 90, "whatever", t0.Add(40*time.Minute)), //   below the hook
 		sample(95, 60, "rg", t0.Add(41*time.Minute)),       // a child of the TUI itself
 	}}
-	pids := func(ps []proc.Sample) []int {
-		var out []int
-		for _, p := range ps {
-			out = append(out, p.PID)
-		}
-		sort.Ints(out)
-		return out
-	}
 	procs, agents := agentProcs(snap, 60, func(int) bool { return false })
 	procs = append(procs, serverProcs(snap, daemon, 60, agents)...)
 	if got := pids(procs); !equalInts(got, []int{80, 81, 95}) {
@@ -121,4 +105,14 @@ func TestServerProcs(t *testing.T) {
 			t.Errorf("%s: procs %v, daemon an agent %v; want nothing", c.name, pids(got), agents[50])
 		}
 	}
+}
+
+// pids returns the pids of ps, sorted.
+func pids(ps []proc.Sample) []int {
+	var out []int
+	for _, p := range ps {
+		out = append(out, p.PID)
+	}
+	sort.Ints(out)
+	return out
 }

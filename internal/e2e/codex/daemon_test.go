@@ -199,17 +199,5 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 			break
 		}
 	}
-	inFlight := 0
-	for _, b := range beatsOf(ws, "T-1") {
-		if b.At.Before(pre.Add(secs(staleness+interval))) || b.At.After(post.Add(-secs(2*interval))) {
-			continue
-		}
-		if b.Body.Stale || b.Body.InFlight != "Bash" {
-			t.Errorf("heartbeat %v into the step: stale %v in_flight %q, want fresh and Bash", b.At.Sub(pre).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight)
-		}
-		inFlight++
-	}
-	if inFlight < 5 {
-		t.Errorf("%d heartbeats during the step, want one a tick:\n%s", inFlight, describeBeats(beatsOf(ws, "T-1"), pre))
-	}
+	stepBeatsFresh(t, ws, "T-1", pre, post, staleness, interval)
 }

@@ -315,6 +315,29 @@ func readFile(p string) string {
 	return string(data)
 }
 
+// stepBeatsFresh checks a quiet foreground step held from its PreToolUse
+// (pre) to its PostToolUse (post): every heartbeat from one staleness limit
+// into it is fresh and reports Bash in flight, one a tick. Its last ticks
+// are left out: the step's process may have ended before Codex ran the
+// PostToolUse hook (slow under load), and a tick in between sees the
+// call's start only.
+func stepBeatsFresh(t *testing.T, ws *warptest.Server, ticket string, pre, post time.Time, staleness, interval float64) {
+	t.Helper()
+	inFlight := 0
+	for _, b := range beatsOf(ws, ticket) {
+		if b.At.Before(pre.Add(secs(staleness+interval))) || b.At.After(post.Add(-secs(2*interval))) {
+			continue
+		}
+		if b.Body.Stale || b.Body.InFlight != "Bash" {
+			t.Errorf("heartbeat %v into the step: stale %v in_flight %q, want fresh and Bash", b.At.Sub(pre).Round(time.Millisecond), b.Body.Stale, b.Body.InFlight)
+		}
+		inFlight++
+	}
+	if inFlight < 5 {
+		t.Errorf("%d heartbeats during the step, want one a tick:\n%s", inFlight, describeBeats(beatsOf(ws, ticket), pre))
+	}
+}
+
 func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // hookEvents returns how many hook runs d's hook-events counted.
