@@ -113,7 +113,7 @@ type Loop struct {
 	leases *gyrumdir.LeaseWatch // lease.json, read every tick
 	parent proc.Identity
 	// server is the app server that runs the agent's tool calls
-	// (heartbeat.server.pid; zero without one): see agentProcs.
+	// (heartbeat.server.pid; zero without one): see serverProcs.
 	server proc.Identity
 	watch  *proc.Watch // parent, asked every tick
 	api    API
