@@ -18,7 +18,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
-func mustCreate(t *testing.T) gyrumdir.Dir {
+func mustCreate(t testing.TB) gyrumdir.Dir {
 	t.Helper()
 	d, err := gyrumdir.Create(t.TempDir())
 	if err != nil {

@@ -158,13 +158,17 @@ func TestRecordReadDuringRewritesIsNeverAMix(t *testing.T) {
 			}
 		}
 	}()
-	mixes := 0
+	mixes, whole := 0, 0
 	for range 40000 {
 		rec, ok, _, err := d.ReadActivity()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && rec != recs[0] && rec != recs[1] {
+		if !ok {
+			continue // not at all: allowed, when writes kept racing the reads
+		}
+		whole++
+		if rec != recs[0] && rec != recs[1] {
 			if mixes++; mixes <= 3 {
 				t.Errorf("read a record that was never written: %+v", rec)
 			}
@@ -177,156 +181,19 @@ func TestRecordReadDuringRewritesIsNeverAMix(t *testing.T) {
 	if mixes > 0 {
 		t.Errorf("%d mixed records in 40000 reads", mixes)
 	}
-}
-
-func TestHookFiredSince(t *testing.T) {
-	start := time.Now().Add(-time.Hour).Truncate(time.Second)
-	before, after := start.Add(-time.Minute), start.Add(time.Minute)
-	cases := []struct {
-		name  string
-		setup func(d gyrumdir.Dir)
-		want  bool
-	}{
-		{"missing", func(gyrumdir.Dir) {}, false},
-		{"hook record after start", func(d gyrumdir.Dir) {
-			d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: "PostToolUse", At: after})
-		}, true},
-		{"hook record before start", func(d gyrumdir.Dir) {
-			d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, At: before})
-		}, false},
-		{"start-work record after start", func(d gyrumdir.Dir) {
-			d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: after})
-		}, false},
-		{"wait record after start", func(d gyrumdir.Dir) {
-			d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceWait, At: after})
-		}, false},
-		{"start-work record then an old hook's touch", func(d gyrumdir.Dir) {
-			d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceStartWork, At: before})
-			d.TouchActivity(after)
-		}, true},
-		{"old format touched after start", func(d gyrumdir.Dir) { d.TouchActivity(after) }, true},
-		{"old format touched before start", func(d gyrumdir.Dir) { d.TouchActivity(before) }, false},
-	}
-	for _, c := range cases {
-		d := mustCreate(t)
-		c.setup(d)
-		got, err := d.HookFiredSince(start)
-		if err != nil || got != c.want {
-			t.Errorf("%s: got %v, %v, want %v", c.name, got, err, c.want)
-		}
+	if whole < 20000 {
+		t.Errorf("%d of 40000 reads found a record; want most of them", whole)
 	}
 }
 
-func TestHookCounterExactUnderConcurrency(t *testing.T) {
-	d := mustCreate(t)
-	for range 5 { // events before the counter exists are not counted
-		d.CountHookEvent()
-	}
-	c, err := d.NewHookCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Take(); n != 0 || err != nil {
-		t.Fatalf("fresh counter: got %d %v, want 0", n, err)
-	}
-	const writers, each = 8, 1000 // 8000 > HookEventsRotate: rotations happen meanwhile
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	var total int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n, err := c.Take()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			total += n
-			time.Sleep(time.Millisecond)
+// BenchmarkWriteActivity is the record write the hook makes on every tool
+// call (docs/BENCHMARKS.md).
+func BenchmarkWriteActivity(b *testing.B) {
+	d := mustCreate(b)
+	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: "PostToolUse", Tool: "Bash", At: time.Now()}
+	for b.Loop() {
+		if err := d.WriteActivity(rec); err != nil {
+			b.Fatal(err)
 		}
-	}()
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				if err := d.CountHookEvent(); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	<-done
-	for range 2 { // the second Take collects what landed in the rotated file
-		n, err := c.Take()
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += n
-	}
-	if total != writers*each {
-		t.Errorf("counted %d hook events, want %d", total, writers*each)
-	}
-	if st, err := os.Stat(d.File(gyrumdir.HookEventsFile)); err == nil && st.Size() >= 2*gyrumdir.HookEventsRotate {
-		t.Errorf("hook-events grew to %d bytes: not rotated", st.Size())
-	}
-}
-
-func TestHookCounterLateWriterAfterRotation(t *testing.T) {
-	d := mustCreate(t)
-	c, err := d.NewHookCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range gyrumdir.HookEventsRotate {
-		d.CountHookEvent()
-	}
-	// Hooks that opened the file before the rotation write after it.
-	f, err := os.OpenFile(d.File(gyrumdir.HookEventsFile), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := os.OpenFile(d.File(gyrumdir.HookEventsFile), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := c.Take(); n != gyrumdir.HookEventsRotate {
-		t.Fatalf("first take: got %d, want %d", n, gyrumdir.HookEventsRotate)
-	}
-	if _, err := os.Stat(d.File(gyrumdir.HookEventsOld)); err != nil {
-		t.Fatalf("not rotated: %v", err)
-	}
-	f.Write([]byte{'.'})
-	f.Close()
-	d.CountHookEvent() // a new hook: the fresh file
-	if n, _ := c.Take(); n != 2 {
-		t.Errorf("second take: got %d, want 2 (one late, one new)", n)
-	}
-	// The rotated file stays until the next rotation, so an even slower
-	// hook is still counted, once.
-	slow.Write([]byte{'.'})
-	slow.Close()
-	if n, _ := c.Take(); n != 1 {
-		t.Errorf("third take: got %d, want 1 (the slow hook)", n)
-	}
-	if n, _ := c.Take(); n != 0 {
-		t.Errorf("fourth take: got %d, want 0", n)
-	}
-	// Clear removes the counter files with the rest.
-	d.CountHookEvent()
-	if err := d.Clear(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(d.File(gyrumdir.HookEventsFile)); err == nil {
-		t.Error("Clear left hook-events")
 	}
 }
