@@ -154,7 +154,11 @@ func (c *CLI) report(rep *sim.Report, asJSON bool) error {
 		return err
 	}
 	if rep.Verdict == sim.VerdictTooLoaded {
-		// The claims were not judged: exit ExitTooLoaded.
+		// The claims were not judged: exit ExitTooLoaded, saying why once —
+		// the table already ends with it; beside JSON it goes to stderr.
+		if !asJSON {
+			return clikit.Exit(ExitTooLoaded)
+		}
 		return clikit.WithExitCode(ExitTooLoaded, errors.New(rep.TooLoaded()))
 	}
 	if !rep.OK {

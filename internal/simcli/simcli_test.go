@@ -85,8 +85,16 @@ func TestSimulateTooLoadedExitsThree(t *testing.T) {
 		if code := c.Run(context.Background(), args); code != simcli.ExitTooLoaded {
 			t.Fatalf("json=%v: exit %d, want %d; stderr %q", asJSON, code, simcli.ExitTooLoaded, errb.String())
 		}
-		if want := "warpsim: machine too loaded for --time-scale 10000"; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "rerun with --time-scale") {
-			t.Errorf("json=%v: stderr %q does not say %q and what to rerun with", asJSON, errb.String(), want)
+		// Said once: at the end of the table, or on stderr beside JSON.
+		said := errb.String()
+		if !asJSON {
+			said = out.String()
+		}
+		if want := "machine too loaded for --time-scale 10000"; !strings.Contains(said, want) || !strings.Contains(said, "rerun with --time-scale") {
+			t.Errorf("json=%v: %q does not say %q and what to rerun with", asJSON, said, want)
+		}
+		if n := strings.Count(out.String()+errb.String(), "too loaded"); n != 1 {
+			t.Errorf("json=%v: said %d times, want once:\nstdout %s\nstderr %s", asJSON, n, out.String(), errb.String())
 		}
 		if asJSON {
 			var rep struct {
