@@ -1,10 +1,18 @@
 package agentproc_test
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/agentproc"
+	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -120,5 +128,79 @@ func TestCodexServer(t *testing.T) {
 		if s != c.server || r != c.remote {
 			t.Errorf("CodexServer(%q) = %v, %v; want %v, %v", c.args, s, r, c.server, c.remote)
 		}
+	}
+}
+
+// startTree runs script under bash -c from this test and returns the pid
+// it echoes first.
+func startTree(t *testing.T, name string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s %q: %v", name, args, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// An agent gyrum does not know runs start-work in a tool call's shell:
+// Caller walks past the command-string shells and wrappers to the process
+// that runs them (here, this test), and stops at a shell a person or a
+// script runs.
+func TestCaller(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process trees are read from /proc here")
+	}
+	// this test → bash -c → sh -c → timeout → sleep (start-work's place).
+	timeoutPID := startTree(t, "bash", "-c", `sh -c 'timeout 60 sleep 60 & echo $!; wait'; true`)
+	if in, passed, ok := agentproc.Caller(timeoutPID); !ok || in.PID != os.Getpid() || passed != 3 {
+		t.Errorf("under bash -c, sh -c, timeout: Caller = pid %d, passed %d, %v; want this test (%d), 3 passed", in.PID, passed, ok, os.Getpid())
+	}
+	// An interactive shell is the caller itself.
+	interactive := exec.Command("bash", "--norc", "--noprofile", "-i")
+	interactive.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := interactive.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := interactive.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); interactive.Process.Kill(); interactive.Wait() })
+	if in, passed, ok := agentproc.Caller(interactive.Process.Pid); !ok || in.PID != interactive.Process.Pid || passed != 0 {
+		t.Errorf("interactive bash: Caller = pid %d, passed %d, %v; want the shell (%d), 0 passed", in.PID, passed, ok, interactive.Process.Pid)
+	}
+	// A shell running a script lives as long as the script's work: it is
+	// the caller; the command-string shell inside it is passed.
+	script := filepath.Join(t.TempDir(), "run-agent.sh")
+	if err := os.WriteFile(script, []byte("sh -c 'sleep 60 & echo $$; wait'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	innerSh := startTree(t, "bash", script)
+	scriptShell, err := proc.Parent(innerSh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, passed, ok := agentproc.Caller(innerSh); !ok || in.PID != scriptShell || passed != 1 {
+		t.Errorf("sh -c under bash run-agent.sh: Caller = pid %d, passed %d, %v; want the script's shell (%d), 1 passed", in.PID, passed, ok, scriptShell)
+	}
+	if _, _, ok := agentproc.Caller(1 << 30); ok {
+		t.Error("no such process: Caller said ok")
 	}
 }

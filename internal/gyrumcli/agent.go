@@ -17,7 +17,10 @@ import (
 type Watched struct {
 	proc.Identity
 	Name string // executable name
-	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "app-server-client", "parent", "self"
+	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "app-server-client", "caller", "parent", "self"
+	// Passed counts the shells and wrappers between start-work and the
+	// watched process (How "caller").
+	Passed int
 	// Server is the app server that runs the watched client's tool calls
 	// (How "app-server-client"); zero otherwise.
 	Server proc.Identity
@@ -25,7 +28,9 @@ type Watched struct {
 
 // resolveWatched picks the agent process: --watch-pid, else CLAUDE_PID,
 // else the nearest ancestor whose executable is a known agent (or matches
-// GYRUM_AGENT_PROCESS), else the parent of this process.
+// GYRUM_AGENT_PROCESS), else the first ancestor above the tool call's
+// shells and wrappers (agentproc.Caller), else the parent of this process
+// (an interactive shell, a program that is neither).
 func (a *App) resolveWatched(watchPID int) (Watched, error) {
 	if watchPID != 0 {
 		return lookupWatched(watchPID, "--watch-pid")
@@ -53,6 +58,14 @@ func (a *App) resolveWatched(watchPID int) (Watched, error) {
 	}
 	if w, ok := findAgentAncestor(os.Getppid(), extra); ok {
 		return w, nil
+	}
+	// An agent gyrum does not know: start-work runs in its tool call's
+	// shell, which exits when the call returns. Watch the process that
+	// runs that shell.
+	if in, passed, ok := agentproc.Caller(os.Getppid()); ok && passed > 0 {
+		args, _ := proc.Cmdline(in.PID)
+		cands := agentproc.Candidates(in.Name, args)
+		return Watched{Identity: in.Identity, Name: cands[len(cands)-1], How: "caller", Passed: passed}, nil
 	}
 	return lookupWatched(os.Getppid(), "parent")
 }

@@ -5,45 +5,89 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// Why --release-on-exit stays opt-in (issue 32, ask 5): an agent gyrum
-// does not recognise runs start-work from a shell of its own per tool call
-// (as Codex does), so start-work falls back to watching that shell, which
-// exits as soon as the call returns. The loop then sends an exit report
-// within a tick while the agent lives on: with release on exit by
-// default, its ticket would be handed back at once.
-func TestUnknownAgentsCallShellReportsExitWhileTheAgentLives(t *testing.T) {
+// An agent gyrum does not know (issue 40) runs each tool call as a
+// `bash -c` of its own and lives on between calls. start-work, run in one
+// such call, watches the agent, not the call's shell: the lease stays
+// active through later calls and a quiet step, and turns exited when the
+// agent exits. Before, it watched the shell, which exited with the call:
+// the lease said exited a second after the claim and lapsed mid-work.
+func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	sh, _ := exec.LookPath("sh")
 	e := newEnv(t)
 	e.ws.Create("T-ux")
 	wt := mkdir(t)
 	out := filepath.Join(t.TempDir(), "start.json")
-	// The "agent": a long-lived process of no known kind whose tool call is
-	// a shell of its own running start-work, then more work.
-	call := shellquote.Quote(gyrumBin) + " start-work T-ux --json > " + shellquote.Quote(out)
-	agentCmd := exec.Command("/bin/sh", "-c", "/bin/sh -c "+shellquote.Quote(call)+"; exec sleep 1000")
+	called := filepath.Join(t.TempDir(), "called") // made once every call returned
+	// The stand-in agent: a process of no known kind (a copy of sh under
+	// another name) whose tool calls are bash -c children; it exits when
+	// its stdin closes.
+	agentPath := copyBinary(t, sh, t.TempDir(), "stand-in-agent")
+	call := func(cmd string) string { return shellquote.Quote(bash) + " -c " + shellquote.Quote(cmd+"; true") }
+	gyrum := shellquote.Quote(gyrumBin)
+	script := strings.Join([]string{
+		call(gyrum + " start-work T-ux --json > " + shellquote.Quote(out)),
+		call(gyrum + " touch-activity"),
+		call("sleep 1"), // a quiet step
+		call(gyrum + " touch-activity"),
+		": > " + shellquote.Quote(called),
+		"read _ || true", // lives until the test closes its stdin
+	}, "; ")
+	agentCmd := exec.Command(agentPath, "-c", script)
 	agentCmd.Dir, agentCmd.Env = wt, e.environ()
+	stdin, err := agentCmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := agentCmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agentCmd.Process.Kill(); agentCmd.Wait() })
 
-	waitFor(t, "an exit report", func() bool { l := e.ws.Ticket("T-ux").Lease; return l != nil && l.Exit != "" })
-	v := e.ws.Ticket("T-ux")
-	if v.Lease.Exit != "parent-exited" || v.Verdict != warp.VerdictExited {
-		t.Fatalf("exit %q verdict %q", v.Lease.Exit, v.Verdict)
-	}
-	if err := agentCmd.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Fatalf("the agent is gone (%v): the premise of the test is lost", err)
-	}
+	waitFor(t, "start-work's answer", func() bool { data, _ := os.ReadFile(out); return len(data) > 0 && strings.HasSuffix(string(data), "\n") })
 	sr := e.startResult(result{stdout: readFile(t, out)})
-	if sr.WatchedHow != "parent" || strings.Contains(sr.Watched, "sleep") {
-		t.Errorf("start-work watched %s (%s), want the call's shell as its parent", sr.Watched, sr.WatchedHow)
+	if sr.WatchedHow != "caller" || sr.WatchedPID != agentCmd.Process.Pid {
+		t.Fatalf("start-work watched pid %d %s (%s), want the stand-in agent %d", sr.WatchedPID, sr.Watched, sr.WatchedHow, agentCmd.Process.Pid)
+	}
+	// Every call returned (their shells are gone) and the loop has posted
+	// for a while since: the lease is still held, active, no exit report.
+	d, err := gyrumdir.Open(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the calls", func() bool { _, err := os.Stat(called); return err == nil })
+	var posts int64 = -1
+	waitFor(t, "10 more heartbeats", func() bool {
+		st, err := d.ReadState()
+		if err != nil {
+			return false
+		}
+		if posts < 0 {
+			posts = st.Posts
+		}
+		return st.Posts >= posts+10
+	})
+	if v := e.ws.Ticket("T-ux"); v.Lease == nil || v.Lease.Exit != "" || v.Verdict != warp.VerdictActive {
+		t.Fatalf("after the calls: lease %+v verdict %q, want held and active", v.Lease, v.Verdict)
+	}
+	// The agent exits: the lease says so.
+	stdin.Close()
+	if err := agentCmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an exit report", func() bool { l := e.ws.Ticket("T-ux").Lease; return l != nil && l.Exit != "" })
+	if v := e.ws.Ticket("T-ux"); v.Lease.Exit != "parent-exited" || v.Verdict != warp.VerdictExited {
+		t.Fatalf("after the agent's exit: exit %q verdict %q, want parent-exited, exited", v.Lease.Exit, v.Verdict)
 	}
 }
 

@@ -51,7 +51,7 @@ type StartResult struct {
 	LoopPID    int    `json:"loop_pid"`
 	WatchedPID int    `json:"watched_pid"`
 	Watched    string `json:"watched"`     // executable name
-	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, app-server-client, parent, self
+	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, app-server-client, caller, parent, self
 }
 
 func (a *App) startWorkCommand() *cobra.Command {
@@ -344,6 +344,10 @@ func (s *startRun) checkWatched() (err error) {
 // warnParent says, once the claim succeeded (a refused claim must not be
 // preceded by an unrelated warning), that no agent process was found.
 func (s *startRun) warnParent() {
+	if s.watched.How == "caller" {
+		fmt.Fprintf(s.a.Stderr, "gyrum: no agent gyrum knows above start-work: watching pid %d (%s), the first process above the tool call's shell (%d shells and wrappers passed); the lease ends when it exits. "+
+			"If that is not the agent, name it with --watch-pid PID or GYRUM_AGENT_PROCESS=REGEXP\n", s.watched.PID, clikit.Clean(s.watched.Name), s.watched.Passed)
+	}
 	if s.watched.How == "parent" {
 		fmt.Fprintf(s.a.Stderr, "gyrum: no agent process found above start-work: watching its parent, pid %d (%s); the lease ends when it exits. "+
 			"Name the agent with --watch-pid PID or CLAUDE_PID, or run it under gyrum start-work -- CMD\n", s.watched.PID, clikit.Clean(s.watched.Name))

@@ -645,19 +645,48 @@ func TestWatchedProcessResolution(t *testing.T) {
 			t.Fatalf("watched %+v, want the my-agent process %d", sr, pid)
 		}
 	})
-	t.Run("parent", func(t *testing.T) {
+	t.Run("caller", func(t *testing.T) {
+		// An agent gyrum does not know: its tool call's shell is passed,
+		// the agent that runs it is watched, and start-work says so.
 		if name, ok := agentAncestor(); ok {
 			t.Skipf("the test itself runs under an agent (%s): the walk would find it", name)
 		}
 		sr, pid := run(t, "not-an-agent", "T-anc3", nil)
-		if sr.WatchedHow != "parent" || sr.Watched != "bash" {
-			t.Fatalf("watched %+v, want the parent bash", sr)
+		if sr.WatchedHow != "caller" || sr.WatchedPID != pid || sr.Watched != "not-an-agent" {
+			t.Fatalf("watched %+v, want the not-an-agent process %d above the call's bash", sr, pid)
 		}
-		if !strings.Contains(lastStderr, "no agent process found above start-work") {
-			t.Errorf("no warning that only the parent is watched: %q", lastStderr)
+		if !strings.Contains(lastStderr, "no agent gyrum knows above start-work") || !strings.Contains(lastStderr, "1 shells and wrappers passed") {
+			t.Errorf("no warning that an unknown agent is watched: %q", lastStderr)
 		}
-		if sr.WatchedPID == pid {
-			t.Fatal("watched the outer process, want the direct parent")
+	})
+	t.Run("parent", func(t *testing.T) {
+		// A person at an interactive shell: the shell is watched.
+		if name, ok := agentAncestor(); ok {
+			t.Skipf("the test itself runs under an agent (%s): the walk would find it", name)
+		}
+		e.ws.Create("T-anc20")
+		wt := mkdir(t)
+		cmd := exec.Command(bash, "--norc", "--noprofile", "-i")
+		cmd.Env = e.environ()
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("%s start-work T-anc20 --dir %s --json\nexit\n", gyrumBin, wt))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		shellPID := cmd.Process.Pid
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		sr := e.startResult(result{stdout: out.String(), stderr: errb.String()})
+		if r := e.gyrum(wt, "", "release"); r.code != 0 {
+			t.Fatalf("release: %+v", r)
+		}
+		if sr.WatchedHow != "parent" || sr.WatchedPID != shellPID {
+			t.Fatalf("watched %+v, want the interactive bash %d", sr, shellPID)
+		}
+		if !strings.Contains(errb.String(), "no agent process found above start-work") {
+			t.Errorf("no warning that only the parent is watched: %q", errb.String())
 		}
 	})
 	t.Run("CLAUDE_PID", func(t *testing.T) {
@@ -668,7 +697,7 @@ func TestWatchedProcessResolution(t *testing.T) {
 		}
 	})
 	t.Run("CLAUDE_PID of the agent itself", func(t *testing.T) {
-		sr, pid := run(t, "claude", "T-anc5", map[string]string{"CLAUDE_PID": ""}, "not-an-agent")
+		sr, pid := run(t, "claude", "T-anc9", map[string]string{"CLAUDE_PID": ""}, "not-an-agent")
 		if sr.WatchedHow != "CLAUDE_PID" || sr.WatchedPID != pid {
 			t.Fatalf("watched %+v, want CLAUDE_PID %d: nothing but shells between", sr, pid)
 		}
