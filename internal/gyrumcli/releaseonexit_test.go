@@ -54,7 +54,10 @@ func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
 	}
 	t.Cleanup(func() { agentCmd.Process.Kill(); agentCmd.Wait() })
 
-	waitFor(t, "start-work's answer", func() bool { data, _ := os.ReadFile(out); return len(data) > 0 && strings.HasSuffix(string(data), "\n") })
+	waitFor(t, "start-work's answer", func() bool {
+		data, _ := os.ReadFile(out)
+		return len(data) > 0 && strings.HasSuffix(string(data), "\n")
+	})
 	sr := e.startResult(result{stdout: readFile(t, out)})
 	if sr.WatchedHow != "caller" || sr.WatchedPID != agentCmd.Process.Pid {
 		t.Fatalf("start-work watched pid %d %s (%s), want the stand-in agent %d", sr.WatchedPID, sr.Watched, sr.WatchedHow, agentCmd.Process.Pid)

@@ -271,18 +271,46 @@ func (l *Loop) Run(ctx context.Context) (Exit, error) {
 		l.watch.Close()
 	}()
 	exit = l.tick(ctx, true)
+	// The agent's exit cuts the wait short: the exit report goes out at
+	// once, not up to a tick later, so a released-on-exit ticket is free
+	// within a second of the crash.
+	wake, stopWake := l.wakeOnExit(ctx)
+	defer stopWake()
 	for exit == "" {
 		d := l.Delay()
 		l.state.NextTickAt = l.now().Add(d)
 		l.writeState()
-		if err := l.sleep(ctx, d); err != nil {
-			exit = ExitSignal
-			break
+		if err := l.sleep(wake, d); err != nil {
+			if ctx.Err() != nil {
+				exit = ExitSignal
+				break
+			}
+			wake = ctx // woken by the exit: tick now, and sleep plainly after
 		}
 		exit = l.tick(ctx, false)
 	}
 	l.log.Info("loop exits", "reason", string(exit), "posts", l.state.Posts, "skips", l.state.Skips, "failures", l.state.Failures)
 	return exit, nil
+}
+
+// wakeOnExit returns a context that ctx's end or the watched process's
+// exit cancels (proc.Watch.Exited), and the function that releases it.
+// Where the exit cannot be waited on, it is ctx: the tick's check finds
+// the exit.
+func (l *Loop) wakeOnExit(ctx context.Context) (context.Context, context.CancelFunc) {
+	exited := l.watch.Exited()
+	if exited == nil {
+		return ctx, func() {}
+	}
+	wake, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-wake.Done():
+		}
+	}()
+	return wake, cancel
 }
 
 func (l *Loop) register() error {

@@ -1024,3 +1024,29 @@ func TestCallOnTheAppServerIsBacked(t *testing.T) {
 		})
 	}
 }
+
+// The agent's exit cuts the loop's wait short: with an hour between ticks,
+// the exit report still arrives as soon as the agent dies (proc.Watch's
+// Exited), not at the next tick. On a platform without exit notification
+// the loop would wait out the hour, and this test fails at wait's bound.
+func TestExitReportDoesNotWaitForTheTick(t *testing.T) {
+	ws := newWarp(t)
+	cmd, parent := watched(t)
+	d := worktree(t, ws, "T-wake", ws.Claim("T-wake", "A"), parent)
+	r := startLoop(t, d, func(c *heartbeat.Config) {
+		c.Durations = heartbeat.Durations{Interval: time.Hour, Staleness: 2 * time.Hour, InFlightMax: 3 * time.Hour}
+	})
+	waitFor(t, "the first heartbeat and the loop's sleep", func() bool { return ws.Count() >= 1 && r.sleepCount() >= 1 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if exit := r.wait(); exit != heartbeat.ExitParentExited {
+		t.Fatalf("exit %q, want parent-exited", exit)
+	}
+	if l := ws.Lease("T-wake"); l.Exit != "parent-exited" {
+		t.Fatalf("server lease exit %q, want parent-exited", l.Exit)
+	}
+	if n := r.sleepCount(); n != 1 {
+		t.Errorf("the loop slept %d times, want 1 (cut short by the exit)", n)
+	}
+}

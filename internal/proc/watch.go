@@ -11,6 +11,7 @@ type Watch struct {
 	id   Identity
 	fd   int // the pidfd; -1 when there is none
 	dead bool
+	exitState
 }
 
 // NewWatch starts watching id. It never fails: a process already gone is
@@ -57,10 +58,12 @@ func (w *Watch) Alive() bool {
 // Identity is the watched process.
 func (w *Watch) Identity() Identity { return w.id }
 
-// Close releases the pidfd; Alive then reads /proc.
+// Close releases the pidfd (Alive then reads /proc) and stops Exited's
+// wait.
 func (w *Watch) Close() {
 	if w.fd >= 0 {
 		closeFD(w.fd)
 		w.fd = -1
 	}
+	w.closeExit()
 }

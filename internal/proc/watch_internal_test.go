@@ -92,3 +92,58 @@ func TestWatchWithoutPidfd(t *testing.T) {
 		t.Fatal("a killed process is reported alive without a pidfd")
 	}
 }
+
+// Exited fires when the process exits (a zombie not yet reaped included),
+// not before; a watch of a process already gone fires at once; Close stops
+// the wait without firing.
+func TestWatchExited(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("no exit notification here")
+	}
+	c, id := startSleep(t)
+	w := NewWatch(id)
+	defer w.Close()
+	ch := w.Exited()
+	if ch == nil {
+		t.Fatal("Exited gave no channel: the loop would learn of the exit only at its next tick")
+	}
+	if w.Exited() != ch {
+		t.Error("Exited gave another channel on the second call")
+	}
+	select {
+	case <-ch:
+		t.Fatal("fired while the process runs")
+	default:
+	}
+	if !w.Alive() {
+		t.Fatal("a running process is reported gone")
+	}
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit notification 30 s after SIGKILL")
+	}
+	if w.Alive() {
+		t.Error("notified of the exit, but Alive says it runs")
+	}
+
+	gone := NewWatch(Identity{PID: c.Process.Pid, StartTime: id.StartTime + 1})
+	select {
+	case <-gone.Exited():
+	default:
+		t.Error("a watch of a process already gone: Exited did not fire at once")
+	}
+
+	_, id2 := startSleep(t)
+	w2 := NewWatch(id2)
+	ch2 := w2.Exited()
+	w2.Close()
+	select {
+	case <-ch2:
+		t.Error("Close fired Exited")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
