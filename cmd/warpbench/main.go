@@ -10,6 +10,8 @@
 // heartbeats a second open loop for 20 s while the expiry job ticks, on
 // SQLite and, with --postgres, on PostgreSQL with one warp and with two
 // replicas.
+// --reclaim N runs only the reclaim figure: N agents killed, each time
+// until its ticket is open again (warp --release-on-exit, default tick).
 package main
 
 import (
@@ -32,6 +34,7 @@ func main() {
 	var cfg bench.Config
 	var gyrum string
 	var large, asJSON, fleet bool
+	var reclaim int
 	var fc bench.FleetConfig
 	flag.StringVar(&gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
 	flag.BoolVar(&large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
@@ -50,6 +53,7 @@ func main() {
 	flag.IntVar(&fc.Leases, "fleet-leases", bench.DefaultFleetLeases, "held leases of the fleet figure")
 	flag.Float64Var(&fc.Rate, "fleet-rate", bench.DefaultFleetRate, "heartbeats per second of the fleet figure")
 	flag.DurationVar(&fc.Duration, "fleet-duration", bench.DefaultFleetDuration, "how long the fleet figure's load lasts")
+	flag.IntVar(&reclaim, "reclaim", 0, "run only the reclaim figure: kill this many agents, each until its ticket is open again")
 	flag.Parse()
 	if fleet {
 		fc.PostgresURL = cfg.PostgresURL
@@ -67,6 +71,9 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.Gyrum = g
+	if reclaim > 0 {
+		os.Exit(runReclaim(g, reclaim, asJSON))
+	}
 	if large {
 		cfg.SweepSizes = append(append([]int{}, bench.DefaultSweepSizes...), 100_000, bench.LargeSweepSize)
 		cfg.IngestHosts = bench.LargeIngestHosts
@@ -106,6 +113,28 @@ func runFleet(fc bench.FleetConfig, asJSON bool) int {
 			err = enc.Encode(rs)
 		} else {
 			err = bench.WriteFleetMarkdown(os.Stdout, rs, strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		return 1
+	}
+	return 0
+}
+
+// runReclaim runs and prints the reclaim figure, and returns the exit code.
+func runReclaim(gyrum string, kills int, asJSON bool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench.RunReclaim(ctx, gyrum, kills)
+	if err == nil {
+		if asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(r)
+		} else {
+			_, err = fmt.Printf("agent killed → ticket open again (warp --release-on-exit, loop tick %s), %d kills: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+				r.Interval, r.Kills, r.P50Ms, r.P99Ms, r.MaxMs)
 		}
 	}
 	if err != nil {

@@ -137,3 +137,21 @@ func TestRunRejectsMoreHostsThanLeases(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// The reclaim figure runs end to end: each crashed agent's ticket opens
+// again, at the default tick (the figures are ordered; their size is what
+// the tool reports).
+func TestRunReclaimSmall(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("no exit notification here")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := bench.RunReclaim(ctx, gyrum, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Kills != 3 || r.P50Ms <= 0 || r.P50Ms > r.P99Ms || r.P99Ms > r.MaxMs {
+		t.Errorf("got %+v, want 3 kills and ordered figures", r)
+	}
+}
