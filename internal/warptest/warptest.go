@@ -303,14 +303,18 @@ func StartProcess(t testing.TB, name string, args ...string) (*exec.Cmd, proc.Id
 	return cmd, id
 }
 
-// WaitFor polls cond every 10 ms for up to 10 s and fails the test, naming
-// what it waited for, when cond never holds.
+// WaitTimeout bounds WaitFor: only a broken run reaches it, so it leaves a
+// loaded machine all the room it needs (10 s was reached under load).
+const WaitTimeout = time.Minute
+
+// WaitFor polls cond every 10 ms for up to WaitTimeout and fails the test,
+// naming what it waited for, when cond never holds.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(WaitTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", WaitTimeout, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

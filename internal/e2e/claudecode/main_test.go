@@ -328,13 +328,18 @@ func start(t *testing.T, model *claudetest.FakeModel, project string, o claudete
 	return claudetest.Start(t, model, o)
 }
 
-// sessionTimeout bounds every session of these tests.
-const sessionTimeout = 25 * time.Second
+// sessionTimeout and eventTimeout bound waits on events (a request, a
+// file, a state): only a broken run reaches them, so they leave a loaded
+// machine all the room it needs.
+const (
+	sessionTimeout = 2 * time.Minute
+	eventTimeout   = time.Minute
+)
 
-// poll waits up to 10 s for cond.
+// poll waits up to eventTimeout for cond.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	claudetest.Poll(t, 10*time.Second, what, cond)
+	claudetest.Poll(t, eventTimeout, what, cond)
 }
 
 // exists reports whether path exists.
@@ -549,6 +554,26 @@ func (w *watcher) verdicts() []warp.Verdict {
 	var out []warp.Verdict
 	for _, s := range w.samples() {
 		if !s.Lease.Held() {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// verdictsHooked is verdicts from the first sample in which the loop had
+// reported the agent's hook (hook_seen): before it, unwired is the truth
+// when the claim is older than the scaled stall threshold, which a loaded
+// machine can make the first hook miss. Empty when the hook was never
+// reported.
+func (w *watcher) verdictsHooked() []warp.Verdict {
+	var out []warp.Verdict
+	hooked := false
+	for _, s := range w.samples() {
+		hooked = hooked || s.Lease.HookSeen == warp.HookYes
+		if !hooked || !s.Lease.Held() {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1] != s.Verdict {

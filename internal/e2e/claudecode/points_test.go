@@ -161,7 +161,7 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 
 	poll(t, "the background call's PostToolUse", func() bool { return hookEvents(d) >= 3 })
 	posted := mtime(d.File(gyrumdir.ActivityFile))
-	claudetest.Poll(t, 10*time.Second, "the lease to lapse", func() bool { return ws.Lease("T-idle").State == warp.LeaseLapsed })
+	claudetest.Poll(t, eventTimeout, "the lease to lapse", func() bool { return ws.Lease("T-idle").State == warp.LeaseLapsed })
 	l := ws.Lease("T-idle")
 	reqs := model.WaitRequests(sessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
 	ended := reqs[3].At
@@ -198,13 +198,13 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 	case firstStale.Sub(posted) > secs(staleness+3*interval)+300*time.Millisecond:
 		t.Errorf("first stale report %v after the last tool call, want about the staleness limit %vs", firstStale.Sub(posted), staleness)
 	}
-	vs := w.verdicts()
+	vs := w.verdictsHooked()
 	if len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
-		t.Errorf("verdicts while held %v, want to end stalled", vs)
+		t.Errorf("verdicts while held, once the hook was reported, %v (all: %v), want to end stalled", vs, w.verdicts())
 	}
 	for _, v := range vs {
 		if v == warp.VerdictSilent || v == warp.VerdictUnwired {
-			t.Errorf("verdicts while held %v: the loop lived and the hook fired", vs)
+			t.Errorf("verdicts while held, once the hook was reported, %v: the loop lived and the hook fired", vs)
 		}
 	}
 }
@@ -285,7 +285,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 		return false
 	})
 	began := marker.Since
-	claudetest.Poll(t, 15*time.Second, "the lease to lapse (the in-flight cap is 60 s)", func() bool {
+	claudetest.Poll(t, eventTimeout, "the lease to lapse (the in-flight cap is 60 s)", func() bool {
 		return ws.Lease(ticket).State == warp.LeaseLapsed
 	})
 	l := ws.Lease(ticket)
@@ -413,7 +413,7 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	}
 	// warp sees the activity: last_activity_at follows the worktree's
 	// last-activity, well after the claim.
-	claudetest.Poll(t, 5*time.Second, "warp's last_activity_at to reach the last tool call", func() bool {
+	claudetest.Poll(t, eventTimeout, "warp's last_activity_at to reach the last tool call", func() bool {
 		return !ws.Lease("T-2").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
 	})
 	l := ws.Lease("T-2")
@@ -421,9 +421,13 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
 	}
 	w.Stop()
-	for _, v := range w.verdicts() {
+	hooked := w.verdictsHooked()
+	if len(hooked) == 0 {
+		t.Errorf("verdicts %v: the loop never reported the hook", w.verdicts())
+	}
+	for _, v := range hooked {
 		if v == warp.VerdictUnwired {
-			t.Errorf("verdicts %v: unwired while the hook fired", w.verdicts())
+			t.Errorf("verdicts %v once the hook was reported: unwired while the hook fired", hooked)
 		}
 	}
 	if ms, _ := pd.InFlight(); len(ms) > 0 {
@@ -553,7 +557,7 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 	}
 	killed := time.Now()
 
-	claudetest.Poll(t, 15*time.Second, "both leases to lapse", func() bool {
+	claudetest.Poll(t, eventTimeout, "both leases to lapse", func() bool {
 		return ws.Lease("T-A").State == warp.LeaseLapsed && ws.Lease("T-B").State == warp.LeaseLapsed
 	})
 	wa.Stop()
@@ -566,8 +570,8 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 	t.Logf("T-A verdicts %v, lapsed %v after the last tool call; T-B verdicts %v; T-A heartbeats:\n%s",
 		wa.verdicts(), la.EndedAt.Sub(t0).Round(time.Millisecond), wb.verdicts(), describeBeats(bs, t0))
 
-	if vs := wa.verdicts(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
-		t.Errorf("T-A verdicts while held %v, want [active stalled]", vs)
+	if vs := wa.verdictsHooked(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
+		t.Errorf("T-A verdicts while held, once the hook was reported, %v (all: %v), want [active stalled]", vs, wa.verdicts())
 	}
 	if la.EndReason != warp.LapseNoActivity {
 		t.Errorf("T-A lapse reason %q, want %q", la.EndReason, warp.LapseNoActivity)
@@ -673,7 +677,7 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 	}
 	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
-	claudetest.Poll(t, 15*time.Second, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-6")) >= 2 })
+	claudetest.Poll(t, eventTimeout, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-6")) >= 2 })
 	epoch := ws.Lease("T-6").Epoch
 
 	sweeps.Close()
@@ -765,7 +769,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	if code := s.Wait(5 * time.Second); code != 128+int(syscall.SIGKILL) {
 		t.Errorf("wrapper exit %d", code)
 	}
-	claudetest.Poll(t, 10*time.Second, "claude to die with its wrapper", func() bool { return !alive(claude) })
+	claudetest.Poll(t, eventTimeout, "claude to die with its wrapper", func() bool { return !alive(claude) })
 	t.Logf("claude gone %v after the wrapper's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	parentExitedAt(t, ws, "T-7", "")
 	if v := ws.Ticket("T-7"); v.Verdict != warp.VerdictExited {
@@ -1030,7 +1034,7 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	env := agentEnv(t, ws.URL(), interval, staleness, 30)
 	home := env["GYRUM_HOME"]
 	s := start(t, model, project, claudetest.Options{Env: env})
-	claudetest.Poll(t, 15*time.Second, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-home")) >= 2 })
+	claudetest.Poll(t, eventTimeout, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-home")) >= 2 })
 	w := watchTicket(t, ws, "T-home")
 	epoch := ws.Lease("T-home").Epoch
 

@@ -104,9 +104,12 @@ func TestBaseline(t *testing.T) {
 	}
 	poll(t, "the loop to exit", func() bool { return !alive(sr.LoopPID) && !exists(d.File(gyrumdir.LoopPIDFile)) })
 	w.Stop()
-	for _, v := range w.verdicts() {
+	if len(w.verdictsHooked()) == 0 {
+		t.Errorf("verdicts %v: the loop never reported the hooks", w.verdicts())
+	}
+	for _, v := range w.verdictsHooked() {
 		if v == warp.VerdictUnwired || v == warp.VerdictStalled {
-			t.Errorf("verdicts %v: %s while the hooks fired", w.verdicts(), v)
+			t.Errorf("verdicts %v once the hooks were reported: %s while the hooks fired", w.verdictsHooked(), v)
 		}
 	}
 	if n := len(model.Responses()); n != 4 {

@@ -82,7 +82,7 @@ func TestInteractiveOnDaemon(t *testing.T) {
 		Env: agentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
 	logLoopOnFailure(t, d)
-	model.WaitRequests(20*time.Second, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	model.WaitRequests(sessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
 	sr := startResultOf(t, model, claim)
 	poll(t, "the held call to start", func() bool { return exists(started) })
 
@@ -171,7 +171,7 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	startDaemon(t, home, daemonEnv)
 	w := watchTicket(t, ws, "T-1")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true, Env: env})
-	model.WaitRequests(20*time.Second, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	model.WaitRequests(sessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
 	if sr := startResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
 		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.CodexPid())
 	}
@@ -182,9 +182,9 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre := st.ModTime()
-	claudetest.Poll(t, 20*time.Second, "the long call's PostToolUse", func() bool { return !exists(marker) })
+	claudetest.Poll(t, eventTimeout, "the long call's PostToolUse", func() bool { return !exists(marker) })
 	post := time.Now()
-	model.WaitRequests(20*time.Second, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
+	model.WaitRequests(sessionTimeout, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
 	w.Stop()
 
 	if out, _ := model.Output(long.ID); !strings.Contains(out.Text, "slept") {

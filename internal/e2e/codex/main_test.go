@@ -43,8 +43,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sessionTimeout bounds every session of these tests.
-const sessionTimeout = 40 * time.Second
+// sessionTimeout and eventTimeout bound waits on events (a request, a
+// file, a state): only a broken run reaches them, so they leave a loaded
+// machine all the room it needs.
+const (
+	sessionTimeout = 2 * time.Minute
+	eventTimeout   = time.Minute
+)
 
 // newProject returns a fresh git repository with one commit.
 func newProject(t *testing.T) string {
@@ -299,10 +304,30 @@ func (w *watcher) verdicts() []warp.Verdict {
 	return out
 }
 
-// poll waits up to 15 s for cond.
+// verdictsHooked is verdicts from the first sample in which the loop had
+// reported the agent's hook (hook_seen): before it, unwired is the truth
+// when the claim is older than the scaled stall threshold, which a loaded
+// machine can make the first hook miss. Empty when the hook was never
+// reported.
+func (w *watcher) verdictsHooked() []warp.Verdict {
+	var out []warp.Verdict
+	hooked := false
+	for _, s := range w.samples() {
+		hooked = hooked || s.Lease.HookSeen == warp.HookYes
+		if !hooked || !s.Lease.Held() {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// poll waits up to eventTimeout for cond.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	claudetest.Poll(t, 15*time.Second, what, cond)
+	claudetest.Poll(t, eventTimeout, what, cond)
 }
 
 func exists(path string) bool {

@@ -65,16 +65,16 @@ func TestStartWorkWorktreeWithCd(t *testing.T) {
 		t.Errorf("the worktree's hook-events counted %d, want %d (Post of the claim, Pre and Post of %d calls)", got, want, len(work))
 	}
 	_, _, last, _ := wd.ReadActivity()
-	claudetest.Poll(t, 5*time.Second, "warp's last_activity_at to reach the last call", func() bool {
+	claudetest.Poll(t, eventTimeout, "warp's last_activity_at to reach the last call", func() bool {
 		return !ws.Lease("T-5").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
 	})
 	if l := ws.Lease("T-5"); l.LastActivityAt.Sub(l.ClaimedAt) < 1500*time.Millisecond {
 		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
 	}
 	w.Stop()
-	for _, v := range w.verdicts() {
+	for _, v := range w.verdictsHooked() {
 		if v == warp.VerdictUnwired {
-			t.Errorf("verdicts %v: unwired while the hook fired", w.verdicts())
+			t.Errorf("verdicts %v once the hook was reported: unwired while the hook fired", w.verdictsHooked())
 			break
 		}
 	}

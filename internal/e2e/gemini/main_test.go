@@ -44,8 +44,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sessionTimeout bounds every session of these tests.
-const sessionTimeout = 40 * time.Second
+// sessionTimeout and eventTimeout bound waits on events (a request, a
+// file, a state): only a broken run reaches them, so they leave a loaded
+// machine all the room it needs.
+const (
+	sessionTimeout = 2 * time.Minute
+	eventTimeout   = time.Minute
+)
 
 // startResult is the part of `gyrum start-work --json` the tests read.
 type startResult struct {
@@ -193,10 +198,10 @@ func startSweeps(t *testing.T, svc *warp.Service) {
 	t.Cleanup(func() { j.Close() })
 }
 
-// poll waits up to 20 s for cond.
+// poll waits up to eventTimeout for cond.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	claudetest.Poll(t, 20*time.Second, what, cond)
+	claudetest.Poll(t, eventTimeout, what, cond)
 }
 
 func exists(path string) bool {
@@ -313,6 +318,13 @@ func (w *watcher) Stop() {
 	<-w.done
 }
 
+// samples returns the samples so far.
+func (w *watcher) samples() []sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]sample(nil), w.got...)
+}
+
 // verdicts returns the verdicts the ticket went through while its lease
 // was held, without repeats.
 func (w *watcher) verdicts() []warp.Verdict {
@@ -321,6 +333,40 @@ func (w *watcher) verdicts() []warp.Verdict {
 	var out []warp.Verdict
 	for _, s := range w.got {
 		if !s.Lease.Held() {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// verdictsUntil is verdicts of the samples taken up to at.
+func (w *watcher) verdictsUntil(at time.Time) []warp.Verdict {
+	var out []warp.Verdict
+	for _, s := range w.samples() {
+		if s.At.After(at) || !s.Lease.Held() {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// verdictsHooked is verdicts from the first sample in which the loop had
+// reported the agent's hook (hook_seen): before it, unwired is the truth
+// when the claim is older than the scaled stall threshold, which a loaded
+// machine can make the first hook miss. Empty when the hook was never
+// reported.
+func (w *watcher) verdictsHooked() []warp.Verdict {
+	var out []warp.Verdict
+	hooked := false
+	for _, s := range w.samples() {
+		hooked = hooked || s.Lease.HookSeen == warp.HookYes
+		if !hooked || !s.Lease.Held() {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1] != s.Verdict {
