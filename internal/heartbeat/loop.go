@@ -464,7 +464,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 	switch d.Action {
 	case ActReport:
 		l.log.Info("exit", "reason", string(d.Exit), "parent", l.parent.String(), "dir", l.dir.Worktree)
-		l.exitReport(ctx, d)
+		l.exitReport(ctx, d, now)
 		if l.cfg.Agents != (gyrumdir.AgentIndex{}) {
 			// The agent is gone, or its lease.json: the hook must stop
 			// crediting this worktree on its behalf.
@@ -881,16 +881,20 @@ func (l *Loop) post(ctx context.Context, body client.HeartbeatRequest, now time.
 }
 
 // exitReport sends the one exit report of a stopping v2 loop, with the
-// age of the last evidence d computed for a gone agent; a transport error
-// or 5xx gets one retry, nothing more.
-func (l *Loop) exitReport(ctx context.Context, d Decision) {
+// age of the last evidence d computed for a gone agent at measured; a
+// transport error or 5xx gets one retry, nothing more.
+func (l *Loop) exitReport(ctx context.Context, d Decision, measured time.Time) {
 	if l.v1Body {
 		return // the server speaks v1 only: there is no exit report to send
 	}
 	l.observeHook()
-	body := l.v2(Decision{Age: d.Age})
-	body.Exit = string(d.Exit)
 	for attempt := 0; attempt < 2; attempt++ {
+		// d.Age was measured at measured; warp subtracts the age from the
+		// time it receives the report, so the age sent grows with the
+		// delay (a slow tick, the retry's wait), or the report would
+		// credit activity after the agent's death.
+		body := l.v2(Decision{Age: d.Age + max(l.now().Sub(measured), 0)})
+		body.Exit = string(d.Exit)
 		_, err := l.api.Heartbeat(ctx, body)
 		l.state.Posts++
 		l.state.LastPOSTAt = l.now()

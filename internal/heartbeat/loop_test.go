@@ -757,14 +757,19 @@ func TestExitReportRetriedOnceOnly(t *testing.T) {
 	if exit := r.wait(); exit != heartbeat.ExitParentExited {
 		t.Fatalf("exit %q", exit)
 	}
-	reports := 0
+	var reports []float64
 	for _, b := range ws.Beats() {
 		if b.Body.Exit != "" {
-			reports++
+			reports = append(reports, *b.Body.ActivityAgeS)
 		}
 	}
-	if reports != 2 {
-		t.Fatalf("%d exit report attempts, want 2 (one retry)", reports)
+	if len(reports) != 2 {
+		t.Fatalf("%d exit report attempts, want 2 (one retry)", len(reports))
+	}
+	// The retry waits (min(interval, 1 s)) and says so in its age: warp
+	// subtracts the age from when the report arrives.
+	if wait := r.sleepLog()[len(r.sleepLog())-1]; reports[1]-reports[0] < wait.Seconds() {
+		t.Errorf("exit report ages %v s, then %v s after a %v wait: the retry must age by the wait", reports[0], reports[1], wait)
 	}
 }
 
