@@ -179,8 +179,9 @@ func HeartbeatHost(h Heartbeat, l Lease) string {
 // to held lease l of ticket t at now under mode:
 //
 //   - every heartbeat records last_heartbeat_at and its schema version;
-//   - v2 moves last_activity_at to now − activity_age_s when that is later
-//     (activity never goes back), and records in_flight and the hook fields;
+//   - v2 moves last_activity_at to received − activity_age_s when that is
+//     later (activity never goes back; received is Heartbeat.ReceivedAt,
+//     or now), and records in_flight and the hook fields;
 //   - it extends the lease (refreshed_at = now, expiry recomputed) unless it
 //     is v1 in activity mode or a v2 stale report: those are recorded, the
 //     answer says why, and the expiry stays where activity puts it;
@@ -195,7 +196,11 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 	l.LastHeartbeatAt = now
 	l.SchemaVersion = h.SchemaVersion
 	if h.SchemaVersion == 2 {
-		if act := now.Add(-time.Duration(h.ActivityAge * float64(time.Second))); act.After(l.LastActivityAt) {
+		received := now
+		if !h.ReceivedAt.IsZero() && h.ReceivedAt.Before(now) {
+			received = h.ReceivedAt
+		}
+		if act := received.Add(-time.Duration(h.ActivityAge * float64(time.Second))); act.After(l.LastActivityAt) {
 			l.LastActivityAt = act
 		}
 		l.InFlight = h.InFlight

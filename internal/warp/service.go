@@ -831,6 +831,9 @@ func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, 
 	if err := ValidateHeartbeat(h); err != nil {
 		return HeartbeatResult{}, err
 	}
+	if h.ReceivedAt.IsZero() {
+		h.ReceivedAt = s.now()
+	}
 	if s.queue != nil {
 		return s.queue.Heartbeat(ctx, h)
 	}

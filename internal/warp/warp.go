@@ -209,6 +209,11 @@ type Heartbeat struct {
 	// within its staleness limit. Recorded as a heartbeat (the loop lives),
 	// never as an extension.
 	Stale bool
+	// ReceivedAt is when this warp received the heartbeat (Service sets
+	// it); its activity age counts back from then, not from when a batch
+	// applies it, so a wait in the group commit credits no activity. Zero:
+	// the time it is applied.
+	ReceivedAt time.Time
 }
 
 // HeartbeatResult is the answer to a heartbeat.
