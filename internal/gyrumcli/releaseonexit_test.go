@@ -39,7 +39,7 @@ func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
 		call(gyrum + " start-work T-ux --json > " + shellquote.Quote(out)),
 		call(gyrum + " touch-activity"),
 		call("sleep 1"), // a quiet step
-		call(gyrum + " touch-activity"),
+		call("cd / && " + gyrum + " touch-activity"), // credited through the agent index, not the cwd
 		": > " + shellquote.Quote(called),
 		"read _ || true", // lives until the test closes its stdin
 	}, "; ")
@@ -69,6 +69,13 @@ func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the calls", func() bool { _, err := os.Stat(called); return err == nil })
+	if st, err := os.Stat(d.File(gyrumdir.HookEventsFile)); err != nil || st.Size() != 2 {
+		var n int64
+		if err == nil {
+			n = st.Size()
+		}
+		t.Errorf("hook-events holds %d bytes (%v), want 2 (two hook runs): the one run from / must find the agent's worktree through the index", n, err)
+	}
 	var posts int64 = -1
 	waitFor(t, "10 more heartbeats", func() bool {
 		st, err := d.ReadState()

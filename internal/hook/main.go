@@ -58,6 +58,11 @@ func Main(args []string, env Env) {
 		// agent holds a lease, so a host without one reads no /proc.
 		if in, _, ok := agentproc.Nearest(os.Getppid()); ok {
 			o.AgentPID, o.Agents = in.PID, agents
+		} else if in, _, ok := agentproc.Caller(os.Getppid()); ok {
+			// An agent gyrum does not know: start-work indexed the process
+			// above its tool call's shells (watched_how caller), which runs
+			// this hook too, directly or through a shell.
+			o.AgentPID, o.Agents = in.PID, agents
 		}
 	}
 	res, _ := Run(env.Stdin, o)
