@@ -29,6 +29,7 @@ const (
 	codeDivisionByZero       = "22012" // updateLeasesSQL's check
 	codeLockNotAvailable     = "55P03" // lock_timeout: a row another transaction holds too long
 	codeQueryCanceled        = "57014" // statement_timeout, or a cancelled request
+	codeIdleSessionTimeout   = "57P05" // idle_session_timeout ended the session (the sweep lock's hold)
 )
 
 // translate maps a pgx error to the domain's sentinels at the boundary:

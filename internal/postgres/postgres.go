@@ -84,8 +84,9 @@ type DB struct {
 	deadlocks, serialization, reconnects atomic.Int64
 
 	mu       sync.Mutex
-	lockConn *pgx.Conn // the connection the sweep lock is tried on
-	leader   *pgx.Conn // lockConn while it holds the sweep lock, else nil
+	lockConn *pgx.Conn     // the connection the sweep lock is tried on
+	leader   *pgx.Conn     // lockConn while it holds the sweep lock, else nil
+	lockHold time.Duration // lockConn's idle_session_timeout (TrySweepLock's hold)
 	closed   bool
 }
 

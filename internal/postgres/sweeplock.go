@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TrySweepLock reports whether this replica may run the expiry sweep now
@@ -40,10 +41,19 @@ func (db *DB) TrySweepLock(ctx context.Context, hold time.Duration) (release fun
 		return nil, false, errors.New("sweep lock: postgres store is closed")
 	}
 	if db.leader != nil {
-		if err := db.leader.Ping(ctx); err == nil {
+		err := db.leader.Ping(ctx)
+		if err == nil {
 			return func() {}, true, nil
 		}
-		db.log.Warn("postgres: lost the connection that held the sweep lock; trying to win it again")
+		if isIdleSessionTimeout(err) {
+			// Not a fault of the database: this replica went longer than
+			// hold between two calls (stopped, or starved of CPU), and
+			// PostgreSQL ended the lock session as designed.
+			db.log.Warn("postgres: lost the sweep lock: this replica made no sweep-lock call for longer than the hold (it stalled), so PostgreSQL ended the lock session and another replica may sweep now; trying to win it again",
+				"sweep_lock", "lost", "hold", db.lockHold, "err", err)
+		} else {
+			db.log.Warn("postgres: lost the connection that held the sweep lock; trying to win it again", "sweep_lock", "lost", "err", err)
+		}
 		db.leader = nil // the session is gone, and its lock with it
 		db.dropLockConnLocked()
 	}
@@ -56,7 +66,7 @@ func (db *DB) TrySweepLock(ctx context.Context, hold time.Duration) (release fun
 		if err != nil {
 			return nil, false, fmt.Errorf("sweep lock: %w", translate(err))
 		}
-		db.lockConn = conn
+		db.lockConn, db.lockHold = conn, hold
 	}
 	var got bool
 	if err := db.lockConn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", db.sweepKey).Scan(&got); err != nil {
@@ -67,8 +77,16 @@ func (db *DB) TrySweepLock(ctx context.Context, hold time.Duration) (release fun
 		return nil, false, nil
 	}
 	db.leader = db.lockConn
-	db.log.Info("postgres: this replica holds the sweep lock and runs the expiry sweep", "schema", db.schema)
+	db.log.Info("postgres: this replica holds the sweep lock and runs the expiry sweep", "sweep_lock", "won", "schema", db.schema)
 	return func() {}, true, nil
+}
+
+// isIdleSessionTimeout reports an error that says PostgreSQL ended the
+// session because it sat idle longer than its idle_session_timeout: for the
+// sweep lock's session, that its replica made no call for longer than hold.
+func isIdleSessionTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeIdleSessionTimeout
 }
 
 // dropLockConnLocked closes the lock connection; PostgreSQL releases the
