@@ -1,5 +1,5 @@
-// Package agentproc recognises coding-agent processes (Claude Code, Codex,
-// Gemini CLI, Cursor, aider) by the names their real processes carry, and
+// Package agentproc recognises coding-agent processes (those package agent
+// knows) by the names their real processes carry, and
 // finds the agent that runs a process by walking up its ancestors. Both
 // gyrum start-work (which agent to watch) and the hook (whose leases a
 // tool call is) use it; it reads /proc (Linux) or sysctl (macOS) through
@@ -10,64 +10,25 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/proc"
 )
 
 // MaxDepth bounds an ancestor walk.
 const MaxDepth = 64
 
-// known returns the agent an executable (or script) base name is: Claude
-// Code's npm package runs the native bin/claude.exe (the `claude`
-// symlink's target), older ones cli.js under node; Codex ships a native
-// `codex` (and codex.js for node); Gemini CLI and cursor-agent are node
-// scripts or binaries of their name; aider is a Python entry point.
+// known returns the agent an executable (or script) base name is
+// (package agent holds the names).
 func known(name string) (string, bool) {
-	switch name {
-	case "claude", "claude.exe":
-		return "claude", true
-	case "codex", "codex.js", "codex-linux-x64", "codex-darwin-arm64", "codex-x86_64-unknown-linux-musl", "codex-aarch64-apple-darwin":
-		return "codex", true
-	case "gemini", "gemini.js":
-		return "gemini", true
-	case "cursor-agent":
-		return "cursor-agent", true
-	case "aider":
-		return "aider", true
-	}
-	return "", false
+	a, ok := agent.ByExecutable(name)
+	return a.Name, ok
 }
 
 // Product returns the product an agent name (Name's, or an executable's
 // base name) is, as people call it: claude-code, codex, gemini-cli,
 // cursor, aider; "agent" for anything else. It names leases by default
 // (gyrum start-work's agent label).
-func Product(name string) string {
-	if n, ok := known(name); ok {
-		name = n
-	}
-	switch name {
-	case "claude":
-		return "claude-code"
-	case "codex":
-		return "codex"
-	case "gemini":
-		return "gemini-cli"
-	case "cursor-agent":
-		return "cursor"
-	case "aider":
-		return "aider"
-	}
-	return "agent"
-}
-
-// packages are path fragments of agent CLIs that run under an
-// interpreter: a script argument containing one names the agent.
-var packages = []struct{ fragment, agent string }{
-	{"@anthropic-ai/claude-code/", "claude"},
-	{"@openai/codex/", "codex"},
-	{"@google/gemini-cli/", "gemini"},
-	{"/aider/", "aider"},
-}
+func Product(name string) string { return agent.Product(name) }
 
 // interpreter reports whether name runs agents written as scripts: for
 // them the script's name (argv[1], or the module after -m) is looked at
@@ -123,11 +84,8 @@ func script(args []string) string {
 // args is a known agent, and which.
 func Name(comm string, args []string) (string, bool) {
 	if len(args) > 1 && interpreter(filepath.Base(args[0])) {
-		s := filepath.ToSlash(script(args))
-		for _, p := range packages {
-			if strings.Contains(s, p.fragment) {
-				return p.agent, true
-			}
+		if a, ok := agent.ByPackage(filepath.ToSlash(script(args))); ok {
+			return a.Name, true
 		}
 	}
 	for _, c := range Candidates(comm, args) {

@@ -38,7 +38,7 @@ func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
 	script := strings.Join([]string{
 		call(gyrum + " start-work T-ux --json > " + shellquote.Quote(out)),
 		call(gyrum + " touch-activity"),
-		call("sleep 1"), // a quiet step
+		call("sleep 1"),                              // a quiet step
 		call("cd / && " + gyrum + " touch-activity"), // credited through the agent index, not the cwd
 		": > " + shellquote.Quote(called),
 		"read _ || true", // lives until the test closes its stdin

@@ -45,6 +45,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -57,21 +58,9 @@ const (
 	EventPostToolUseFailure = "PostToolUseFailure"
 )
 
-// eventAliases maps other agents' names of the same events to Claude
-// Code's: Gemini CLI's BeforeTool/AfterTool, Cursor's camel-case ones.
-// The record and the output keep the agent's own name.
-var eventAliases = map[string]string{
-	"BeforeTool": EventPreToolUse, "AfterTool": EventPostToolUse, // Gemini CLI
-	"preToolUse": EventPreToolUse, "postToolUse": EventPostToolUse, "postToolUseFailure": EventPostToolUseFailure, // Cursor
-}
-
-// canonical returns Claude Code's name of event.
-func canonical(event string) string {
-	if c, ok := eventAliases[event]; ok {
-		return c
-	}
-	return event
-}
+// canonical returns Claude Code's name of event (package agent maps each
+// agent's own names). The record and the output keep the agent's name.
+func canonical(event string) string { return agent.Canonical(event) }
 
 // MaxInput is how much of stdin the hook reads at most. Fields after it are
 // not seen; the ones Claude Code sends first (cwd, hook_event_name,
@@ -631,25 +620,16 @@ func readable(r io.Reader) bool {
 	return st.Mode()&os.ModeCharDevice == 0
 }
 
-// cursorEvent reports whether event is one of Cursor's (camel case).
-func cursorEvent(event string) bool {
-	switch event {
-	case "preToolUse", "postToolUse", "postToolUseFailure":
-		return true
-	}
-	return false
-}
-
 // Output is what the hook prints on stdout for event and res: nothing when
 // there is nothing to tell; else Claude Code's hook output object, whose
 // hookSpecificOutput.additionalContext the client adds to what the model
-// sees next (Post events); for Cursor's events, its top-level
-// additional_context.
+// sees next (Post events); for an agent that reads another shape
+// (agent.NoticeTopLevel: Cursor), that one.
 func Output(event string, res Result) []byte {
 	if len(res.Notices) == 0 {
 		return nil
 	}
-	if cursorEvent(event) {
+	if agent.NoticeFor(event) == agent.NoticeTopLevel {
 		// Cursor documents a top-level additional_context instead.
 		data, err := json.Marshal(struct {
 			AdditionalContext string `json:"additional_context"`

@@ -1,0 +1,158 @@
+// Package agent is what gyrum knows of each agent CLI, one file per agent:
+// the names its processes carry, the names its hook events carry, and how
+// the hook's output tells it that its lease ended. agentproc (which process
+// is the agent) and the hook (which event a payload is, what to print) ask
+// this package and name no agent themselves.
+//
+// An agent gyrum does not know here is still watched truthfully: start-work
+// finds it above its tool call's shells (agentproc.Caller).
+package agent
+
+import (
+	"sort"
+	"strings"
+)
+
+// Agent is one agent CLI.
+type Agent struct {
+	// Name is the agent's short name, the one the process walk reports:
+	// "claude", "codex", "gemini", "cursor-agent", "aider".
+	Name string
+	// Product is the agent as people call it ("claude-code"); it labels
+	// leases (start-work's default --agent).
+	Product string
+	// Executables are the base names its processes go by: the kernel's
+	// name, argv[0], or the script an interpreter runs.
+	Executables []string
+	// Packages are fragments of the path of its script when it runs
+	// under an interpreter (node …/@openai/codex/bin/codex.js).
+	Packages []string
+	// Events maps the names its hooks give the tool events to Claude
+	// Code's (PreToolUse, PostToolUse, PostToolUseFailure), for an agent
+	// that names them otherwise. The hook's record and output keep the
+	// agent's own name.
+	Events map[string]string
+	// Notice is how the hook's output reaches the agent's model.
+	Notice Notice
+}
+
+// Notice is a shape of the hook output that tells an agent its lease
+// ended.
+type Notice int
+
+// The notice shapes.
+const (
+	// NoticeHookSpecific is Claude Code's
+	// {"hookSpecificOutput":{"hookEventName":E,"additionalContext":TEXT}},
+	// which Codex and Gemini CLI read too.
+	NoticeHookSpecific Notice = iota
+	// NoticeTopLevel is {"additional_context":TEXT} (Cursor).
+	NoticeTopLevel
+)
+
+// all lists the agents, one file each.
+var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider}
+
+// All returns every agent gyrum knows.
+func All() []Agent { return append([]Agent(nil), all...) }
+
+// Names returns the agents' names, sorted.
+func Names() []string {
+	var out []string
+	for _, a := range all {
+		out = append(out, a.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// byExecutable maps every executable name to its agent.
+var byExecutable = func() map[string]Agent {
+	m := map[string]Agent{}
+	for _, a := range all {
+		for _, e := range a.Executables {
+			m[e] = a
+		}
+	}
+	return m
+}()
+
+// ByExecutable returns the agent whose process goes by the base name name.
+func ByExecutable(name string) (Agent, bool) {
+	a, ok := byExecutable[name]
+	return a, ok
+}
+
+// ByName returns the agent named name (Agent.Name).
+func ByName(name string) (Agent, bool) {
+	for _, a := range all {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// ByPackage returns the agent whose script path contains one of its
+// Packages (slash-separated).
+func ByPackage(script string) (Agent, bool) {
+	for _, a := range all {
+		for _, p := range a.Packages {
+			if strings.Contains(script, p) {
+				return a, true
+			}
+		}
+	}
+	return Agent{}, false
+}
+
+// Product returns the product an agent name or executable name is, as
+// people call it; "agent" for one gyrum does not know.
+func Product(name string) string {
+	if a, ok := ByName(name); ok {
+		return a.Product
+	}
+	if a, ok := ByExecutable(name); ok {
+		return a.Product
+	}
+	return "agent"
+}
+
+// events maps every agent's own event name to Claude Code's name and the
+// notice shape of the agent that sends it.
+var events = func() map[string]struct {
+	canonical string
+	notice    Notice
+} {
+	m := map[string]struct {
+		canonical string
+		notice    Notice
+	}{}
+	for _, a := range all {
+		for own, canonical := range a.Events {
+			m[own] = struct {
+				canonical string
+				notice    Notice
+			}{canonical, a.Notice}
+		}
+	}
+	return m
+}()
+
+// Canonical returns Claude Code's name of a hook event an agent sent
+// (event itself when it is Claude Code's, or unknown).
+func Canonical(event string) string {
+	if e, ok := events[event]; ok {
+		return e.canonical
+	}
+	return event
+}
+
+// NoticeFor returns the notice shape for an output to event: that of the
+// agent that names its events so, Claude Code's by default.
+func NoticeFor(event string) Notice {
+	if e, ok := events[event]; ok {
+		return e.notice
+	}
+	return NoticeHookSpecific
+}
