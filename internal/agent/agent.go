@@ -34,6 +34,71 @@ type Agent struct {
 	Events map[string]string
 	// Notice is how the hook's output reaches the agent's model.
 	Notice Notice
+	// Hooks is how gyrum setup wires the hook into the agent's settings;
+	// nil when it cannot.
+	Hooks *Hooks
+}
+
+// Hooks describes an agent's hook settings file as gyrum setup edits it.
+type Hooks struct {
+	// Flag is the agent's name in `gyrum setup --agents`; "" for Claude
+	// Code, which setup always wires.
+	Flag string
+	// Events are the events gyrum's hook is wired to.
+	Events []string
+	// Grouped: an event's handlers are in matcher groups ({"matcher": M,
+	// "hooks": [...]}), ours in a group whose matcher is Matcher; else
+	// they are the event's array itself.
+	Grouped bool
+	Matcher string
+	// Our handler's fields, in this order: "name" (when Name is set),
+	// "type": "command" (when Typed), "command", and "timeout" in units of
+	// 1/TimeoutScale second.
+	Name         string
+	Typed        bool
+	TimeoutScale int
+	// Version, when set, is a top-level "version" the file must carry.
+	Version int
+	// The file: <project>/ProjectDir/File with --project, else
+	// $HomeEnv/File when HomeEnv is set in the environment, else
+	// $HOME/UserDir/File.
+	ProjectDir, UserDir, HomeEnv, File string
+	// Notes, when set, says what the user must still do for the hook to
+	// run after setup wrote the file (trust it, turn hooks on).
+	Notes func(NoteInput) []string
+}
+
+// NoteInput is what Hooks.Notes looks at.
+type NoteInput struct {
+	Path    string
+	Data    []byte // the file as it will be after setup
+	Changed bool   // whether setup changes it
+	Project string // --project's directory, "" for the user's settings
+	// IsHookCommand recognises a command that runs gyrum's hook.
+	IsHookCommand func(string) bool
+}
+
+// Wired returns the agents `gyrum setup --agents` can wire, by their
+// flag names' order.
+func Wired() []Agent {
+	var out []Agent
+	for _, a := range all {
+		if a.Hooks != nil && a.Hooks.Flag != "" {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Hooks.Flag < out[j].Hooks.Flag })
+	return out
+}
+
+// ByFlag returns the agent whose `gyrum setup --agents` name is flag.
+func ByFlag(flag string) (Agent, bool) {
+	for _, a := range Wired() {
+		if a.Hooks.Flag == flag {
+			return a, true
+		}
+	}
+	return Agent{}, false
 }
 
 // Notice is a shape of the hook output that tells an agent its lease

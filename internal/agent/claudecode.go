@@ -10,4 +10,11 @@ var claudeCode = Agent{
 	Executables: []string{"claude", "claude.exe"},
 	Packages:    []string{"@anthropic-ai/claude-code/"},
 	Notice:      NoticeHookSpecific,
+	// Setup always wires Claude Code (Flag ""), in $CLAUDE_CONFIG_DIR or
+	// ~/.claude/settings.json, or the project's .claude/settings.json.
+	Hooks: &Hooks{
+		Events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"},
+		Grouped: true, Matcher: "*", Typed: true, TimeoutScale: 1,
+		ProjectDir: ".claude", UserDir: ".claude", HomeEnv: "CLAUDE_CONFIG_DIR", File: "settings.json",
+	},
 }

@@ -10,4 +10,34 @@ var codex = Agent{
 		"codex-x86_64-unknown-linux-musl", "codex-aarch64-apple-darwin"},
 	Packages: []string{"@openai/codex/"},
 	Notice:   NoticeHookSpecific,
+	// hooks.json, as documented at https://developers.openai.com/codex/hooks:
+	// Claude Code's shape (event → matcher groups → command handlers,
+	// "timeout" in seconds), in $CODEX_HOME (~/.codex) or <repo>/.codex.
+	// PreToolUse and PostToolUse carry hook_event_name, cwd, tool_name and
+	// tool_use_id. Its matcher is a regular expression, so "" (every tool)
+	// rather than Claude's "*".
+	Hooks: &Hooks{
+		Flag:    "codex",
+		Events:  []string{"PreToolUse", "PostToolUse"},
+		Grouped: true, Matcher: "", Typed: true, TimeoutScale: 1,
+		ProjectDir: ".codex", UserDir: ".codex", HomeEnv: "CODEX_HOME", File: "hooks.json",
+		Notes: codexNotes,
+	},
+}
+
+// codexNotes: Codex records trust per hook definition, so a hook it has not
+// seen (or one whose command changed) is skipped, silently, until the user
+// trusts it (https://developers.openai.com/codex/hooks, "Review and trust
+// hooks"); project hooks load only in a trusted project.
+func codexNotes(in NoteInput) []string {
+	if !in.Changed {
+		return nil
+	}
+	msg := "Codex runs the gyrum hook only after you trust it: setup adds (or changes) it in " + in.Path + ", and Codex skips a new or changed hook, without a word, until it is trusted.\n" +
+		"Start codex: it lists new or changed hooks at startup; answer \"Trust all and continue\" (or open /hooks, review and trust the two gyrum entries, PreToolUse and PostToolUse).\n" +
+		"Until then Codex's tool calls are no evidence of work, and warp shows its leases as unwired; `gyrum doctor` fails until they are trusted. setup never writes Codex's trust itself."
+	if in.Project != "" {
+		msg += "\nProject hooks load only in a project Codex trusts: trust " + in.Project + " when Codex asks."
+	}
+	return []string{msg}
 }

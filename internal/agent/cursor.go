@@ -10,4 +10,17 @@ var cursor = Agent{
 	Executables: []string{"cursor-agent"},
 	Events:      map[string]string{"preToolUse": "PreToolUse", "postToolUse": "PostToolUse", "postToolUseFailure": "PostToolUseFailure"},
 	Notice:      NoticeTopLevel,
+	// hooks.json, as documented at https://cursor.com/docs/agent/hooks:
+	// {"version": 1, "hooks": {EVENT: [{"command": "...", "timeout": 5}]}},
+	// a flat list of handlers per event (timeout in seconds), in
+	// ~/.cursor/hooks.json or <project>/.cursor/. preToolUse, postToolUse
+	// and postToolUseFailure fire for every tool, so the narrower
+	// beforeShellExecution/afterShellExecution pairs are not wired too:
+	// they would run the hook twice for one call.
+	Hooks: &Hooks{
+		Flag:         "cursor",
+		Events:       []string{"preToolUse", "postToolUse", "postToolUseFailure"},
+		TimeoutScale: 1, Version: 1,
+		ProjectDir: ".cursor", UserDir: ".cursor", File: "hooks.json",
+	},
 }

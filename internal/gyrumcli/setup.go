@@ -91,7 +91,7 @@ func (a *App) setupOptions(fl setupFlags) (setup.Options, error) {
 	o := setup.Options{
 		Home:            home,
 		ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
-		CodexHome:       a.getenv("CODEX_HOME"),
+		Getenv:          a.getenv,
 		XDGConfigHome:   a.getenv("XDG_CONFIG_HOME"),
 		Watchdog:        fl.watchdog,
 		Uninstall:       fl.uninstall,

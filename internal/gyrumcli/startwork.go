@@ -104,7 +104,11 @@ never committed.
 The watched process is --watch-pid, else CLAUDE_PID, else the nearest ancestor
 that is a known agent (claude or claude.exe, node running @anthropic-ai/claude-code,
 codex, gemini or node running @google/gemini-cli, cursor-agent, aider, or a
-match of the GYRUM_AGENT_PROCESS regexp), else the parent of start-work. Under
+match of the GYRUM_AGENT_PROCESS regexp), else, for an agent gyrum does not
+know, the first process above the tool call's command-string shells (sh -c,
+bash -lc, ...) and launch wrappers (env, timeout, nice, ...) (watched_how
+caller, with a warning), else the parent of start-work (an interactive
+shell). Under
 Codex's shared app-server daemon it watches the daemon's one connected client
 instead, with that client's WARP_*, GYRUM_*, HEARTBEAT_* and HOME, and refuses
 when there is no client, several, or a remote listener. The

@@ -155,7 +155,12 @@ func checkWarnings(t *testing.T, run string, warnings []string, always, once str
 
 func TestAgentsUserScopePaths(t *testing.T) {
 	home := t.TempDir()
-	o := setup.Options{Binary: testBinary, Home: home, Watchdog: setup.WatchdogNone, Agents: setup.Agents(), CodexHome: filepath.Join(home, "codex-home")}
+	o := setup.Options{Binary: testBinary, Home: home, Watchdog: setup.WatchdogNone, Agents: setup.Agents(), Getenv: func(k string) string {
+		if k == "CODEX_HOME" {
+			return filepath.Join(home, "codex-home")
+		}
+		return ""
+	}}
 	if _, err := setup.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func FuzzClaudeSettings(f *testing.F) {
 			t.Fatalf("second install: changed %v err %v\n%q\n%q", changed, err, out, again)
 		}
 		cmds, err := format.commands("settings.json", out)
-		if err != nil || len(cmds) != len(claudeHookEvents) {
+		if err != nil || len(cmds) != len(ClaudeHookEvents()) {
 			t.Fatalf("commands after install: %v %v", cmds, err)
 		}
 		removed, _, err := format.uninstall("settings.json", out)

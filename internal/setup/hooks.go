@@ -15,13 +15,10 @@ import (
 // returns in milliseconds, and a hung hook must never block the agent long.
 const HookTimeoutSecs = 5
 
-// ClaudeHookEvents are the Claude Code events the activity hook is wired to:
-// PreToolUse creates the in-flight marker, PostToolUse and PostToolUseFailure
-// remove it and touch last-activity.
-var claudeHookEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"}
-
-// ClaudeHookEvents returns the Claude Code events setup wires the hook to.
-func ClaudeHookEvents() []string { return append([]string(nil), claudeHookEvents...) }
+// ClaudeHookEvents returns the Claude Code events setup wires the hook to:
+// PreToolUse creates the in-flight marker, PostToolUse and
+// PostToolUseFailure remove it and touch last-activity.
+func ClaudeHookEvents() []string { return append([]string(nil), claudeFormat().events...) }
 
 // HookBinaryName is the small hook binary a release ships beside gyrum: the
 // hook alone, which starts several times faster than the whole CLI.
@@ -139,16 +136,6 @@ type hookFormat struct {
 	// "version": 1): install adds each missing one at the start of the
 	// document; an existing one is left as it is, and uninstall keeps them.
 	header []member
-}
-
-func claudeFormat() hookFormat {
-	return hookFormat{
-		events:       claudeHookEvents,
-		grouped:      true,
-		matcher:      "*",
-		typed:        true,
-		timeoutScale: 1,
-	}
 }
 
 // handler returns our handler object for command, in the key order it is

@@ -46,13 +46,13 @@ type Options struct {
 	// ClaudeConfigDir is the user-scope Claude Code directory
 	// ($CLAUDE_CONFIG_DIR); "" → Home/.claude.
 	ClaudeConfigDir string
-	// Agents lists the other agents to wire besides Claude Code: "codex"
-	// (Home/.codex/hooks.json, or CodexHome/hooks.json), "gemini"
-	// (Home/.gemini/settings.json), "cursor" (Home/.cursor/hooks.json); with
-	// Project, the same names under DIR.
+	// Agents lists the other agents to wire besides Claude Code (Agents()):
+	// each in its settings file under Home (or a directory its variable
+	// names, as $CODEX_HOME), or under Project (package agent says where).
 	Agents []string
-	// CodexHome is $CODEX_HOME; "" → Home/.codex.
-	CodexHome string
+	// Getenv reads the variables that move an agent's settings
+	// ($CODEX_HOME); nil reads none.
+	Getenv func(string) string
 	// Watchdog is auto (default), systemd, cron or none.
 	Watchdog string
 	// Uninstall removes what setup adds instead of adding it.

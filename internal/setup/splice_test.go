@@ -6,11 +6,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gyrum-labs/warp/internal/agent"
 )
 
 // allFormats are the hook formats of every agent setup wires.
 func allFormats() map[string]hookFormat {
-	return map[string]hookFormat{"claude": claudeFormat(), "codex": codexFormat(), "gemini": geminiFormat(), "cursor": cursorFormat()}
+	m := map[string]hookFormat{"claude": claudeFormat()}
+	for _, a := range agent.Wired() {
+		m[a.Hooks.Flag] = formatOf(a.Hooks)
+	}
+	return m
 }
 
 // oneEvent is a grouped format with a single event, so the expected
