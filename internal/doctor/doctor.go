@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/agent/trust"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/setup"
@@ -71,9 +72,10 @@ type Options struct {
 	// $CLAUDE_CONFIG_DIR ("" → Home/.claude).
 	Home            string
 	ClaudeConfigDir string
-	// CodexHome is $CODEX_HOME ("" → Home/.codex): where Codex keeps the
-	// hooks.json setup wires and the config.toml that records its trust.
-	CodexHome string
+	// Getenv reads the variables that move an agent's files
+	// ($CODEX_HOME, where Codex keeps its hooks and their trust); nil
+	// reads none.
+	Getenv func(string) string
 	// Cwd is the project whose .claude/settings.json and
 	// .claude/settings.local.json count too, and where a local lease is
 	// looked for.
@@ -612,4 +614,19 @@ const sweepCmd = "gyrum watchdog sweep"
 // restartLoop stops dir's loop (identity checked) and starts it again.
 func restartLoop(dir string) string {
 	return "gyrum heartbeat kill --dir " + shellquote.Quote(dir) + "; " + runLoop(dir)
+}
+
+// checkAgentTrust runs the agents' trust checks (package trust): for every
+// other agent whose hook file holds gyrum's hooks (what `gyrum setup
+// --agents` installed), that the agent will run them.
+func checkAgentTrust(o Options) []Check {
+	var out []Check
+	for _, r := range trust.Check(trust.Input{Home: o.Home, Getenv: o.Getenv, Cwd: o.Cwd, IsHookCommand: setup.IsHookCommand}) {
+		c := Check{Name: r.Name, Status: StatusOK, Detail: r.Detail}
+		if !r.OK {
+			c.Status, c.Fix = StatusFail, r.Fix
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -50,7 +50,7 @@ Exit 1 when something is wrong; warnings alone exit 0.`,
 			rep := doctor.Run(cmd.Context(), doctor.Options{
 				Home:            home,
 				ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
-				CodexHome:       a.getenv("CODEX_HOME"),
+				Getenv:          a.getenv,
 				Cwd:             cwd,
 				WarpURL:         a.getenv("WARP_URL"),
 				WarpToken:       a.getenv("WARP_TOKEN"),

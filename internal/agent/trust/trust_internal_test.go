@@ -1,4 +1,4 @@
-package doctor
+package trust
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gyrum-labs/warp/internal/setup"
 )
 
 // The keys and hashes doctor computes are the ones the real Codex 0.169.0
@@ -74,9 +76,9 @@ func trustedHome(t *testing.T) string {
 	return home
 }
 
-func codexCheck(t *testing.T, codexHome string) Check {
+func codexCheck(t *testing.T, codexHome string) Result {
 	t.Helper()
-	checks := checkAgentTrust(Options{Home: t.TempDir(), CodexHome: codexHome, Cwd: t.TempDir()})
+	checks := Check(input(t.TempDir(), codexHome, t.TempDir()))
 	if len(checks) != 1 || checks[0].Name != "codex-trust" {
 		t.Fatalf("checks %+v, want one codex-trust", checks)
 	}
@@ -85,7 +87,7 @@ func codexCheck(t *testing.T, codexHome string) Check {
 
 func TestCodexTrust(t *testing.T) {
 	t.Run("trusted as codex recorded it", func(t *testing.T) {
-		if c := codexCheck(t, trustedHome(t)); c.Status != StatusOK {
+		if c := codexCheck(t, trustedHome(t)); !c.OK {
 			t.Errorf("check %+v, want ok", c)
 		}
 	})
@@ -95,7 +97,7 @@ func TestCodexTrust(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := codexCheck(t, home)
-		if c.Status != StatusFail || !strings.Contains(c.Detail, "PostToolUse, PreToolUse not trusted") ||
+		if c.OK || !strings.Contains(c.Detail, "PostToolUse, PreToolUse not trusted") ||
 			!strings.Contains(c.Fix, "Trust all and continue") {
 			t.Errorf("check %+v, want a fail naming both hooks and how to trust them", c)
 		}
@@ -110,7 +112,7 @@ func TestCodexTrust(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := codexCheck(t, home)
-		if c.Status != StatusFail || !strings.Contains(c.Detail, "changed since trusted") {
+		if c.OK || !strings.Contains(c.Detail, "changed since trusted") {
 			t.Errorf("check %+v, want a fail saying the hooks changed", c)
 		}
 	})
@@ -122,12 +124,12 @@ func TestCodexTrust(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if c := codexCheck(t, home); c.Status != StatusFail || !strings.Contains(c.Detail, "PreToolUse disabled") {
+		if c := codexCheck(t, home); c.OK || !strings.Contains(c.Detail, "PreToolUse disabled") {
 			t.Errorf("check %+v, want a fail saying PreToolUse is disabled", c)
 		}
 	})
 	t.Run("no gyrum hooks: no check", func(t *testing.T) {
-		if checks := checkAgentTrust(Options{Home: t.TempDir(), CodexHome: t.TempDir(), Cwd: t.TempDir()}); len(checks) != 0 {
+		if checks := Check(input(t.TempDir(), t.TempDir(), t.TempDir())); len(checks) != 0 {
 			t.Errorf("checks %+v with nothing installed, want none", checks)
 		}
 	})
@@ -170,11 +172,11 @@ func TestGeminiTrust(t *testing.T) {
 					}
 				}
 			}
-			checks := checkAgentTrust(Options{Home: home, CodexHome: t.TempDir(), Cwd: project})
+			checks := Check(input(home, t.TempDir(), project))
 			if len(checks) != 1 || checks[0].Name != "gemini-trust (project)" {
 				t.Fatalf("checks %+v, want one gemini-trust", checks)
 			}
-			if got := checks[0].Status == StatusOK; got != c.ok {
+			if got := checks[0].OK; got != c.ok {
 				t.Errorf("check %+v, want ok %v", checks[0], c.ok)
 			}
 			if !c.ok && !strings.Contains(checks[0].Fix, "gemini") {
@@ -182,4 +184,15 @@ func TestGeminiTrust(t *testing.T) {
 			}
 		})
 	}
+}
+
+// input is an Input of home, a CODEX_HOME and cwd, that knows gyrum's hook
+// commands as setup writes them.
+func input(home, codexHome, cwd string) Input {
+	return Input{Home: home, Cwd: cwd, IsHookCommand: setup.IsHookCommand, Getenv: func(k string) string {
+		if k == "CODEX_HOME" {
+			return codexHome
+		}
+		return ""
+	}}
 }

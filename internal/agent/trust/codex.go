@@ -1,4 +1,4 @@
-package doctor
+package trust
 
 import (
 	"bytes"
@@ -16,27 +16,19 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/gyrum-labs/warp/internal/setup"
 )
 
-// checkAgentTrust checks, for every other agent whose hook file holds
-// gyrum's hooks (what `gyrum setup --agents` installed), that the agent
-// will run them: Codex runs a hook only once the user trusted that exact
-// hook, and Gemini CLI runs project hooks only in a trusted folder. Both
-// skip an untrusted hook without a word, so an untrusted hook leaves every
-// lease unwired. An agent setup did not install into gets no check.
-// doctor only reads: it never writes another program's trust.
-func checkAgentTrust(o Options) []Check {
-	var out []Check
-	codexHome := o.CodexHome
+// codex checks, in the user's Codex hooks file and the project's, that
+// Codex will run gyrum's hooks: it runs a hook only once the user trusted
+// that exact hook, and a project's hooks only in a trusted project.
+func codex(in Input) []Result {
+	codexHome := in.getenv("CODEX_HOME")
 	if codexHome == "" {
-		codexHome = filepath.Join(o.Home, ".codex")
+		codexHome = filepath.Join(in.Home, ".codex")
 	}
-	out = append(out, checkCodexTrust(filepath.Join(codexHome, "hooks.json"), codexHome, "", o.Cwd)...)
-	if o.Cwd != "" {
-		out = append(out, checkCodexTrust(filepath.Join(o.Cwd, ".codex", "hooks.json"), codexHome, o.Cwd, o.Cwd)...)
-		out = append(out, checkGeminiTrust(o)...)
+	out := checkCodexTrust(in, filepath.Join(codexHome, "hooks.json"), codexHome, "")
+	if in.Cwd != "" {
+		out = append(out, checkCodexTrust(in, filepath.Join(in.Cwd, ".codex", "hooks.json"), codexHome, in.Cwd)...)
 	}
 	return out
 }
@@ -109,7 +101,7 @@ func codexHookKey(file string, h codexHook) string {
 // sorted at every level, as compact JSON, SHA-256, "sha256:" and hex. The
 // handler is normalized to type, command, timeout (default 600, at
 // least 1), async (default false) and statusMessage when it has one.
-// internal/doctor's testdata holds hooks, config.toml and the hashes the
+// this package's testdata holds hooks, config.toml and the hashes the
 // real Codex listed for them.
 func codexHookHash(h codexHook) string {
 	handler := map[string]any{"type": "command", "command": h.command(), "async": false}
@@ -226,7 +218,8 @@ type codexConfig struct {
 // checkCodexTrust checks gyrum's hooks in the Codex hooks file at file
 // (project: the project it belongs to, "" for the user's) against the
 // trust recorded in codexHome/config.toml.
-func checkCodexTrust(file, codexHome, project, cwd string) []Check {
+func checkCodexTrust(in Input, file, codexHome, project string) []Result {
+	cwd := in.Cwd
 	name := "codex-trust"
 	if project != "" {
 		name = "codex-trust (project)"
@@ -235,19 +228,19 @@ func checkCodexTrust(file, codexHome, project, cwd string) []Check {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	c := Check{Name: name}
+	c := Result{Name: name}
 	if err != nil {
-		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read %s: %v", file, err), "make the file readable by this user"
-		return []Check{c}
+		c.Detail, c.Fix = fmt.Sprintf("cannot read %s: %v", file, err), "make the file readable by this user"
+		return []Result{c}
 	}
 	hooks, err := codexHooks(data)
 	if err != nil {
-		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("%s: %v", file, err), "fix the file (Codex cannot read it either), then run gyrum setup --agents codex"
-		return []Check{c}
+		c.Detail, c.Fix = fmt.Sprintf("%s: %v", file, err), "fix the file (Codex cannot read it either), then run gyrum setup --agents codex"
+		return []Result{c}
 	}
 	var ours []codexHook
 	for _, h := range hooks {
-		if setup.IsHookCommand(h.command()) {
+		if in.IsHookCommand(h.command()) {
 			ours = append(ours, h)
 		}
 	}
@@ -257,8 +250,8 @@ func checkCodexTrust(file, codexHome, project, cwd string) []Check {
 	config := filepath.Join(codexHome, "config.toml")
 	var cfg codexConfig
 	if _, err := toml.DecodeFile(config, &cfg); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read Codex's %s: %v", config, err), "fix the file (Codex cannot read it either)"
-		return []Check{c}
+		c.Detail, c.Fix = fmt.Sprintf("cannot read Codex's %s: %v", config, err), "fix the file (Codex cannot read it either)"
+		return []Result{c}
 	}
 	dir := cwd
 	if project != "" {
@@ -297,15 +290,14 @@ func checkCodexTrust(file, codexHome, project, cwd string) []Check {
 		fix = fmt.Sprintf("run `codex` in %s and trust the project when it asks", project)
 	}
 	if len(problems) > 0 {
-		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("Codex skips gyrum's hooks in %s without a word: %s (per %s); its tool calls are no evidence of work and its leases show unwired",
 			file, strings.Join(problems, "; "), config)
 		c.Fix = fix
-		return []Check{c}
+		return []Result{c}
 	}
-	c.Status = StatusOK
+	c.OK = true
 	c.Detail = fmt.Sprintf("Codex trusts gyrum's %d hooks in %s", len(ours), file)
-	return []Check{c}
+	return []Result{c}
 }
 
 // codexProjectTrusted reports whether Codex trusts project (its
@@ -319,106 +311,4 @@ func codexProjectTrusted(cfg codexConfig, project string) bool {
 			return false
 		}
 	}
-}
-
-// checkGeminiTrust checks that Gemini CLI trusts the folder of a project
-// whose .gemini/settings.json holds gyrum's hooks: it loads project
-// settings (and runs their hooks) only in a folder its
-// ~/.gemini/trustedFolders.json trusts, unless folder trust is turned off
-// (security.folderTrust.enabled false in the user's settings).
-func checkGeminiTrust(o Options) []Check {
-	file := filepath.Join(o.Cwd, ".gemini", "settings.json")
-	data, err := os.ReadFile(file)
-	if err != nil || !geminiHasOurHook(data) {
-		return nil
-	}
-	c := Check{Name: "gemini-trust (project)"}
-	geminiDir := filepath.Join(o.Home, ".gemini")
-	if user, err := os.ReadFile(filepath.Join(geminiDir, "settings.json")); err == nil {
-		var s struct {
-			Security struct {
-				FolderTrust struct {
-					Enabled *bool `json:"enabled"`
-				} `json:"folderTrust"`
-			} `json:"security"`
-		}
-		if json.Unmarshal(user, &s) == nil && s.Security.FolderTrust.Enabled != nil && !*s.Security.FolderTrust.Enabled {
-			c.Status, c.Detail = StatusOK, "Gemini CLI's folder trust is off: it runs the hooks in "+file
-			return []Check{c}
-		}
-	}
-	trustFile := filepath.Join(geminiDir, "trustedFolders.json")
-	rules := map[string]string{}
-	if data, err := os.ReadFile(trustFile); err == nil {
-		if err := json.Unmarshal(data, &rules); err != nil {
-			c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read Gemini CLI's %s: %v", trustFile, err), "fix the file (Gemini CLI cannot read it either)"
-			return []Check{c}
-		}
-	}
-	if geminiTrusted(rules, o.Cwd) {
-		c.Status, c.Detail = StatusOK, fmt.Sprintf("Gemini CLI trusts %s (%s): it runs the hooks in %s", o.Cwd, trustFile, file)
-		return []Check{c}
-	}
-	c.Status = StatusFail
-	c.Detail = fmt.Sprintf("Gemini CLI skips gyrum's hooks in %s without a word: %s is not a trusted folder in %s; its tool calls are no evidence of work and its leases show unwired",
-		file, o.Cwd, trustFile)
-	c.Fix = fmt.Sprintf("run `gemini` in %s and trust the folder when it asks (or with /permissions)", o.Cwd)
-	return []Check{c}
-}
-
-// geminiTrusted applies Gemini CLI's folder rules to dir: TRUST_FOLDER
-// trusts a folder and what is below it, TRUST_PARENT the folder's parent
-// and what is below that, DO_NOT_TRUST distrusts exactly that folder.
-func geminiTrusted(rules map[string]string, dir string) bool {
-	dir = filepath.Clean(dir)
-	if rules[dir] == "DO_NOT_TRUST" {
-		return false
-	}
-	within := func(root string) bool {
-		root = filepath.Clean(root)
-		rel, err := filepath.Rel(root, dir)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-	}
-	for path, rule := range rules {
-		switch rule {
-		case "TRUST_FOLDER":
-			if within(path) {
-				return true
-			}
-		case "TRUST_PARENT":
-			if within(filepath.Dir(filepath.Clean(path))) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// geminiHasOurHook reports whether a Gemini CLI settings file has a gyrum
-// hook in its "hooks" (event → [{matcher, hooks: [{command}]}]).
-func geminiHasOurHook(data []byte) bool {
-	var doc struct {
-		Hooks map[string]json.RawMessage `json:"hooks"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
-		return false
-	}
-	for _, raw := range doc.Hooks {
-		var groups []struct {
-			Hooks []struct {
-				Command string `json:"command"`
-			} `json:"hooks"`
-		}
-		if json.Unmarshal(raw, &groups) != nil {
-			continue
-		}
-		for _, g := range groups {
-			for _, h := range g.Hooks {
-				if setup.IsHookCommand(h.Command) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
