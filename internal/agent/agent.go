@@ -37,6 +37,24 @@ type Agent struct {
 	// Hooks is how gyrum setup wires the hook into the agent's settings;
 	// nil when it cannot.
 	Hooks *Hooks
+	// Server, when set, is how the agent runs sessions' tool calls in a
+	// shared server process of its own (Codex's app-server daemon): such a
+	// process outlives the session whose call runs under it and keeps the
+	// environment of whoever started it, so start-work watches its one
+	// connected client instead.
+	Server *Server
+}
+
+// Server describes an agent's shared server.
+type Server struct {
+	// Is reports whether a process of the agent with command line args
+	// is the shared server, and whether it listens for remote clients
+	// (whose sessions cannot be told apart).
+	Is func(args []string) (server, remote bool)
+	// Name names it in messages ("the Codex app-server daemon").
+	Name string
+	// Avoid says how to run the agent without it, for a refusal.
+	Avoid string
 }
 
 // Hooks describes an agent's hook settings file as gyrum setup edits it.

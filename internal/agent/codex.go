@@ -1,5 +1,7 @@
 package agent
 
+import "strings"
+
 // codex is OpenAI's Codex CLI (docs/agents/codex.md): a native `codex`
 // (and codex.js for node, and the platform binaries the npm package
 // ships). Its hooks.json uses Claude Code's event names and output.
@@ -23,6 +25,46 @@ var codex = Agent{
 		ProjectDir: ".codex", UserDir: ".codex", HomeEnv: "CODEX_HOME", File: "hooks.json",
 		Notes: codexNotes,
 	},
+	Server: &Server{
+		Is:    codexAppServer,
+		Name:  "the Codex app-server daemon",
+		Avoid: "run the app without the shared server (codex --no-daemon)",
+	},
+}
+
+// codexAppServer reports whether a codex command line is an app server
+// that serves clients over a socket: the shared daemon the interactive app
+// runs its tools on (measured, 0.169.0: `codex app-server --listen unix://
+// --analytics-default-enabled --managed-daemon`, started detached by
+// `codex app-server daemon start` or by the app itself), or any `codex
+// app-server --listen URL` but stdio://. remote is true when it listens on
+// something other than a Unix socket (ws://…).
+func codexAppServer(args []string) (server, remote bool) {
+	app := false
+	for i, a := range args {
+		switch {
+		case a == "app-server":
+			app = true
+		case !app:
+		case a == "--managed-daemon":
+			server = true
+		case a == "--listen" && i+1 < len(args):
+			server, remote = listenServer(args[i+1], server, remote)
+		case strings.HasPrefix(a, "--listen="):
+			server, remote = listenServer(strings.TrimPrefix(a, "--listen="), server, remote)
+		}
+	}
+	return app && server, app && remote
+}
+
+func listenServer(url string, server, remote bool) (bool, bool) {
+	switch {
+	case url == "" || strings.HasPrefix(url, "stdio"):
+		return server, remote
+	case strings.HasPrefix(url, "unix:"):
+		return true, remote
+	}
+	return true, true
 }
 
 // codexNotes: Codex records trust per hook definition, so a hook it has not

@@ -161,43 +161,19 @@ func shell(comm string) bool {
 	return false
 }
 
-// CodexServer reports whether a process with kernel name comm and command
-// line args is a Codex app server that serves clients over a socket: the
-// shared daemon the interactive app runs its tools on (measured, 0.169.0:
-// `codex app-server --listen unix:// --analytics-default-enabled
-// --managed-daemon`, started detached by `codex app-server daemon start`
-// or by the app itself), or any `codex app-server --listen URL` but
-// stdio://. Such a process outlives the session whose tool call runs
-// under it and keeps the environment of whoever started it; its clients
-// are the sessions. remote is true when it listens on something other
-// than a Unix socket (ws://…).
-func CodexServer(comm string, args []string) (server, remote bool) {
-	if n, ok := Name(comm, args); !ok || n != "codex" {
-		return false, false
+// SharedServer reports whether a process with kernel name comm and command
+// line args is an agent's shared server (agent.Server: Codex's app-server
+// daemon), which runs other sessions' tool calls, and whether it listens
+// for remote clients; a is its agent.
+func SharedServer(comm string, args []string) (a agent.Agent, server, remote bool) {
+	name, ok := Name(comm, args)
+	if !ok {
+		return agent.Agent{}, false, false
 	}
-	app := false
-	for i, a := range args {
-		switch {
-		case a == "app-server":
-			app = true
-		case !app:
-		case a == "--managed-daemon":
-			server = true
-		case a == "--listen" && i+1 < len(args):
-			server, remote = listenServer(args[i+1], server, remote)
-		case strings.HasPrefix(a, "--listen="):
-			server, remote = listenServer(strings.TrimPrefix(a, "--listen="), server, remote)
-		}
+	a, _ = agent.ByName(name)
+	if a.Server == nil {
+		return a, false, false
 	}
-	return app && server, app && remote
-}
-
-func listenServer(url string, server, remote bool) (bool, bool) {
-	switch {
-	case url == "" || strings.HasPrefix(url, "stdio"):
-		return server, remote
-	case strings.HasPrefix(url, "unix:"):
-		return true, remote
-	}
-	return true, true
+	server, remote = a.Server.Is(args)
+	return a, server, remote
 }

@@ -102,7 +102,7 @@ func BenchmarkInherited(b *testing.B) {
 	}
 }
 
-func TestCodexServer(t *testing.T) {
+func TestSharedServer(t *testing.T) {
 	daemon := "/h/.codex/packages/app-server-daemon/releases/0.169.0-x86_64-unknown-linux-musl/bin/codex"
 	for _, c := range []struct {
 		args           []string
@@ -124,9 +124,9 @@ func TestCodexServer(t *testing.T) {
 		{[]string{daemon, "app-server", "daemon", "pid-update-loop"}, false, false},
 		{[]string{"gemini", "app-server", "--managed-daemon"}, false, false},
 	} {
-		s, r := agentproc.CodexServer(filepath.Base(c.args[0]), c.args)
+		_, s, r := agentproc.SharedServer(filepath.Base(c.args[0]), c.args)
 		if s != c.server || r != c.remote {
-			t.Errorf("CodexServer(%q) = %v, %v; want %v, %v", c.args, s, r, c.server, c.remote)
+			t.Errorf("SharedServer(%q) = %v, %v; want %v, %v", c.args, s, r, c.server, c.remote)
 		}
 	}
 }

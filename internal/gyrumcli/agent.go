@@ -121,52 +121,53 @@ func agentName(comm string, args []string, extra *regexp.Regexp) (string, bool) 
 	return "", false
 }
 
-// codexServerClient handles a start-work run inside a Codex app server
-// on a socket (agentproc.CodexServer): the interactive app's shared
-// daemon runs the tool shells, outlives the session and keeps the
-// environment of the session that started it. Watching it would keep the
-// lease after the user quits, and its environment is another session's.
-// When the nearest agent above start-work is such a server, the process
-// watched is the single client connected to it (the app, `codex` or
+// serverClient handles a start-work run inside an agent's shared server
+// (agent.Server: Codex's app-server daemon, which the interactive app runs
+// its tool shells on): it outlives the session and keeps the environment
+// of the session that started it. Watching it would keep the lease after
+// the user quits, and its environment is another session's. When the
+// nearest agent above start-work is such a server, the process watched is
+// the single client connected to it (for Codex: the app, `codex` or
 // `codex --remote`), and the session's settings (WARP_*, GYRUM_*,
 // HEARTBEAT_*, CLAUDE_PID, HOME, USER, LOGNAME) come from that client's
-// environment, not from start-work's own. It refuses when it cannot
-// tell the session: no client, several, a non-Unix listener, an
-// unreadable environment. ok is false when start-work does not run
-// under such a server.
-func (a *App) codexServerClient() (w Watched, ok bool, err error) {
-	in, name, found := agentproc.Nearest(os.Getppid())
-	if !found || name != "codex" {
+// environment, not from start-work's own. It refuses when it cannot tell
+// the session: no client, several, a non-Unix listener, an unreadable
+// environment. ok is false when start-work does not run under such a
+// server.
+func (a *App) serverClient() (w Watched, ok bool, err error) {
+	in, _, found := agentproc.Nearest(os.Getppid())
+	if !found {
 		return Watched{}, false, nil
 	}
 	args, _ := proc.Cmdline(in.PID)
-	server, remote := agentproc.CodexServer(in.Name, args)
+	ag, server, remote := agentproc.SharedServer(in.Name, args)
 	if !server {
 		return Watched{}, false, nil
 	}
-	const todo = "run the app without the shared server (codex --no-daemon), or name the agent process with --watch-pid PID"
+	srv := ag.Server
+	todo := srv.Avoid + ", or name the agent process with --watch-pid PID"
 	if !remote {
 		if r, err := proc.ListensRemote(in.PID); err == nil && r {
 			remote = true
 		}
 	}
 	if remote {
-		return Watched{}, true, fmt.Errorf("start-work runs under a Codex app server listening for remote clients (pid %d): which session this is cannot be told; %s", in.PID, todo)
+		return Watched{}, true, fmt.Errorf("start-work runs under %s (pid %d), which listens for remote clients: which session this is cannot be told; %s", srv.Name, in.PID, todo)
 	}
 	clients, err := proc.UnixClients(in.PID)
 	if err != nil {
-		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), and its connected client cannot be found: %w; %s", in.PID, err, todo)
+		return Watched{}, true, fmt.Errorf("start-work runs under %s (pid %d), and its connected client cannot be found: %w; %s", srv.Name, in.PID, err, todo)
 	}
 	switch len(clients) {
 	case 0:
-		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), which has no connected client to watch; %s", in.PID, todo)
+		return Watched{}, true, fmt.Errorf("start-work runs under %s (pid %d), which has no connected client to watch; %s", srv.Name, in.PID, todo)
 	case 1:
 	default:
-		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d), which has %d connected clients (pids %v): which session this is cannot be told; %s", in.PID, len(clients), clients, todo)
+		return Watched{}, true, fmt.Errorf("start-work runs under %s (pid %d), which has %d connected clients (pids %v): which session this is cannot be told; %s", srv.Name, in.PID, len(clients), clients, todo)
 	}
 	env, err := proc.Environ(clients[0])
 	if err != nil {
-		return Watched{}, true, fmt.Errorf("start-work runs under the Codex app-server daemon (pid %d): the environment of its client, pid %d, cannot be read: %w; %s", in.PID, clients[0], err, todo)
+		return Watched{}, true, fmt.Errorf("start-work runs under %s (pid %d): the environment of its client, pid %d, cannot be read: %w; %s", srv.Name, in.PID, clients[0], err, todo)
 	}
 	w, err = lookupWatched(clients[0], "app-server-client")
 	if err != nil {

@@ -201,7 +201,7 @@ func (a *App) startWork(ctx context.Context, o startWorkOptions, ticket string, 
 	// environment) is its client's: settled before anything reads the
 	// environment.
 	if child == nil && o.watchPID == 0 {
-		if s.watched, s.server, err = a.codexServerClient(); err != nil {
+		if s.watched, s.server, err = a.serverClient(); err != nil {
 			return err
 		}
 	}
@@ -247,7 +247,7 @@ type startRun struct {
 	repo    string // with --worktree: the top level of base's repository
 	unlock  func() // gives the start lock of base back (without --worktree)
 	watched Watched
-	server  bool // watched is the client of a Codex app server (codexServerClient)
+	server  bool // watched is the client of an agent's shared server (serverClient)
 	api     *client.Client
 	t       client.Ticket // as claimed
 	d       gyrumdir.Dir
@@ -337,7 +337,7 @@ func (s *startRun) checkWatched() (err error) {
 		return nil
 	}
 	if s.server {
-		return nil // settled by codexServerClient
+		return nil // settled by serverClient
 	}
 	if s.watched, err = s.a.resolveWatched(s.o.watchPID); err != nil {
 		return err
