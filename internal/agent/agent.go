@@ -21,6 +21,11 @@ type Agent struct {
 	// Product is the agent as people call it ("claude-code"); it labels
 	// leases (start-work's default --agent).
 	Product string
+	// Title is its name in prose ("Claude Code").
+	Title string
+	// ShellTool is what the agent calls its shell tool, for the
+	// instructions setup writes ("Bash"); "" when it has none.
+	ShellTool string
 	// Executables are the base names its processes go by: the kernel's
 	// name, argv[0], or the script an interpreter runs.
 	Executables []string

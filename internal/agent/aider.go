@@ -5,6 +5,7 @@ package agent
 var aider = Agent{
 	Name:        "aider",
 	Product:     "aider",
+	Title:       "Aider",
 	Executables: []string{"aider"},
 	Packages:    []string{"/aider/"},
 }

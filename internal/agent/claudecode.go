@@ -7,6 +7,8 @@ package agent
 var claudeCode = Agent{
 	Name:        "claude",
 	Product:     "claude-code",
+	Title:       "Claude Code",
+	ShellTool:   "Bash",
 	Executables: []string{"claude", "claude.exe"},
 	Packages:    []string{"@anthropic-ai/claude-code/"},
 	Notice:      NoticeHookSpecific,

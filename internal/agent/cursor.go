@@ -7,6 +7,8 @@ package agent
 var cursor = Agent{
 	Name:        "cursor-agent",
 	Product:     "cursor",
+	Title:       "Cursor",
+	ShellTool:   "the terminal",
 	Executables: []string{"cursor-agent"},
 	Events:      map[string]string{"preToolUse": "PreToolUse", "postToolUse": "PostToolUse", "postToolUseFailure": "PostToolUseFailure"},
 	Notice:      NoticeTopLevel,

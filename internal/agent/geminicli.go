@@ -14,6 +14,8 @@ import (
 var geminiCLI = Agent{
 	Name:        "gemini",
 	Product:     "gemini-cli",
+	Title:       "Gemini CLI",
+	ShellTool:   "run_shell_command",
 	Executables: []string{"gemini", "gemini.js"},
 	Packages:    []string{"@google/gemini-cli/"},
 	Events:      map[string]string{"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"},

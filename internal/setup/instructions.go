@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/agent"
 )
 
 // The markers around the instructions block setup writes into an agent's
@@ -26,12 +28,17 @@ const instructionsBeginPrefix = "<!-- gyrum:begin"
 // what `gyrum setup --instructions` prints, and what it puts between the
 // markers of a file.
 func Instructions() string {
+	var tools []string
+	for _, a := range agent.All() {
+		if a.ShellTool != "" {
+			tools = append(tools, a.Title+": "+a.ShellTool)
+		}
+	}
 	return `## Tickets and leases (gyrum)
 
 Work on a ticket only while you hold its lease. The lease lives while your
 tool calls show progress; gyrum's hook and heartbeat loop keep it. Run the
-gyrum commands below with your shell tool (Claude Code: Bash; Codex: its
-shell, exec_command; Gemini CLI: run_shell_command; Cursor: the terminal).
+gyrum commands below with your shell tool (` + wrap(strings.Join(tools, "; "), 33, 74) + `).
 
 - Claim before you start, from the project directory:
   ` + "`gyrum start-work TICKET`" + `, or ` + "`gyrum start-work --next`" + ` for the oldest
@@ -50,6 +57,27 @@ shell, exec_command; Gemini CLI: run_shell_command; Cursor: the terminal).
   with ` + "`gyrum release --dir D`" + ` (D: that ticket's worktree); claim it again
   only if it is still open and the work is still wanted.
 `
+}
+
+// wrap breaks s at spaces into lines of at most width bytes, the first
+// of at most first (it follows text on its line).
+func wrap(s string, first, width int) string {
+	var b strings.Builder
+	room := first
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case len(w)+1 > room:
+			b.WriteByte('\n')
+			room = width
+		default:
+			b.WriteByte(' ')
+			room--
+		}
+		b.WriteString(w)
+		room -= len(w)
+	}
+	return b.String()
 }
 
 // instructionsBlock is the marked block, ending in a newline.
