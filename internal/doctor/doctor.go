@@ -450,6 +450,12 @@ func checkLoop(e gyrumdir.Entry) Check {
 		return c
 	}
 	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
+	if l, err := d.ReadLease(); err == nil && (l.WatchedHow == "caller" || l.WatchedHow == "parent") {
+		// Not a failure: the lease is truthful if the process is the agent.
+		c.Status = StatusWarn
+		c.Detail += fmt.Sprintf("; start-work did not recognise the agent and watches %q (%s): the lease ends when that process exits", l.Watched, l.WatchedHow)
+		c.Fix = "if that is not the agent, name it next time: GYRUM_AGENT_PROCESS=REGEXP or start-work --watch-pid PID (docs/agents/other.md)"
+	}
 	// Alive is not heartbeating: what the loop's last tick got says
 	// whether warp takes its heartbeats.
 	st, err := d.ReadState()

@@ -93,15 +93,19 @@ type LoopStatus struct {
 	Dir string `json:"dir"`
 	// Registered: the loop is in the registry ($GYRUM_HOME/run); false for
 	// a lease status lists from $GYRUM_HOME/worktrees whose loop is gone.
-	Registered bool                `json:"registered"`
-	Ticket     string              `json:"ticket,omitempty"`
-	Epoch      int64               `json:"epoch,omitempty"`
-	WarpURL    string              `json:"warp_url,omitempty"`
-	LeaseErr   string              `json:"lease_error,omitempty"`
-	LoopPID    int                 `json:"loop_pid,omitempty"`
-	LoopAlive  bool                `json:"loop_alive"`
-	ParentPID  int                 `json:"parent_pid,omitempty"`
-	ParentOK   bool                `json:"parent_alive"`
+	Registered bool   `json:"registered"`
+	Ticket     string `json:"ticket,omitempty"`
+	Epoch      int64  `json:"epoch,omitempty"`
+	WarpURL    string `json:"warp_url,omitempty"`
+	LeaseErr   string `json:"lease_error,omitempty"`
+	LoopPID    int    `json:"loop_pid,omitempty"`
+	LoopAlive  bool   `json:"loop_alive"`
+	ParentPID  int    `json:"parent_pid,omitempty"`
+	ParentOK   bool   `json:"parent_alive"`
+	// Watched and WatchedHow are the watched process's name and how
+	// start-work chose it (lease.json; empty from an older gyrum).
+	Watched    string              `json:"watched,omitempty"`
+	WatchedHow string              `json:"watched_how,omitempty"`
 	ActivityS  *float64            `json:"activity_age_s,omitempty"`
 	InFlight   string              `json:"in_flight,omitempty"`
 	LastPOST   *time.Time          `json:"last_post_at,omitempty"`
@@ -114,6 +118,7 @@ func (a *App) inspect(d gyrumdir.Dir, loopPID int) LoopStatus {
 	s := LoopStatus{Dir: d.Worktree}
 	if l, err := d.ReadLease(); err == nil {
 		s.Ticket, s.Epoch, s.WarpURL = l.Ticket, l.Epoch, l.WarpURL
+		s.Watched, s.WatchedHow = l.Watched, l.WatchedHow
 	} else {
 		s.LeaseErr = err.Error()
 	}
@@ -189,7 +194,7 @@ func (a *App) printStatusLong(w io.Writer, s LoopStatus) error {
 	}
 	c := clikit.Clean // each field on its line, whatever the files and the server said
 	_, err := fmt.Fprintf(w, "dir       %s\nlease     %s\nloop      %s\nwatching  %s\nactivity  %s\nlast POST %s\n",
-		c(s.Dir), c(lease), pidState(s.LoopPID, s.LoopAlive), pidState(s.ParentPID, s.ParentOK),
+		c(s.Dir), c(lease), pidState(s.LoopPID, s.LoopAlive), c(watchedText(s)),
 		c(activityText(s)), c(a.postText(s)))
 	return err
 }

@@ -1,12 +1,14 @@
 package gyrumcli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -89,6 +91,15 @@ func TestUnknownAgentIsWatchedAboveItsCallShell(t *testing.T) {
 	})
 	if v := e.ws.Ticket("T-ux"); v.Lease == nil || v.Lease.Exit != "" || v.Verdict != warp.VerdictActive {
 		t.Fatalf("after the calls: lease %+v verdict %q, want held and active", v.Lease, v.Verdict)
+	}
+	// status and doctor say which process is watched, and why.
+	var hs gyrumcli.HostStatus
+	if r := e.gyrum(wt, "", "status", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &hs) != nil || len(hs.Loops) != 1 ||
+		hs.Loops[0].Watched != "stand-in-agent" || hs.Loops[0].WatchedHow != "caller" {
+		t.Errorf("status --json: %+v (%+v), want the loop watching stand-in-agent, caller", hs, r)
+	}
+	if r := e.gyrum(wt, "", "doctor"); !strings.Contains(r.stdout, "did not recognise the agent") {
+		t.Errorf("doctor does not say the agent was not recognised:\n%s%s", r.stdout, r.stderr)
 	}
 	// The agent exits: the lease says so.
 	stdin.Close()

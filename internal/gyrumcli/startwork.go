@@ -477,7 +477,7 @@ func (s *startRun) prepareDir(wt string) error {
 		fmt.Fprintf(s.a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
 	}
 	s.lease = gyrumdir.Lease{Ticket: s.t.ID, Epoch: s.t.Lease.Epoch, WarpURL: s.api.BaseURL(), Agent: s.res.Agent, Host: s.res.Host,
-		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret}
+		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret, Watched: s.watched.Name, WatchedHow: s.watched.How}
 	if err := d.WriteLease(s.lease); err != nil {
 		return err
 	}

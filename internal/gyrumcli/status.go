@@ -157,7 +157,17 @@ func (a *App) printHostStatus(hs HostStatus) error {
 		// One line a loop, whatever the files and the server said (a wait's
 		// reason, an error): no line feeds or escapes.
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", clikit.Clean(s.Ticket), s.Epoch, pidState(s.LoopPID, s.LoopAlive),
-			pidState(s.ParentPID, s.ParentOK), clikit.Clean(activityText(s)), clikit.Clean(a.postText(s)), clikit.Clean(s.Dir))
+			clikit.Clean(watchedText(s)), clikit.Clean(activityText(s)), clikit.Clean(a.postText(s)), clikit.Clean(s.Dir))
 	}
 	return tw.Flush()
+}
+
+// watchedText is the WATCHED column: the process, whether it lives, and
+// its name and how start-work chose it when lease.json says.
+func watchedText(s LoopStatus) string {
+	t := pidState(s.ParentPID, s.ParentOK)
+	if s.Watched != "" || s.WatchedHow != "" {
+		t += " (" + s.Watched + ", " + s.WatchedHow + ")"
+	}
+	return t
 }

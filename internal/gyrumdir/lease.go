@@ -31,6 +31,12 @@ type Lease struct {
 	// claim's answer; empty from a server that binds leases to tokens only).
 	// lease.json is 0600 for it.
 	LeaseSecret string `json:"lease_secret,omitempty"`
+	// Watched names the agent process start-work watches (its name) and
+	// how it was chosen (start-work's watched_how: CLAUDE_PID, ancestor,
+	// caller, parent, ...), for gyrum status and doctor; empty from a
+	// gyrum before 2026-12-07.
+	Watched    string `json:"watched,omitempty"`
+	WatchedHow string `json:"watched_how,omitempty"`
 }
 
 // Validate reports an ErrCorrupt error for a lease that cannot be used.
