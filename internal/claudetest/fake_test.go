@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/agenttest"
 )
 
 // mainBody is a minimal main-conversation request body.
@@ -456,11 +458,11 @@ func TestToolIDsUnique(t *testing.T) {
 }
 
 func TestProcessTree(t *testing.T) {
-	procs, err := Processes()
+	procs, err := agenttest.Processes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var self *Proc
+	var self *agenttest.Proc
 	for i := range procs {
 		if procs[i].PID == os.Getpid() {
 			self = &procs[i]
@@ -470,7 +472,7 @@ func TestProcessTree(t *testing.T) {
 		t.Fatal("own process not listed")
 	}
 	found := false
-	for _, p := range Descendants(procs, self.PPID) {
+	for _, p := range agenttest.Descendants(procs, self.PPID) {
 		if p.PID == self.PID {
 			found = true
 		}
@@ -478,7 +480,7 @@ func TestProcessTree(t *testing.T) {
 	if !found {
 		t.Error("own process not a descendant of its parent")
 	}
-	if !strings.Contains(Tree(procs, self.PID), "claudetest") {
-		t.Errorf("tree:\n%s", Tree(procs, self.PID))
+	if !strings.Contains(agenttest.Tree(procs, self.PID), "claudetest") {
+		t.Errorf("tree:\n%s", agenttest.Tree(procs, self.PID))
 	}
 }

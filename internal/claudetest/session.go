@@ -3,18 +3,14 @@ package claudetest
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/agenttest"
 )
 
 // Version is the Claude Code version these tests are written against
@@ -24,88 +20,35 @@ const Version = "2.1.328"
 // EnvBinary names the variable that points the tests at a claude binary.
 const EnvBinary = "GYRUM_TEST_CLAUDE"
 
-// cacheBinary is where .ci/install-claude installs the CLI, relative to
-// the module root.
-var cacheBinary = filepath.Join(".cache", "claude-code", "node_modules", ".bin", "claude")
+// cli is the Claude Code CLI the tests drive.
+var cli = &agenttest.CLI{
+	Title:     "Claude Code",
+	Binary:    "claude",
+	Version:   Version,
+	EnvBinary: EnvBinary,
+	Cache:     ".cache/claude-code/node_modules/.bin/claude",
+	Install:   ".ci/install-claude",
+	// `claude --version` prints "2.1.328 (Claude Code)".
+	VersionOf: func(out string) string {
+		f := strings.Fields(out)
+		if len(f) == 0 {
+			return ""
+		}
+		return f[0]
+	},
+}
 
 // Find returns the claude binary to test: $GYRUM_TEST_CLAUDE; else
-// <module root>/.cache/claude-code/node_modules/.bin/claude (what
-// .ci/install-claude installs); else claude on PATH. The error says what
-// was tried.
-func Find() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if isExecutable(p) {
-			return p, nil
-		}
-		return "", fmt.Errorf("%s=%s is not an executable file", EnvBinary, p)
-	}
-	var tried []string
-	if root, err := moduleRoot(); err == nil {
-		p := filepath.Join(root, cacheBinary)
-		if isExecutable(p) {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p, nil
-	}
-	tried = append(tried, "claude on PATH")
-	return "", fmt.Errorf("no Claude Code CLI: %s is unset and there is no %s (run .ci/install-claude)",
-		EnvBinary, strings.Join(tried, " nor "))
-}
+// <module root>/.cache/claude-code/node_modules/.bin/claude (what .ci/install-claude installs); else
+// claude on PATH. The error says what was tried.
+func Find() (string, error) { return cli.Find() }
 
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = up
-	}
-}
-
-var (
-	versionOnce sync.Once
-	versionOut  string
-)
-
-// Require returns the claude binary (Find). When there is none it skips
-// the test with the reason, unless the CI variable is set: then the test
-// fails. It logs the binary's version, and warns when it is not Version.
+// Require returns the claude binary (Find). When there is none it
+// skips the test with the reason, unless the CI variable is set: then the
+// test fails. It warns when the binary is not Version.
 func Require(t testing.TB) string {
 	t.Helper()
-	p, err := Find()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but the real Claude Code CLI is missing: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
-	versionOnce.Do(func() {
-		out, err := exec.Command(p, "--version").Output()
-		versionOut = strings.TrimSpace(string(out))
-		if err != nil {
-			versionOut = fmt.Sprintf("unknown (--version: %v)", err)
-		}
-	})
-	if !strings.HasPrefix(versionOut, Version+" ") && versionOut != Version {
-		t.Logf("warning: %s is Claude Code %s; these tests were measured on %s", p, versionOut, Version)
-	}
-	return p
+	return cli.Require(t)
 }
 
 // Options configure one run of the CLI.
@@ -140,26 +83,16 @@ type Options struct {
 // Session is one run of the real CLI, started by Start. Everything it
 // spawned is killed at the end of the test.
 type Session struct {
+	// Run is the started command (agenttest.Run); Pid is the claude
+	// process, or the wrapper of Options.Wrap.
+	*agenttest.Run
 	t testing.TB
-	// Cmd is the started command; Cmd.Process.Pid is the claude process.
-	Cmd *exec.Cmd
 	// Home is $HOME, ConfigDir $CLAUDE_CONFIG_DIR (Home/.claude) and
 	// TmpDir $CLAUDE_CODE_TMPDIR of the run.
 	Home, ConfigDir, TmpDir string
-	// Started is when the process was started.
-	Started time.Time
-	// Env is the environment the CLI was started with.
-	Env []string
 
-	model      *FakeModel
-	bin        string
-	tag        string
-	stdoutPath string
-	stderrPath string
-	done       chan struct{}
-	code       int
-	ended      time.Time
-	killOnce   sync.Once
+	model *FakeModel
+	bin   string
 }
 
 // tagVar marks every process of a session in its environment, so the
@@ -188,8 +121,7 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 		o.Prompt = "Do the task."
 	}
 	root := t.TempDir()
-	s := &Session{t: t, model: model, Home: filepath.Join(root, "home"), done: make(chan struct{}),
-		tag: randomAlnum(16), stdoutPath: filepath.Join(root, "stdout.jsonl"), stderrPath: filepath.Join(root, "stderr.txt")}
+	s := &Session{t: t, model: model, bin: bin, Home: filepath.Join(root, "home")}
 	s.ConfigDir = filepath.Join(s.Home, ".claude")
 	if err := os.MkdirAll(s.ConfigDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -214,7 +146,6 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 		"DISABLE_ERROR_REPORTING":                  "1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"LANG": "C.UTF-8",
-		tagVar: s.tag,
 	}
 	for _, k := range []string{"PATH", "USER", "LOGNAME"} {
 		if v := os.Getenv(k); v != "" {
@@ -242,75 +173,11 @@ func Start(t testing.TB, model *FakeModel, o Options) *Session {
 	for k, v := range o.Env {
 		env[k] = v
 	}
-	for k, v := range env {
-		if v != "" {
-			s.Env = append(s.Env, k+"="+v)
-		}
-	}
-	sort.Strings(s.Env)
-
-	stdout, err := os.Create(s.stdoutPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := os.Create(s.stderrPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Files, not pipes: Wait returns when claude exits even if something
-	// it spawned still holds the descriptors.
-	cmd := exec.Command(bin, args...)
-	if len(o.Wrap) > 0 {
-		cmd = exec.Command(o.Wrap[0], append(append(append([]string(nil), o.Wrap[1:]...), bin), args...)...)
-	}
-	s.bin = bin
-	cmd.Dir, cmd.Env = o.Dir, s.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s.Cmd = cmd
-	s.Started = time.Now()
-	err = cmd.Start()
-	stdout.Close()
-	stderr.Close()
-	devnull.Close()
-	if err != nil {
-		os.RemoveAll(s.TmpDir)
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	go func() {
-		_ = cmd.Wait()
-		s.ended = time.Now()
-		s.code = exitCode(cmd.ProcessState)
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		s.Kill()
-		if t.Failed() {
-			s.logOutput()
-		}
-		os.RemoveAll(s.TmpDir)
-	})
+	tmpDir := s.TmpDir
+	s.Run = agenttest.StartRun(t, agenttest.RunOptions{Name: "claude", Bin: bin, Args: args, Wrap: o.Wrap, Dir: o.Dir, Env: env,
+		TagVar: tagVar, StdoutLabel: "stdout (stream-json)", Summary: model.Summary, Cleanup: func() { os.RemoveAll(tmpDir) }})
 	return s
 }
-
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return -1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
-}
-
-// Pid is the pid of the process started: the claude process (the native
-// binary itself: the npm "claude" symlink points at bin/claude.exe, no
-// wrapper process), or the wrapper of Options.Wrap.
-func (s *Session) Pid() int { return s.Cmd.Process.Pid }
 
 // ClaudePid returns the pid of the claude process: Pid, or with
 // Options.Wrap the descendant of the wrapper that runs the claude binary
@@ -318,127 +185,22 @@ func (s *Session) Pid() int { return s.Cmd.Process.Pid }
 func (s *Session) ClaudePid() int {
 	// The binary is argv[0], or argv[1] of an interpreter running it (a
 	// script standing in for the CLI).
-	runs := func(p Proc) bool {
+	runs := func(p agenttest.Proc) bool {
 		return (len(p.Args) > 0 && p.Args[0] == s.bin) || (len(p.Args) > 1 && p.Args[1] == s.bin)
 	}
-	if p, ok := Lookup(s.Pid()); ok && runs(p) {
+	if p, ok := agenttest.Lookup(s.Pid()); ok && runs(p) {
 		return s.Pid()
 	}
-	procs, err := Processes()
+	procs, err := agenttest.Processes()
 	if err != nil {
 		return 0
 	}
-	for _, p := range Descendants(procs, s.Pid()) {
+	for _, p := range agenttest.Descendants(procs, s.Pid()) {
 		if runs(p) {
 			return p.PID
 		}
 	}
 	return 0
-}
-
-// Done is closed when the claude process has exited.
-func (s *Session) Done() <-chan struct{} { return s.done }
-
-// Exited reports whether the claude process has exited.
-func (s *Session) Exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Ended waits for the process to exit and returns when its exit was
-// observed.
-func (s *Session) Ended() time.Time {
-	<-s.done
-	return s.ended
-}
-
-// Wait waits up to timeout for the claude process to exit and returns its
-// exit code (128+N when signal N killed it). On timeout it fails the test
-// (the cleanup kills the session).
-func (s *Session) Wait(timeout time.Duration) int {
-	s.t.Helper()
-	select {
-	case <-s.done:
-		return s.code
-	case <-time.After(timeout):
-		s.t.Fatalf("claude (pid %d) still running after %v; process tree:\n%s", s.Pid(), timeout, s.TreeString())
-		return -1
-	}
-}
-
-// WaitOK is Wait that also fails the test on a non-zero exit code.
-func (s *Session) WaitOK(timeout time.Duration) {
-	s.t.Helper()
-	if code := s.Wait(timeout); code != 0 {
-		s.t.Fatalf("claude exited %d\nstderr:\n%s", code, s.Stderr())
-	}
-}
-
-// Kill sends SIGKILL to the claude process group and to every process
-// the session spawned (found by its environment tag on Linux, and by
-// ancestry while claude runs), then reaps claude. It is idempotent and
-// runs at the end of every test.
-func (s *Session) Kill() {
-	s.killOnce.Do(func() {
-		pid := s.Pid()
-		victims := map[int]bool{}
-		if !s.Exited() {
-			if procs, err := Processes(); err == nil {
-				for _, p := range Descendants(procs, pid) {
-					victims[p.PID] = true
-				}
-			}
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		for range 5 {
-			for _, p := range tagged(tagVar + "=" + s.tag) {
-				victims[p] = true
-			}
-			if len(victims) == 0 {
-				break
-			}
-			for p := range victims {
-				if p > 1 && p != os.Getpid() {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-			}
-			clear(victims)
-			time.Sleep(20 * time.Millisecond)
-		}
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Second):
-			s.t.Errorf("claude (pid %d) not reaped 10 s after SIGKILL", pid)
-		}
-	})
-}
-
-// Leftovers returns the pids of live processes that carry the session's
-// environment tag (Linux only): what the CLI spawned and is still running.
-func (s *Session) Leftovers() []int {
-	var out []int
-	for _, pid := range tagged(tagVar + "=" + s.tag) {
-		if p, ok := procStat(pid); ok && p.PID != s.Pid() {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// Stdout returns what the CLI printed on stdout so far (stream-json lines).
-func (s *Session) Stdout() string {
-	data, _ := os.ReadFile(s.stdoutPath)
-	return string(data)
-}
-
-// Stderr returns what the CLI printed on stderr so far.
-func (s *Session) Stderr() string {
-	data, _ := os.ReadFile(s.stderrPath)
-	return string(data)
 }
 
 // Event is one line of the CLI's stream-json output.
@@ -475,38 +237,6 @@ func (s *Session) Results() []Event {
 		}
 	}
 	return out
-}
-
-// Descendants returns the processes below the claude process now.
-func (s *Session) Descendants() []Proc {
-	procs, err := Processes()
-	if err != nil {
-		s.t.Logf("process table: %v", err)
-		return nil
-	}
-	return Descendants(procs, s.Pid())
-}
-
-// TreeString formats the claude process and its descendants now.
-func (s *Session) TreeString() string {
-	procs, err := Processes()
-	if err != nil {
-		return err.Error()
-	}
-	return Tree(procs, s.Pid())
-}
-
-// logOutput puts the run's output and the fake's requests in the test log.
-func (s *Session) logOutput() {
-	tail := func(x string) string {
-		const max = 16 << 10
-		if len(x) > max {
-			return "...\n" + x[len(x)-max:]
-		}
-		return x
-	}
-	s.t.Logf("claude pid %d exit %d\n--- stdout (stream-json):\n%s\n--- stderr:\n%s\n--- requests:\n%s",
-		s.Pid(), s.code, tail(s.Stdout()), tail(s.Stderr()), s.model.Summary())
 }
 
 // WriteFile writes data to path (creating parent directories) or fails the test.

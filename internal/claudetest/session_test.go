@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/agenttest"
 )
 
 // fakeCLI writes a shell script standing in for claude: it records its
@@ -140,7 +142,7 @@ func TestSessionWrap(t *testing.T) {
 	if cli == 0 || cli == s.Pid() {
 		t.Fatalf("ClaudePid %d, wrapper %d:\n%s", cli, s.Pid(), s.TreeString())
 	}
-	if p, ok := Lookup(cli); !ok || p.PPID != s.Pid() {
+	if p, ok := agenttest.Lookup(cli); !ok || p.PPID != s.Pid() {
 		t.Errorf("the CLI %d is not the wrapper's child: %+v", cli, p)
 	}
 	args, _ := os.ReadFile(filepath.Join(out, "args"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warptest"
@@ -61,7 +62,7 @@ func TestBaselineHookAndLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(held.ID))
-	poll(t, "the held Bash call to start", func() bool { return exists(started) })
+	e2etest.Poll(t, "the held Bash call to start", func() bool { return e2etest.Exists(started) })
 
 	// start-work ran inside the session: it watches the claude process.
 	tr, ok := model.ToolResult(claim.ID)
@@ -79,10 +80,10 @@ func TestBaselineHookAndLoop(t *testing.T) {
 
 	// PreToolUse fired: the marker exists while the call runs, and the
 	// loop reports the call in flight.
-	if !exists(marker) {
+	if !e2etest.Exists(marker) {
 		t.Errorf("no in-flight marker %s while the Bash call runs", marker)
 	}
-	poll(t, "a heartbeat reporting Bash in flight", func() bool {
+	e2etest.Poll(t, "a heartbeat reporting Bash in flight", func() bool {
 		for _, b := range ws.Beats() {
 			if b.Body.Ticket == "T-1" && b.Body.InFlight == "Bash" {
 				return true
@@ -94,8 +95,8 @@ func TestBaselineHookAndLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s.WaitOK(sessionTimeout)
-	if !exists(filepath.Join(project, "notes.md")) {
+	s.WaitOK(e2etest.SessionTimeout)
+	if !e2etest.Exists(filepath.Join(project, "notes.md")) {
 		t.Error("the Write call did not write notes.md")
 	}
 	// PostToolUse fired: markers gone, the record names the last call.
@@ -117,8 +118,8 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	}
 
 	// The session is over: the loop sees its agent gone and says so.
-	parentExitedAt(t, ws, "T-1", "")
-	poll(t, "the loop to remove heartbeat.pid", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.ParentExitedAt(t, ws, "T-1", "")
+	e2etest.Poll(t, "the loop to remove heartbeat.pid", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	if res := s.Results(); len(res) != 1 || res[0].Subtype() != "success" {
 		t.Errorf("results %v", res)
 	}

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
@@ -27,7 +29,7 @@ func TestRequestSequence(t *testing.T) {
 	call := claudetest.Bash("echo one")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("Finished."))
 	s := start(t, model, project, claudetest.Options{Prompt: "PROMPT-A"})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	reqs := model.Requests()
 	if len(reqs) != 2 {
@@ -60,7 +62,7 @@ func TestRequestSequence(t *testing.T) {
 	// still no auxiliary messages call.
 	model2 := claudetest.NewFakeModel(t, claudetest.Text("Hi."))
 	s2 := start(t, model2, newProject(t), claudetest.Options{Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
-	s2.WaitOK(sessionTimeout)
+	s2.WaitOK(e2etest.SessionTimeout)
 	var kinds []string
 	for _, r := range model2.Requests() {
 		kinds = append(kinds, r.Method+" "+r.Path+" "+string(r.Kind))
@@ -89,7 +91,7 @@ func TestEnvironment(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "SessionStart", "Stop")})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	pid := strconv.Itoa(s.Pid())
 	bash := rec.one("BashTool", "")
@@ -218,7 +220,7 @@ func TestHookOutputContract(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	marker := func(v variant) string {
 		m := v.reply.Stdout + v.reply.Stderr
@@ -290,7 +292,7 @@ func TestBackgroundBash(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	pre, post := rec.one("PreToolUse", job.ID), rec.one("PostToolUse", job.ID)
 	main := model.MainRequests()
@@ -365,14 +367,14 @@ func TestDeniedCall(t *testing.T) {
 		k, v := rec.env()
 		s := start(t, model, project, claudetest.Options{PermissionMode: "default", Env: map[string]string{k: v, "GYRUM_HOME": t.TempDir()},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
-		s.WaitOK(sessionTimeout)
+		s.WaitOK(e2etest.SessionTimeout)
 
 		rec.one("PreToolUse", write.ID)
 		if n := len(rec.of("PostToolUse", write.ID)) + len(rec.of("PostToolUseFailure", write.ID)); n != 0 {
 			t.Errorf("%d Post events for the denied call:\n%s", n, rec.summary())
 		}
 		tr, _ := model.ToolResult(write.ID)
-		if !tr.IsError || !strings.Contains(tr.Content, "haven't granted it yet") || exists(filepath.Join(project, "denied.txt")) {
+		if !tr.IsError || !strings.Contains(tr.Content, "haven't granted it yet") || e2etest.Exists(filepath.Join(project, "denied.txt")) {
 			t.Errorf("denied result %+v", tr)
 		}
 		ms, _ := d.InFlight()
@@ -391,7 +393,7 @@ func TestDeniedCall(t *testing.T) {
 		k, v := rec.env()
 		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
-		s.WaitOK(sessionTimeout)
+		s.WaitOK(e2etest.SessionTimeout)
 		rec.one("PreToolUse", call.ID)
 		if n := len(rec.of("PostToolUse", call.ID)) + len(rec.of("PostToolUseFailure", call.ID)); n != 0 {
 			t.Errorf("%d Post events for the blocked call", n)
@@ -400,7 +402,7 @@ func TestDeniedCall(t *testing.T) {
 		if !tr.IsError || !strings.Contains(tr.Content, "PreToolUse:Bash hook error") || !strings.Contains(tr.Content, "MARKER-DENY") {
 			t.Errorf("blocked result %+v", tr)
 		}
-		if exists(ran) {
+		if e2etest.Exists(ran) {
 			t.Error("the blocked command ran")
 		}
 	})
@@ -429,7 +431,7 @@ func TestCwd(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse")})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	sub := filepath.Join(project, "sub")
 	want := []struct{ out, pre, post string }{
@@ -473,7 +475,7 @@ func TestProcessTree(t *testing.T) {
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse")})
 
-	claude, ok := claudetest.Lookup(s.Pid())
+	claude, ok := agenttest.Lookup(s.Pid())
 	if !ok {
 		t.Fatal("claude not in the process table")
 	}
@@ -481,18 +483,18 @@ func TestProcessTree(t *testing.T) {
 		t.Errorf("claude pgid %d (started with its own group)", claude.PGID)
 	}
 	// shellOf returns the child of claude whose command line holds frag.
-	shellOf := func(frag string) (claudetest.Proc, []claudetest.Proc) {
+	shellOf := func(frag string) (agenttest.Proc, []agenttest.Proc) {
 		t.Helper()
 		desc := s.Descendants()
 		for _, p := range desc {
 			if p.PPID == s.Pid() && strings.Contains(strings.Join(p.Args, " "), frag) {
-				return p, claudetest.Descendants(desc, p.PID)
+				return p, agenttest.Descendants(desc, p.PID)
 			}
 		}
 		t.Fatalf("no child of claude runs %q:\n%s", frag, s.TreeString())
-		return claudetest.Proc{}, nil
+		return agenttest.Proc{}, nil
 	}
-	checkShell := func(what string, p claudetest.Proc, below []claudetest.Proc, wantBelow string) {
+	checkShell := func(what string, p agenttest.Proc, below []agenttest.Proc, wantBelow string) {
 		t.Helper()
 		if p.SID != p.PID || p.PGID != p.PID || p.SID == claude.SID {
 			t.Errorf("%s shell %d: pgid %d sid %d, want its own session (claude sid %d)", what, p.PID, p.PGID, p.SID, claude.SID)
@@ -508,14 +510,14 @@ func TestProcessTree(t *testing.T) {
 		}
 	}
 
-	poll(t, "the background job and the foreground call", func() bool {
-		return exists(f("bg-started")) && exists(f("fg-started"))
+	e2etest.Poll(t, "the background job and the foreground call", func() bool {
+		return e2etest.Exists(f("bg-started")) && e2etest.Exists(f("fg-started"))
 	})
 	// The shells poll with short sleeps: wait for a moment when both have
 	// their sleep child, rather than judge one snapshot between two sleeps.
-	var bgShell, fgShell claudetest.Proc
-	var bgBelow, fgBelow []claudetest.Proc
-	hasSleep := func(below []claudetest.Proc) bool {
+	var bgShell, fgShell agenttest.Proc
+	var bgBelow, fgBelow []agenttest.Proc
+	hasSleep := func(below []agenttest.Proc) bool {
 		for _, c := range below {
 			if c.Comm == "sleep" {
 				return true
@@ -523,7 +525,7 @@ func TestProcessTree(t *testing.T) {
 		}
 		return false
 	}
-	poll(t, "a sleep below both tool shells", func() bool {
+	e2etest.Poll(t, "a sleep below both tool shells", func() bool {
 		bgShell, bgBelow = shellOf("bg-release")
 		fgShell, fgBelow = shellOf("fg-release")
 		return hasSleep(bgBelow) && hasSleep(fgBelow)
@@ -538,7 +540,7 @@ func TestProcessTree(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	poll(t, "the PreToolUse hook of the Read", func() bool { return len(rec.of("PreToolUse", read.ID)) == 1 })
+	e2etest.Poll(t, "the PreToolUse hook of the Read", func() bool { return len(rec.of("PreToolUse", read.ID)) == 1 })
 	t.Logf("while a hook runs:\n%s", s.TreeString())
 	hookSh, hookBelow := shellOf(recordArg + " PreToolUse")
 	if hookSh.Comm != "sh" || len(hookSh.Args) < 3 || hookSh.Args[0] != "/bin/sh" || hookSh.Args[1] != "-c" {
@@ -554,7 +556,7 @@ func TestProcessTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	if left := s.Leftovers(); len(left) != 0 {
 		t.Errorf("processes left after the session: %v", left)
 	}
@@ -578,7 +580,7 @@ func TestForegroundTimeout(t *testing.T) {
 		k, v := rec.env()
 		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
-		s.WaitOK(sessionTimeout)
+		s.WaitOK(e2etest.SessionTimeout)
 		t.Logf("hooks:\n%s", rec.summary())
 		pre, post := rec.one("PreToolUse", slow.ID), rec.one("PostToolUse", slow.ID)
 		if n := len(rec.of("PostToolUseFailure", "")); n != 0 {
@@ -610,7 +612,7 @@ func TestForegroundTimeout(t *testing.T) {
 		k, v := rec.env()
 		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v, "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
-		s.WaitOK(sessionTimeout)
+		s.WaitOK(e2etest.SessionTimeout)
 		fail := rec.one("PostToolUseFailure", slow.ID)
 		if len(rec.of("PostToolUse", slow.ID)) != 0 || !strings.Contains(fail.str("error"), "Exit code 143") {
 			t.Errorf("timeout: %s", fail.Raw)
@@ -634,7 +636,7 @@ func TestStalledModel(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop")})
-	model.WaitRequests(sessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) == 2 })
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) == 2 })
 	hooks := len(rec.records())
 	select {
 	case <-s.Done():
@@ -672,7 +674,7 @@ func TestParallelCalls(t *testing.T) {
 	k, v := rec.env()
 	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse")})
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	t.Logf("hooks:\n%s", rec.summary())
 	pres := []record{rec.one("PreToolUse", slow.ID), rec.one("PreToolUse", fast.ID), rec.one("PreToolUse", read.ID)}
 	postSlow, postFast := rec.one("PostToolUse", slow.ID), rec.one("PostToolUse", fast.ID)

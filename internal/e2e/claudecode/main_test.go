@@ -6,24 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/claudetest"
-	"github.com/gyrum-labs/warp/internal/expiry"
-	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -88,7 +83,7 @@ type record struct {
 	PGID  int       `json:"pgid"`
 	SID   int       `json:"sid"`
 	// Parent is the recorder's parent process (the /bin/sh -c of a hook).
-	Parent  claudetest.Proc   `json:"parent"`
+	Parent  agenttest.Proc    `json:"parent"`
 	Cwd     string            `json:"cwd"`
 	Env     map[string]string `json:"env"`
 	Raw     string            `json:"raw"`
@@ -123,10 +118,10 @@ func recordHook(event string) int {
 	raw, _ := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
 	rec := record{At: time.Now(), Event: event, PID: os.Getpid(), PPID: os.Getppid(),
 		PGID: syscall.Getpgrp(), Env: map[string]string{}, Raw: string(raw)}
-	if p, ok := claudetest.Lookup(os.Getpid()); ok {
+	if p, ok := agenttest.Lookup(os.Getpid()); ok {
 		rec.SID = p.SID
 	}
-	rec.Parent, _ = claudetest.Lookup(rec.PPID)
+	rec.Parent, _ = agenttest.Lookup(rec.PPID)
 	rec.Cwd, _ = os.Getwd()
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -328,26 +323,6 @@ func start(t *testing.T, model *claudetest.FakeModel, project string, o claudete
 	return claudetest.Start(t, model, o)
 }
 
-// sessionTimeout and eventTimeout bound waits on events (a request, a
-// file, a state): only a broken run reaches them, so they leave a loaded
-// machine all the room it needs.
-const (
-	sessionTimeout = 2 * time.Minute
-	eventTimeout   = time.Minute
-)
-
-// poll waits up to eventTimeout for cond.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	claudetest.Poll(t, eventTimeout, what, cond)
-}
-
-// exists reports whether path exists.
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 // gyrumCode runs the gyrum binary like gyrum but returns its stdout and
 // exit code instead of failing on a non-zero exit.
 func gyrumCode(t *testing.T, dir string, env map[string]string, args ...string) (string, int) {
@@ -413,201 +388,4 @@ func parseStart(t *testing.T, out string) startResult {
 		t.Fatalf("start-work output %q: %v", out, err)
 	}
 	return sr
-}
-
-// scaledPolicy is a warp policy with short thresholds.
-func scaledPolicy(window, stall, silent, grace time.Duration) warp.Policy {
-	p := warp.DefaultPolicy()
-	p.LeaseWindow, p.StallAfter, p.SilentAfter, p.StartupGrace = window, stall, silent, grace
-	return p
-}
-
-// startSweeps runs the real expiry job (sweeps and the verdict pass) on
-// svc every 50 ms until Close or the end of the test.
-func startSweeps(t *testing.T, svc *warp.Service) *expiry.Job {
-	t.Helper()
-	j, err := expiry.New(svc, expiry.Config{Interval: sweepEvery, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	return j
-}
-
-// sweepEvery is the sweep interval of startSweeps.
-const sweepEvery = 50 * time.Millisecond
-
-// beatsOf returns the answered heartbeats of ticket.
-// parentExitedAt waits for the loop of ticket to report parent-exited
-// (when, if not "", says after what) and returns when that report came.
-func parentExitedAt(t *testing.T, ws *warptest.Server, ticket, when string) time.Time {
-	t.Helper()
-	var at time.Time
-	poll(t, strings.TrimSpace("the loop's parent-exited report "+when), func() bool {
-		for _, b := range beatsOf(ws, ticket) {
-			if b.Body.Exit == string(heartbeat.ExitParentExited) {
-				at = b.At
-				return true
-			}
-		}
-		return false
-	})
-	return at
-}
-
-func beatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
-	var out []warptest.Beat
-	for _, b := range ws.Answered() {
-		if b.Body.Ticket == ticket {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// describeBeats formats heartbeats relative to t0, one a line, for logs.
-func describeBeats(bs []warptest.Beat, t0 time.Time) string {
-	var b strings.Builder
-	for _, x := range bs {
-		age := -1.0
-		if x.Body.ActivityAgeS != nil {
-			age = *x.Body.ActivityAgeS
-		}
-		fmt.Fprintf(&b, "%+.3fs %s status=%d stale=%v age=%.3f in_flight=%q exit=%q hook_events=%d\n", x.At.Sub(t0).Seconds(),
-			x.Body.Ticket, x.Status, x.Body.Stale, age, x.Body.InFlight, x.Body.Exit, x.Body.HookEvents)
-	}
-	return b.String()
-}
-
-// logLoopOnFailure puts the heartbeat.log of d in the test log if the
-// test fails.
-func logLoopOnFailure(t *testing.T, d gyrumdir.Dir) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s:\n%s", d.File(gyrumdir.LogFile), readFile(d.File(gyrumdir.LogFile)))
-		}
-	})
-}
-
-// sample is the state of a ticket at one instant, as the server derives it.
-type sample struct {
-	At      time.Time
-	Verdict warp.Verdict
-	Lease   warp.Lease
-}
-
-// watcher samples a ticket's verdict and lease every 20 ms.
-type watcher struct {
-	ws     *warptest.Server
-	ticket string
-	stop   chan struct{}
-	done   chan struct{}
-	mu     sync.Mutex
-	got    []sample
-}
-
-// watchTicket samples ticket until the end of the test (or Stop).
-func watchTicket(t *testing.T, ws *warptest.Server, ticket string) *watcher {
-	w := &watcher{ws: ws, ticket: ticket, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			if v, err := ws.Svc.Ticket(context.Background(), ticket); err == nil && v.Lease != nil {
-				w.mu.Lock()
-				w.got = append(w.got, sample{At: time.Now(), Verdict: v.Verdict, Lease: *v.Lease})
-				w.mu.Unlock()
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return w
-}
-
-// Stop ends the sampling; it is idempotent.
-func (w *watcher) Stop() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
-
-// samples returns the samples so far.
-func (w *watcher) samples() []sample {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]sample(nil), w.got...)
-}
-
-// verdicts returns the verdicts the ticket went through while its lease
-// was held, without repeats.
-func (w *watcher) verdicts() []warp.Verdict {
-	var out []warp.Verdict
-	for _, s := range w.samples() {
-		if !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// verdictsHooked is verdicts from the first sample in which the loop had
-// reported the agent's hook (hook_seen): before it, unwired is the truth
-// when the claim is older than the scaled stall threshold, which a loaded
-// machine can make the first hook miss. Empty when the hook was never
-// reported.
-func (w *watcher) verdictsHooked() []warp.Verdict {
-	var out []warp.Verdict
-	hooked := false
-	for _, s := range w.samples() {
-		hooked = hooked || s.Lease.HookSeen == warp.HookYes
-		if !hooked || !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// alive reports whether pid runs (a zombie does not); Linux /proc.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	f := strings.Fields(string(data[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// mtime returns the modification time of path (zero when missing).
-func mtime(path string) time.Time {
-	st, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return st.ModTime()
-}
-
-// fileSize returns the size of path (0 when missing).
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
@@ -47,7 +48,7 @@ func TestMCPCallTranscript(t *testing.T) {
 	o, calls := mcpOptions(t, claudetest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 	s := start(t, model, project, o)
-	poll(t, "the wait call's PreToolUse", func() bool { return len(rec.of("PreToolUse", wait.ID)) == 1 })
+	e2etest.Poll(t, "the wait call's PreToolUse", func() bool { return len(rec.of("PreToolUse", wait.ID)) == 1 })
 	pre := rec.one("PreToolUse", wait.ID)
 	if pre.str("tool_name") != claudetest.MCPWait {
 		t.Errorf("tool_name %q, want %q", pre.str("tool_name"), claudetest.MCPWait)
@@ -57,7 +58,7 @@ func TestMCPCallTranscript(t *testing.T) {
 		t.Fatalf("transcript_path %q, transcripts on disk %v", path, ts)
 	}
 	useKey, resultKey := `"id":"`+wait.ID+`"`, `"tool_use_id":"`+wait.ID+`"`
-	poll(t, "the wait call's tool_use line", func() bool {
+	e2etest.Poll(t, "the wait call's tool_use line", func() bool {
 		data, _ := os.ReadFile(path)
 		return strings.Contains(string(data), useKey)
 	})
@@ -72,7 +73,7 @@ func TestMCPCallTranscript(t *testing.T) {
 	if err := os.WriteFile(done, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	data, _ = os.ReadFile(path)
 	if !strings.Contains(string(data), resultKey) {
 		t.Error("no tool_result for the MCP call after it returned")
@@ -88,14 +89,14 @@ func TestMCPCallTranscript(t *testing.T) {
 // the others at once. It returns when the session ended, with the time
 // span the long call ran and a watcher over the ticket.
 func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long string, holdFor time.Duration,
-	interval, staleness float64, window time.Duration) (ws *warptest.Server, w *watcher, began, ended time.Time) {
-	ws = warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	interval, staleness float64, window time.Duration) (ws *warptest.Server, w *e2etest.Watcher, began, ended time.Time) {
+	ws = warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create(ticket)
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall(ticket + " --json")
 	quick := claudetest.Tool(claudetest.MCPQuick, nil)
@@ -105,7 +106,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(quick), claudetest.Tools(pause),
 		claudetest.Tools(turn...), claudetest.Text("done"))
 	o, calls := mcpOptions(t, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
-	w = watchTicket(t, ws, ticket)
+	w = e2etest.WatchTicket(t, ws, ticket)
 	var longFile string
 	for _, c := range turn {
 		f, _ := c.Input["file"].(string)
@@ -116,7 +117,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 		}
 	}
 	s := start(t, model, project, o)
-	poll(t, "the long MCP call to begin", func() bool {
+	e2etest.Poll(t, "the long MCP call to begin", func() bool {
 		for _, c := range claudetest.MCPCalls(calls) {
 			if c.ToolUseID == long {
 				began = c.Began
@@ -129,7 +130,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	if err := os.WriteFile(longFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout + holdFor)
+	s.WaitOK(e2etest.SessionTimeout + holdFor)
 	w.Stop()
 	for _, c := range claudetest.MCPCalls(calls) {
 		if c.ToolUseID == long {
@@ -143,16 +144,16 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 		t.Logf("MCP call %s %s: %s to %s", c.Tool, c.ToolUseID, c.Began.Format("15:04:05.000"), c.Ended.Format("15:04:05.000"))
 	}
 	t.Logf("long call from %s to %s; heartbeats:\n%s", began.Format("15:04:05.000"), ended.Format("15:04:05.000"),
-		describeBeats(beatsOf(ws, ticket), began))
+		e2etest.DescribeBeats(e2etest.BeatsOf(ws, ticket), began))
 	return ws, w, began, ended
 }
 
 // assertHeldThrough checks that ticket's lease stayed held and active,
 // never stalled, while the long call ran from began to ended, and that the
 // heartbeats past the staleness limit named tool in flight.
-func assertHeldThrough(t *testing.T, ws *warptest.Server, w *watcher, ticket, tool string, began, ended time.Time, staleness, interval float64) {
+func assertHeldThrough(t *testing.T, ws *warptest.Server, w *e2etest.Watcher, ticket, tool string, began, ended time.Time, staleness, interval float64) {
 	t.Helper()
-	for _, x := range w.samples() {
+	for _, x := range w.Samples() {
 		if x.At.After(began) && x.At.Before(ended) && (!x.Lease.Held() || x.Verdict != warp.VerdictActive) {
 			t.Errorf("%v into the MCP call: lease %s (%s), verdict %s; want held and active",
 				x.At.Sub(began).Round(time.Millisecond), x.Lease.State, x.Lease.EndReason, x.Verdict)
@@ -162,9 +163,9 @@ func assertHeldThrough(t *testing.T, ws *warptest.Server, w *watcher, ticket, to
 	if l := ws.Lease(ticket); l.State != warp.LeaseHeld {
 		t.Errorf("after the call the lease is %s (%s), want held", l.State, l.EndReason)
 	}
-	from, to := began.Add(secs(staleness+2*interval)), ended.Add(-secs(2*interval))
+	from, to := began.Add(e2etest.Secs(staleness+2*interval)), ended.Add(-e2etest.Secs(2*interval))
 	n := 0
-	for _, b := range beatsOf(ws, ticket) {
+	for _, b := range e2etest.BeatsOf(ws, ticket) {
 		if b.At.Before(from) || b.At.After(to) {
 			continue
 		}
@@ -194,9 +195,9 @@ func TestPointLongMCPCallKeepsLease(t *testing.T) {
 	const interval, staleness = 0.2, 1.0
 	window := 1500 * time.Millisecond
 	wait := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "long")})
-	hold := secs(staleness) + window + 2*time.Second
+	hold := e2etest.Secs(staleness) + window + 2*time.Second
 	ws, w, began, ended := mcpCallHeld(t, "T-mcp", []claudetest.ToolUse{wait}, wait.ID, hold, interval, staleness, window)
-	if ended.Sub(began) < secs(staleness)+window {
+	if ended.Sub(began) < e2etest.Secs(staleness)+window {
 		t.Fatalf("the call ran %v, want more than staleness + window", ended.Sub(began))
 	}
 	assertHeldThrough(t, ws, w, "T-mcp", claudetest.MCPWait, began, ended, staleness, interval)
@@ -212,7 +213,7 @@ func TestPointParallelMCPCallsKeepLease(t *testing.T) {
 	dir := t.TempDir()
 	short := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "short")})
 	long := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "long")})
-	hold := secs(staleness) + window + 2*time.Second
+	hold := e2etest.Secs(staleness) + window + 2*time.Second
 	ws, w, began, ended := mcpCallHeld(t, "T-mcp-pair", []claudetest.ToolUse{short, long}, long.ID, hold, interval, staleness, window)
 	assertHeldThrough(t, ws, w, "T-mcp-pair", claudetest.MCPWait, began, ended, staleness, interval)
 }

@@ -19,17 +19,13 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
-
-func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
-// hookEvents returns how many hook runs d's hook-events counted.
-func hookEvents(d gyrumdir.Dir) int64 { return fileSize(d.File(gyrumdir.HookEventsFile)) }
 
 // (1A) Long work runs in the background: run_in_background answers the
 // call at once (PostToolUse ~0.1 s after PreToolUse) and no hook runs
@@ -45,55 +41,62 @@ func hookEvents(d gyrumdir.Dir) int64 { return fileSize(d.File(gyrumdir.HookEven
 // lease-state assertions catch that.
 func TestPointBackgroundCPUJobKeepsLease(t *testing.T) {
 	claudetest.Require(t)
+	// The loop counts a process busy from 20 ms of CPU a tick: 10 % of a
+	// core at a 0.2 s tick, which a CPU-bound job starved by a loaded
+	// machine fell under (measured beside two CPU hogs and the suite).
+	// At 0.5 s (4 %) a starved job still counts, as it does at the
+	// default 240 s tick, where any CPU does.
 	const (
-		interval  = 0.2
-		staleness = 1.5
-		jobSecs   = 5
+		interval  = 0.5
+		staleness = 3.0
+		jobSecs   = 10
 	)
-	window := 2 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, 2*time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	window := 4 * time.Second
+	// Stalled beyond the staleness limit: the loop samples the job's CPU
+	// from two ticks before that limit, so the age passes 2 s by design.
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, 4*time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-bg")
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-bg --json")
 	job := claudetest.Bash(fmt.Sprintf("timeout %d sh -c 'while :; do :; done'; echo BG-DONE", jobSecs),
 		claudetest.Background(), claudetest.Description("cpu job"))
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(job),
 		claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
-	w := watchTicket(t, ws, "T-bg")
+	w := e2etest.WatchTicket(t, ws, "T-bg")
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 30)})
 
 	// Post of the claim, Pre and Post of the background call.
-	poll(t, "the background call's PostToolUse", func() bool { return hookEvents(d) >= 3 })
-	posted := mtime(d.File(gyrumdir.ActivityFile))
-	reqs := model.WaitRequests(sessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
+	e2etest.Poll(t, "the background call's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
+	posted := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
 	ended := reqs[3].At
-	quiet := mtime(d.File(gyrumdir.ActivityFile))
+	quiet := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
 	atEnd := ws.Lease("T-bg")
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
 	sr := startResultOf(t, model, claim)
 	t.Logf("job from %s to %s (%v); heartbeats:\n%s", posted.Format("15:04:05.000"), ended.Format("15:04:05.000"),
-		ended.Sub(posted).Round(time.Millisecond), describeBeats(beatsOf(ws, "T-bg"), posted))
+		ended.Sub(posted).Round(time.Millisecond), e2etest.DescribeBeats(e2etest.BeatsOf(ws, "T-bg"), posted))
 
 	// The premise: no hook ran while the job worked, for longer than
 	// staleness + window.
 	if !quiet.Equal(posted) {
 		t.Errorf("last-activity moved during the job: %v → %v", posted, quiet)
 	}
-	if got, want := ended.Sub(posted), secs(staleness)+window; got < want {
+	if got, want := ended.Sub(posted), e2etest.Secs(staleness)+window; got < want {
 		t.Fatalf("the job ended %v after the last hook, want more than staleness + window (%v)", got, want)
 	}
 	if atEnd.State != warp.LeaseHeld || atEnd.Epoch != sr.Epoch {
 		t.Errorf("when the job ended the lease is %s (epoch %d, %s), want held epoch %d", atEnd.State, atEnd.Epoch, atEnd.EndReason, sr.Epoch)
 	}
-	from, to := posted.Add(secs(staleness+2*interval)), ended.Add(-secs(2*interval))
+	from, to := posted.Add(e2etest.Secs(staleness+2*interval)), ended.Add(-e2etest.Secs(2*interval))
 	n, bad := 0, ""
-	for _, b := range beatsOf(ws, "T-bg") {
+	for _, b := range e2etest.BeatsOf(ws, "T-bg") {
 		if b.At.Before(posted) || b.At.After(ended) {
 			continue
 		}
@@ -117,7 +120,7 @@ func TestPointBackgroundCPUJobKeepsLease(t *testing.T) {
 	if bad != "" {
 		t.Errorf("in_flight while only the background job works: %s, want %q + the job's process name", bad, heartbeat.BackgroundPrefix)
 	}
-	for _, x := range w.samples() {
+	for _, x := range w.Samples() {
 		if x.At.After(posted) && x.At.Before(ended) && (!x.Lease.Held() || x.Verdict != warp.VerdictActive) {
 			t.Errorf("%v into the job: lease %s, verdict %s; want held and active", x.At.Sub(posted).Round(time.Millisecond), x.Lease.State, x.Verdict)
 			break
@@ -144,37 +147,37 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 		jobSecs   = 5
 	)
 	window := 2 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-idle")
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-idle --json")
 	job := claudetest.Bash(fmt.Sprintf("sleep %d; echo BG-DONE", jobSecs), claudetest.Background(), claudetest.Description("idle wait"))
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(job),
 		claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
-	w := watchTicket(t, ws, "T-idle")
+	w := e2etest.WatchTicket(t, ws, "T-idle")
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 30)})
 
-	poll(t, "the background call's PostToolUse", func() bool { return hookEvents(d) >= 3 })
-	posted := mtime(d.File(gyrumdir.ActivityFile))
-	claudetest.Poll(t, eventTimeout, "the lease to lapse", func() bool { return ws.Lease("T-idle").State == warp.LeaseLapsed })
+	e2etest.Poll(t, "the background call's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
+	posted := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
+	e2etest.Poll(t, "the lease to lapse", func() bool { return ws.Lease("T-idle").State == warp.LeaseLapsed })
 	l := ws.Lease("T-idle")
-	reqs := model.WaitRequests(sessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
 	ended := reqs[3].At
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
-	bs := beatsOf(ws, "T-idle")
+	bs := e2etest.BeatsOf(ws, "T-idle")
 	t.Logf("sleep from %s; lapsed %v later (%s); heartbeats:\n%s", posted.Format("15:04:05.000"),
-		l.EndedAt.Sub(posted).Round(time.Millisecond), l.EndReason, describeBeats(bs, posted))
+		l.EndedAt.Sub(posted).Round(time.Millisecond), l.EndReason, e2etest.DescribeBeats(bs, posted))
 
 	if l.EndReason != warp.LapseNoActivity {
 		t.Errorf("lapse reason %q, want %q", l.EndReason, warp.LapseNoActivity)
 	}
-	if limit := secs(staleness) + window + sweepEvery + 500*time.Millisecond; l.EndedAt.Sub(posted) > limit {
+	if limit := e2etest.Secs(staleness) + window + e2etest.SweepEvery + 500*time.Millisecond; l.EndedAt.Sub(posted) > limit {
 		t.Errorf("lapsed %v after the last tool call, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(posted), limit)
 	}
 	if !l.EndedAt.Before(ended) {
@@ -188,19 +191,19 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 		if b.Body.Stale && firstStale.IsZero() {
 			firstStale = b.At
 		}
-		if !b.Body.Stale && b.At.Sub(posted) > secs(staleness+interval)+300*time.Millisecond {
+		if !b.Body.Stale && b.At.Sub(posted) > e2etest.Secs(staleness+interval)+300*time.Millisecond {
 			t.Errorf("fresh heartbeat %v after the last tool call with only a sleeping job", b.At.Sub(posted).Round(time.Millisecond))
 		}
 	}
 	switch {
 	case firstStale.IsZero():
 		t.Errorf("no stale report (stale: true) before the lapse")
-	case firstStale.Sub(posted) > secs(staleness+3*interval)+300*time.Millisecond:
+	case firstStale.Sub(posted) > e2etest.Secs(staleness+3*interval)+300*time.Millisecond:
 		t.Errorf("first stale report %v after the last tool call, want about the staleness limit %vs", firstStale.Sub(posted), staleness)
 	}
-	vs := w.verdictsHooked()
+	vs := w.VerdictsHooked()
 	if len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
-		t.Errorf("verdicts while held, once the hook was reported, %v (all: %v), want to end stalled", vs, w.verdicts())
+		t.Errorf("verdicts while held, once the hook was reported, %v (all: %v), want to end stalled", vs, w.Verdicts())
 	}
 	for _, v := range vs {
 		if v == warp.VerdictSilent || v == warp.VerdictUnwired {
@@ -250,20 +253,20 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 		capSecs   = 60
 	)
 	window := 1500 * time.Millisecond
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create(ticket)
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall(ticket + " --json")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(call), claudetest.Stall())
 	o := claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, capSecs)}
 	opt(&o)
 	s := start(t, model, project, o)
-	reqs := model.WaitRequests(sessionTimeout, "the stalled request after the denied call", func(r []claudetest.Request) bool { return len(r) >= 3 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []claudetest.Request) bool { return len(r) >= 3 })
 	// The agent has recorded the refusal by the time it sends the
 	// request that carries it (on a loaded machine, half a second or more
 	// after the call began).
@@ -274,7 +277,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 		t.Fatalf("the call was not refused: %+v", tr)
 	}
 	var marker gyrumdir.Marker
-	poll(t, "the denied call's in-flight marker", func() bool {
+	e2etest.Poll(t, "the denied call's in-flight marker", func() bool {
 		ms, _ := d.InFlight()
 		for _, m := range ms {
 			if m.Tool == tool {
@@ -285,13 +288,13 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 		return false
 	})
 	began := marker.Since
-	claudetest.Poll(t, eventTimeout, "the lease to lapse (the in-flight cap is 60 s)", func() bool {
+	e2etest.Poll(t, "the lease to lapse (the in-flight cap is 60 s)", func() bool {
 		return ws.Lease(ticket).State == warp.LeaseLapsed
 	})
 	l := ws.Lease(ticket)
-	bs := beatsOf(ws, ticket)
+	bs := e2etest.BeatsOf(ws, ticket)
 	t.Logf("call began %s, lapsed %v later (%s); heartbeats:\n%s", began.Format("15:04:05.000"),
-		l.EndedAt.Sub(began).Round(time.Millisecond), l.EndReason, describeBeats(bs, began))
+		l.EndedAt.Sub(began).Round(time.Millisecond), l.EndReason, e2etest.DescribeBeats(bs, began))
 	if s.Exited() {
 		t.Errorf("claude exited (%d) while the model stalled", s.Wait(time.Second))
 	}
@@ -299,7 +302,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 	if ms, _ := d.InFlight(); len(ms) == 0 {
 		t.Error("the denied call's marker is gone: the premise (PreToolUse without Post) does not hold")
 	}
-	if limit := secs(staleness) + window + sweepEvery + 500*time.Millisecond; l.EndedAt.Sub(began) > limit {
+	if limit := e2etest.Secs(staleness) + window + e2etest.SweepEvery + 500*time.Millisecond; l.EndedAt.Sub(began) > limit {
 		t.Errorf("lapsed %v after the denied call began, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(began), limit)
 	}
 	if l.EndReason != warp.LapseNoActivity {
@@ -307,7 +310,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 	}
 	var firstStale time.Time
 	for _, b := range bs {
-		if b.At.Before(began.Add(500*time.Millisecond)) || b.At.Before(refused.Add(secs(2*interval)+100*time.Millisecond)) {
+		if b.At.Before(began.Add(500*time.Millisecond)) || b.At.Before(refused.Add(e2etest.Secs(2*interval)+100*time.Millisecond)) {
 			continue // the loop reads the transcript at its next tick
 		}
 		if b.Body.InFlight != "" {
@@ -318,7 +321,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 			firstStale = b.At
 		}
 	}
-	if firstStale.IsZero() || firstStale.Sub(began) > secs(staleness+3*interval)+300*time.Millisecond {
+	if firstStale.IsZero() || firstStale.Sub(began) > e2etest.Secs(staleness+3*interval)+300*time.Millisecond {
 		t.Errorf("first stale report at %v after the call began, want about one staleness limit (%vs)", firstStale.Sub(began), staleness)
 	}
 	s.Kill()
@@ -341,7 +344,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	claudetest.Require(t)
 	ctx := context.Background()
-	ws := warptest.StartWithPolicy(t, scaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	project := newProject(t)
 	setupHooks(t, project)
 
@@ -378,17 +381,17 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done with T-2."))...)
 	env := agentEnv(t, ws.URL(), 0.2, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
-	w := watchTicket(t, ws, "T-2")
+	w := e2etest.WatchTicket(t, ws, "T-2")
 	s := start(t, model, project, claudetest.Options{Env: env})
 	wd, _ := gyrumdir.At(wt)
-	logLoopOnFailure(t, wd)
-	s.WaitOK(sessionTimeout)
+	e2etest.LogLoopOnFailure(t, wd)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	sr := startResultOf(t, model, claim)
 	if sr.Dir != wt || sr.WatchedPID != s.Pid() || sr.WatchedHow != "CLAUDE_PID" {
 		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and claude %d via CLAUDE_PID", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.Pid())
 	}
-	if !exists(filepath.Join(wt, "notes.md")) {
+	if !e2etest.Exists(filepath.Join(wt, "notes.md")) {
 		t.Error("the Write into the worktree did not happen")
 	}
 	if tr, _ := model.ToolResult(cd.ID); !strings.Contains(tr.Content, "Shell cwd was reset to "+project) {
@@ -396,7 +399,7 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	}
 	// The worktree got every hook run after the claim: Post of the claim,
 	// Pre and Post of each call.
-	if got, want := hookEvents(wd), int64(1+2*len(work)); got != want {
+	if got, want := e2etest.HookEvents(wd), int64(1+2*len(work)); got != want {
 		t.Errorf("the worktree's hook-events counted %d, want %d (Post of the claim, Pre and Post of %d calls)", got, want, len(work))
 	}
 	rec, ok, last, err := wd.ReadActivity()
@@ -405,15 +408,15 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	}
 	// The project's stale lease is not credited: at most the claim's own
 	// PreToolUse (before start-work indexed the worktree) found it by cwd.
-	if got := mtime(pd.File(gyrumdir.ActivityFile)); !got.Equal(old) {
+	if got := e2etest.Mtime(pd.File(gyrumdir.ActivityFile)); !got.Equal(old) {
 		t.Errorf("the project's stale lease was credited: last-activity %v, was %v", got, old)
 	}
-	if n := hookEvents(pd); n > 1 {
+	if n := e2etest.HookEvents(pd); n > 1 {
 		t.Errorf("the project's .gyrum counted %d hook runs, want at most 1 (the claim's PreToolUse)", n)
 	}
 	// warp sees the activity: last_activity_at follows the worktree's
 	// last-activity, well after the claim.
-	claudetest.Poll(t, eventTimeout, "warp's last_activity_at to reach the last tool call", func() bool {
+	e2etest.Poll(t, "warp's last_activity_at to reach the last tool call", func() bool {
 		return !ws.Lease("T-2").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
 	})
 	l := ws.Lease("T-2")
@@ -421,9 +424,9 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
 	}
 	w.Stop()
-	hooked := w.verdictsHooked()
+	hooked := w.VerdictsHooked()
 	if len(hooked) == 0 {
-		t.Errorf("verdicts %v: the loop never reported the hook", w.verdicts())
+		t.Errorf("verdicts %v: the loop never reported the hook", w.Verdicts())
 	}
 	for _, v := range hooked {
 		if v == warp.VerdictUnwired {
@@ -451,7 +454,7 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 	tmp := t.TempDir()
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
@@ -460,7 +463,7 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	next := claudetest.Bash("echo next")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(held), claudetest.Tools(next), claudetest.Text("Stopping."))
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 	sr := startResultOf(t, model, claim)
 
 	const told = "your lease on ticket T-4"
@@ -471,12 +474,12 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	if _, err := ws.Svc.Release(context.Background(), "T-4", sr.Epoch, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the loop's lease-ended notice", func() bool { return exists(d.File(gyrumdir.NoticeFile)) })
-	poll(t, "the loop to exit", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.Poll(t, "the loop's lease-ended notice", func() bool { return e2etest.Exists(d.File(gyrumdir.NoticeFile)) })
+	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	r, ok := model.FirstWithText(told)
 	if !ok {
@@ -508,7 +511,7 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	if tr, _ := model.ToolResult(next.ID); strings.Contains(strings.Join(tr.After, "\n"), told) {
 		t.Error("the notice was shown again after the next call")
 	}
-	if exists(d.File(gyrumdir.NoticeFile)) {
+	if e2etest.Exists(d.File(gyrumdir.NoticeFile)) {
 		t.Error("lease-ended.json is still there after the agent was told")
 	}
 }
@@ -532,32 +535,32 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 		staleness = 0.8
 	)
 	window := 4500 * time.Millisecond
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 2500*time.Millisecond, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 2500*time.Millisecond, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-A")
 	ws.Create("T-B")
 	project := newProject(t)
 	setupHooks(t, project)
 	other := newProject(t)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claimA := claimCall("T-A --json")
 	claimB := claimCall("T-B --dir " + shellquote.Quote(other) + " --json")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(claimA), claudetest.Tools(claimB), claudetest.Stall())
-	wa, wb := watchTicket(t, ws, "T-A"), watchTicket(t, ws, "T-B")
+	wa, wb := e2etest.WatchTicket(t, ws, "T-A"), e2etest.WatchTicket(t, ws, "T-B")
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
-	model.WaitRequests(sessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) >= 3 })
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) >= 3 })
 	// Post of claim B, credited to both leases (the agent holds both).
-	poll(t, "claim B's PostToolUse", func() bool { return hookEvents(d) >= 3 })
-	t0 := mtime(d.File(gyrumdir.ActivityFile))
+	e2etest.Poll(t, "claim B's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
+	t0 := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
 	srB := startResultOf(t, model, claimB)
 	if err := syscall.Kill(srB.LoopPID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill loop B (pid %d): %v", srB.LoopPID, err)
 	}
 	killed := time.Now()
 
-	claudetest.Poll(t, eventTimeout, "both leases to lapse", func() bool {
+	e2etest.Poll(t, "both leases to lapse", func() bool {
 		return ws.Lease("T-A").State == warp.LeaseLapsed && ws.Lease("T-B").State == warp.LeaseLapsed
 	})
 	wa.Stop()
@@ -566,12 +569,12 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 		t.Errorf("claude exited while the model stalled")
 	}
 	la := ws.Lease("T-A")
-	bs := beatsOf(ws, "T-A")
+	bs := e2etest.BeatsOf(ws, "T-A")
 	t.Logf("T-A verdicts %v, lapsed %v after the last tool call; T-B verdicts %v; T-A heartbeats:\n%s",
-		wa.verdicts(), la.EndedAt.Sub(t0).Round(time.Millisecond), wb.verdicts(), describeBeats(bs, t0))
+		wa.Verdicts(), la.EndedAt.Sub(t0).Round(time.Millisecond), wb.Verdicts(), e2etest.DescribeBeats(bs, t0))
 
-	if vs := wa.verdictsHooked(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
-		t.Errorf("T-A verdicts while held, once the hook was reported, %v (all: %v), want [active stalled]", vs, wa.verdicts())
+	if vs := wa.VerdictsHooked(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
+		t.Errorf("T-A verdicts while held, once the hook was reported, %v (all: %v), want [active stalled]", vs, wa.Verdicts())
 	}
 	if la.EndReason != warp.LapseNoActivity {
 		t.Errorf("T-A lapse reason %q, want %q", la.EndReason, warp.LapseNoActivity)
@@ -587,11 +590,11 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 		if b.At.After(la.EndedAt) {
 			break
 		}
-		if b.At.After(t0.Add(secs(staleness+interval)+300*time.Millisecond)) && !b.Body.Stale {
+		if b.At.After(t0.Add(e2etest.Secs(staleness+interval)+300*time.Millisecond)) && !b.Body.Stale {
 			t.Errorf("fresh heartbeat %v after the last tool call while the model stalled", b.At.Sub(t0))
 		}
 		if b.Body.ActivityAgeS != nil {
-			if at := b.At.Add(-secs(*b.Body.ActivityAgeS)); at.After(activity) {
+			if at := b.At.Add(-e2etest.Secs(*b.Body.ActivityAgeS)); at.After(activity) {
 				activity = at
 			}
 		}
@@ -611,7 +614,7 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 	limit := activity.Add(window + 10*time.Millisecond)
 	var lastBeat time.Time
 	moved := false
-	for _, x := range wa.samples() {
+	for _, x := range wa.Samples() {
 		if !x.Lease.Held() || x.At.Before(firstStale) {
 			continue
 		}
@@ -625,22 +628,22 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 	if !lastBeat.After(firstStale.Add(time.Second)) {
 		t.Errorf("last_heartbeat_at %v: the stale reports were not recorded as heartbeats", lastBeat)
 	}
-	if got := la.EndedAt.Sub(activity); got > window+sweepEvery+300*time.Millisecond {
+	if got := la.EndedAt.Sub(activity); got > window+e2etest.SweepEvery+300*time.Millisecond {
 		t.Errorf("T-A lapsed %v after its last activity, want one window (%v) and a sweep", got, window)
 	}
 
 	// The dead loop: no heartbeat after the kill, and its lease turned silent.
-	for _, b := range beatsOf(ws, "T-B") {
+	for _, b := range e2etest.BeatsOf(ws, "T-B") {
 		if b.At.After(killed.Add(100 * time.Millisecond)) {
 			t.Errorf("T-B heartbeat %v after its loop was killed", b.At.Sub(killed))
 		}
 	}
 	silent := false
-	for _, v := range wb.verdicts() {
+	for _, v := range wb.Verdicts() {
 		silent = silent || v == warp.VerdictSilent
 	}
 	if !silent {
-		t.Errorf("T-B verdicts %v with a dead loop, want silent", wb.verdicts())
+		t.Errorf("T-B verdicts %v with a dead loop, want silent", wb.Verdicts())
 	}
 	s.Kill()
 }
@@ -663,13 +666,13 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 	claudetest.Require(t)
 	const interval = 1.2
 	window, grace := 2700*time.Millisecond, 2100*time.Millisecond
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Minute, time.Minute, grace))
-	sweeps := startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Minute, time.Minute, grace))
+	sweeps := e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-6")
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-6 --json"))}
 	for i := range 60 {
@@ -677,7 +680,7 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 	}
 	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
-	claudetest.Poll(t, eventTimeout, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-6")) >= 2 })
+	e2etest.Poll(t, "two answered heartbeats", func() bool { return len(e2etest.BeatsOf(ws, "T-6")) >= 2 })
 	epoch := ws.Lease("T-6").Epoch
 
 	sweeps.Close()
@@ -690,14 +693,14 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	initAt := time.Now()
-	startSweeps(t, ws.Svc)
+	e2etest.StartSweeps(t, ws.Svc)
 	time.Sleep(time.Until(initAt.Add(grace + window + 300*time.Millisecond)))
-	bs := beatsOf(ws, "T-6")
+	bs := e2etest.BeatsOf(ws, "T-6")
 	v := ws.Ticket("T-6")
 	if s.Exited() {
 		t.Fatalf("the session ended during the test (%d)", s.Wait(time.Second))
 	}
-	t.Logf("down at %s, up %v later; heartbeats:\n%s", down.Format("15:04:05.000"), up.Sub(down).Round(time.Millisecond), describeBeats(bs, down))
+	t.Logf("down at %s, up %v later; heartbeats:\n%s", down.Format("15:04:05.000"), up.Sub(down).Round(time.Millisecond), e2etest.DescribeBeats(bs, down))
 
 	if v.Ticket.State != warp.TicketClaimed || v.Lease.State != warp.LeaseHeld || v.Lease.Epoch != epoch {
 		t.Errorf("after the outage: ticket %s, lease %s epoch %d (%s), want claimed and held epoch %d",
@@ -738,13 +741,13 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 	started := filepath.Join(t.TempDir(), "started")
 	held := claudetest.Bash("touch " + shellquote.Quote(started) + "; while :; do sleep 0.05; done")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(held), claudetest.Text("Done."))
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60),
 		Wrap: []string{gyrumBin, "start-work", "T-7", "--json", "--"}})
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 	claude := s.ClaudePid()
 	if claude == 0 || claude == s.Pid() {
 		t.Fatalf("no claude below the wrapper %d:\n%s", s.Pid(), s.TreeString())
@@ -753,8 +756,8 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	if sr.WatchedPID != s.Pid() || sr.WatchedHow != "self" {
 		t.Errorf("wrap mode watches %d (%s), want the wrapper %d (self)", sr.WatchedPID, sr.WatchedHow, s.Pid())
 	}
-	poll(t, "a heartbeat with the call in flight", func() bool {
-		for _, b := range beatsOf(ws, "T-7") {
+	e2etest.Poll(t, "a heartbeat with the call in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-7") {
 			if b.Body.InFlight == "Bash" {
 				return true
 			}
@@ -769,13 +772,13 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	if code := s.Wait(5 * time.Second); code != 128+int(syscall.SIGKILL) {
 		t.Errorf("wrapper exit %d", code)
 	}
-	claudetest.Poll(t, eventTimeout, "claude to die with its wrapper", func() bool { return !alive(claude) })
+	e2etest.Poll(t, "claude to die with its wrapper", func() bool { return !e2etest.Alive(claude) })
 	t.Logf("claude gone %v after the wrapper's SIGKILL", time.Since(killed).Round(time.Millisecond))
-	parentExitedAt(t, ws, "T-7", "")
+	e2etest.ParentExitedAt(t, ws, "T-7", "")
 	if v := ws.Ticket("T-7"); v.Verdict != warp.VerdictExited {
 		t.Errorf("verdict %s after the exit report, want exited", v.Verdict)
 	}
-	poll(t, "the loop to exit", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	if left := s.Leftovers(); len(left) != 0 {
 		t.Logf("note: processes of the session still running after claude died: %v", left)
 	}
@@ -798,7 +801,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claudetest.Bash("env -u CLAUDE_PID " + shellquote.Quote(gyrumBin) + " start-work T-8 --json")
 	work := []claudetest.ToolUse{claudetest.Bash("sleep 0.5; echo a"), claudetest.Write(filepath.Join(project, "b.md"), "b\n"),
@@ -811,7 +814,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
 	}
 	working := 0
-	for _, b := range beatsOf(ws, "T-8") {
+	for _, b := range e2etest.BeatsOf(ws, "T-8") {
 		if b.At.Before(last) {
 			working++
 			if b.Body.Exit != "" {
@@ -826,7 +829,7 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	// (claude was still working then). It is not compared with s.Ended():
 	// the loop may see claude gone (a zombie) before the test's Wait reaps
 	// it and records the end, which made this assertion flaky in CI.
-	report := parentExitedAt(t, ws, "T-8", "once claude exited")
+	report := e2etest.ParentExitedAt(t, ws, "T-8", "once claude exited")
 	if report.Before(last) {
 		t.Errorf("parent-exited report %v before the session's last request", last.Sub(report))
 	}
@@ -843,9 +846,9 @@ func claimAndWork(t *testing.T, ws *warptest.Server, project string, claim claud
 	}
 	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
 	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	reqs := model.WaitRequests(sessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
 	last := reqs[len(turns)].At
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	return model, s, last
 }
 
@@ -866,7 +869,7 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 	sh, err := os.ReadFile("/bin/sh")
 	if err != nil {
 		t.Skip("no /bin/sh")
@@ -885,7 +888,7 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 		t.Fatalf("start-work under codex in a Claude Code session watches %d %q (%s), want codex found by the walk, not claude %d",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
 	}
-	report := parentExitedAt(t, ws, "T-8b", "once codex ended")
+	report := e2etest.ParentExitedAt(t, ws, "T-8b", "once codex ended")
 	if !report.Before(last) {
 		t.Errorf("parent-exited report %v after the session's last request: the loop watched the session, not codex", report.Sub(last))
 	}
@@ -975,13 +978,13 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 			claudetest.Tools(claudetest.Write(filepath.Join(project, "w.md"), "w\n")), claudetest.Text("Done."))
 		k, v := rec.env()
 		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v, "GYRUM_HOME": gyrumHome}})
-		s.WaitOK(sessionTimeout)
+		s.WaitOK(e2etest.SessionTimeout)
 	}
 	run()
-	if n := hookEvents(d); n != 0 {
+	if n := e2etest.HookEvents(d); n != 0 {
 		t.Errorf("hooks off: hook-events counted %d runs", n)
 	}
-	if got := mtime(d.File(gyrumdir.ActivityFile)); !got.Equal(old) {
+	if got := e2etest.Mtime(d.File(gyrumdir.ActivityFile)); !got.Equal(old) {
 		t.Errorf("hooks off: last-activity moved to %v", got)
 	}
 	if n := len(rec.records()); n != 0 {
@@ -991,10 +994,10 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 	// Control: switched back on, the same session runs both hooks.
 	writeSettings(false)
 	run()
-	if n := hookEvents(d); n != 4 {
+	if n := e2etest.HookEvents(d); n != 4 {
 		t.Errorf("hooks on: hook-events counted %d runs, want 4 (Pre and Post of two calls)", n)
 	}
-	if got := mtime(d.File(gyrumdir.ActivityFile)); !got.After(old) {
+	if got := e2etest.Mtime(d.File(gyrumdir.ActivityFile)); !got.After(old) {
 		t.Error("hooks on: last-activity did not move")
 	}
 	if len(rec.records()) == 0 {
@@ -1018,13 +1021,13 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 		staleness = 1.5
 	)
 	window := 2 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, 2*time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, 2*time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-home")
 	project := newProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-home --json"))}
 	for i := range 80 {
@@ -1034,23 +1037,23 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	env := agentEnv(t, ws.URL(), interval, staleness, 30)
 	home := env["GYRUM_HOME"]
 	s := start(t, model, project, claudetest.Options{Env: env})
-	claudetest.Poll(t, eventTimeout, "two answered heartbeats", func() bool { return len(beatsOf(ws, "T-home")) >= 2 })
-	w := watchTicket(t, ws, "T-home")
+	e2etest.Poll(t, "two answered heartbeats", func() bool { return len(e2etest.BeatsOf(ws, "T-home")) >= 2 })
+	w := e2etest.WatchTicket(t, ws, "T-home")
 	epoch := ws.Lease("T-home").Epoch
 
 	if err := os.RemoveAll(home); err != nil {
 		t.Fatal(err)
 	}
 	gone := time.Now()
-	poll(t, "the loop to restore the prepared worktree", func() bool { return gyrumdir.NewPrepared(home).Has(project) })
-	poll(t, "a hook run after the home went", func() bool { return mtime(d.File(gyrumdir.ActivityFile)).After(gone) })
-	time.Sleep(time.Until(gone.Add(secs(staleness) + 2*window)))
+	e2etest.Poll(t, "the loop to restore the prepared worktree", func() bool { return gyrumdir.NewPrepared(home).Has(project) })
+	e2etest.Poll(t, "a hook run after the home went", func() bool { return e2etest.Mtime(d.File(gyrumdir.ActivityFile)).After(gone) })
+	time.Sleep(time.Until(gone.Add(e2etest.Secs(staleness) + 2*window)))
 	if s.Exited() {
 		t.Fatalf("the session ended before the check (%d): give it more steps", s.Wait(time.Second))
 	}
 	w.Stop()
-	bs := beatsOf(ws, "T-home")
-	t.Logf("home deleted at %s; heartbeats:\n%s", gone.Format("15:04:05.000"), describeBeats(bs, gone))
+	bs := e2etest.BeatsOf(ws, "T-home")
+	t.Logf("home deleted at %s; heartbeats:\n%s", gone.Format("15:04:05.000"), e2etest.DescribeBeats(bs, gone))
 
 	if l := ws.Lease("T-home"); l.State != warp.LeaseHeld || l.Epoch != epoch {
 		t.Errorf("after the home went: lease %s epoch %d (%s), want held epoch %d", l.State, l.Epoch, l.EndReason, epoch)
@@ -1061,7 +1064,7 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 			break
 		}
 	}
-	for _, x := range w.samples() {
+	for _, x := range w.Samples() {
 		if x.At.After(gone) && (!x.Lease.Held() || x.Verdict != warp.VerdictActive) {
 			t.Errorf("%v after the home went: lease %s, verdict %s; want held and active", x.At.Sub(gone).Round(time.Millisecond), x.Lease.State, x.Verdict)
 			break
@@ -1083,6 +1086,6 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	if _, err := ws.Svc.Release(context.Background(), "T-home", epoch, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the model to be told its lease ended", func() bool { return model.SawText(told) })
+	e2etest.Poll(t, "the model to be told its lease ended", func() bool { return model.SawText(told) })
 	s.Kill()
 }

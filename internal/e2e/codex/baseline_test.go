@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -36,11 +37,11 @@ func TestBaseline(t *testing.T) {
 	held := codextest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
 	fail := codextest.Shell("echo failing; exit 3")
 	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Calls(fail), codextest.Text("Done with T-1."))
-	w := watchTicket(t, ws, "T-1")
+	w := e2etest.WatchTicket(t, ws, "T-1")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.LogLoopOnFailure(t, d)
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	sr := startResultOf(t, model, claim)
 	codexPid := s.CodexPid()
@@ -49,11 +50,11 @@ func TestBaseline(t *testing.T) {
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, sr.Dir, codexPid, project, s.TreeString())
 	}
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(held.ID))
-	if !exists(marker) {
+	if !e2etest.Exists(marker) {
 		t.Errorf("no in-flight marker %s while the call runs (PreToolUse did not reach gyrum)", marker)
 	}
-	poll(t, "a heartbeat reporting Bash in flight", func() bool {
-		for _, b := range beatsOf(ws, "T-1") {
+	e2etest.Poll(t, "a heartbeat reporting Bash in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-1") {
 			if b.Body.InFlight == "Bash" && !b.Body.Stale {
 				return true
 			}
@@ -66,7 +67,7 @@ func TestBaseline(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	exited := time.Now()
 
 	// PostToolUse fired for both calls, the failing one too (Codex has
@@ -80,15 +81,15 @@ func TestBaseline(t *testing.T) {
 		t.Errorf("activity record %+v (ok %v, err %v), want hook/PostToolUse/Bash", rec, ok, err)
 	}
 	// Post of start-work, Pre and Post of the held and the failing call.
-	if n := hookEvents(d); n != 5 {
+	if n := e2etest.HookEvents(d); n != 5 {
 		t.Errorf("hook-events counted %d, want 5", n)
 	}
 
 	// Exit: parent-exited within a tick (and the loop's latency), the
 	// verdict exited, the loop gone.
 	var reported time.Time
-	poll(t, "the loop's parent-exited report", func() bool {
-		for _, b := range beatsOf(ws, "T-1") {
+	e2etest.Poll(t, "the loop's parent-exited report", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-1") {
 			if b.Body.Exit == string(heartbeat.ExitParentExited) {
 				reported = b.At
 				return true
@@ -96,20 +97,20 @@ func TestBaseline(t *testing.T) {
 		}
 		return false
 	})
-	if lag := reported.Sub(exited); lag > secs(interval)+time.Second {
+	if lag := reported.Sub(exited); lag > e2etest.Secs(interval)+time.Second {
 		t.Errorf("parent-exited reported %v after codex exited, want within a tick (%vs)", lag, interval)
 	}
 	if v := ws.Ticket("T-1"); v.Verdict != warp.VerdictExited {
 		t.Errorf("verdict %q after the session ended, want exited", v.Verdict)
 	}
-	poll(t, "the loop to exit", func() bool { return !alive(sr.LoopPID) && !exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Alive(sr.LoopPID) && !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	w.Stop()
-	if len(w.verdictsHooked()) == 0 {
-		t.Errorf("verdicts %v: the loop never reported the hooks", w.verdicts())
+	if len(w.VerdictsHooked()) == 0 {
+		t.Errorf("verdicts %v: the loop never reported the hooks", w.Verdicts())
 	}
-	for _, v := range w.verdictsHooked() {
+	for _, v := range w.VerdictsHooked() {
 		if v == warp.VerdictUnwired || v == warp.VerdictStalled {
-			t.Errorf("verdicts %v once the hooks were reported: %s while the hooks fired", w.verdictsHooked(), v)
+			t.Errorf("verdicts %v once the hooks were reported: %s while the hooks fired", w.VerdictsHooked(), v)
 		}
 	}
 	if n := len(model.Responses()); n != 4 {

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -38,7 +39,7 @@ func startDaemon(t *testing.T, home codextest.Home, env map[string]string) (tag 
 		stop.Env = e
 		_ = stop.Run()
 		for range 5 {
-			pids := codextest.Tagged(tag)
+			pids := agenttest.Tagged(tag)
 			if len(pids) == 0 {
 				return
 			}
@@ -81,10 +82,10 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true,
 		Env: agentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
-	model.WaitRequests(sessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	e2etest.LogLoopOnFailure(t, d)
+	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
 	sr := startResultOf(t, model, claim)
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	tui := s.CodexPid()
 	if sr.WatchedHow != "app-server-client" || sr.WatchedPID != tui {
@@ -101,9 +102,9 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	// the lease ends exited within a tick.
 	s.Kill()
 	quit := time.Now()
-	poll(t, "the verdict exited", func() bool { return ws.Ticket("T-1").Verdict == warp.VerdictExited })
+	e2etest.Poll(t, "the verdict exited", func() bool { return ws.Ticket("T-1").Verdict == warp.VerdictExited })
 	t.Logf("verdict exited %s after the TUI quit", time.Since(quit).Round(time.Millisecond))
-	if !alive(daemonPid(tag)) {
+	if !e2etest.Alive(daemonPid(tag)) {
 		t.Errorf("the daemon did not outlive the session (the test proves nothing about it)")
 	}
 	_ = os.WriteFile(release, nil, 0o644)
@@ -111,7 +112,7 @@ func TestInteractiveOnDaemon(t *testing.T) {
 
 // daemonPid is the pid of the app-server daemon started with tag.
 func daemonPid(tag string) int {
-	for _, p := range codextest.Tagged(tag) {
+	for _, p := range agenttest.Tagged(tag) {
 		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
 		if strings.Contains(string(cmd), "--managed-daemon") {
 			return p
@@ -151,14 +152,14 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 		step      = 5 * time.Second
 	)
 	window := 3 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	other := warptest.Start(t)
 	ws.Create("T-1")
 	project := newProject(t)
 	home := codextest.NewHome(t)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-1 --json")
 	long := codextest.Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), codextest.YieldAfter(25*time.Second))
@@ -169,22 +170,22 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	daemonEnv := maps.Clone(env)
 	daemonEnv["WARP_URL"] = other.URL()
 	startDaemon(t, home, daemonEnv)
-	w := watchTicket(t, ws, "T-1")
+	w := e2etest.WatchTicket(t, ws, "T-1")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true, Env: env})
-	model.WaitRequests(sessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
+	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
 	if sr := startResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
 		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.CodexPid())
 	}
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
-	poll(t, "the long call's marker", func() bool { return exists(marker) })
+	e2etest.Poll(t, "the long call's marker", func() bool { return e2etest.Exists(marker) })
 	st, err := os.Stat(marker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pre := st.ModTime()
-	claudetest.Poll(t, eventTimeout, "the long call's PostToolUse", func() bool { return !exists(marker) })
+	e2etest.Poll(t, "the long call's PostToolUse", func() bool { return !e2etest.Exists(marker) })
 	post := time.Now()
-	model.WaitRequests(sessionTimeout, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
+	model.WaitRequests(e2etest.SessionTimeout, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
 	w.Stop()
 
 	if out, _ := model.Output(long.ID); !strings.Contains(out.Text, "slept") {
@@ -193,9 +194,9 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	if l := ws.Lease("T-1"); l.State == warp.LeaseLapsed {
 		t.Errorf("the lease lapsed (%s) during a %v foreground step on the daemon", l.EndReason, step)
 	}
-	for _, v := range w.verdicts() {
+	for _, v := range w.Verdicts() {
 		if v != warp.VerdictActive {
-			t.Errorf("verdicts %v during the step, want active only", w.verdicts())
+			t.Errorf("verdicts %v during the step, want active only", w.Verdicts())
 			break
 		}
 	}

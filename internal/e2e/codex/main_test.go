@@ -1,26 +1,21 @@
 package codex_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/codextest"
-	"github.com/gyrum-labs/warp/internal/expiry"
-	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -42,14 +37,6 @@ func TestMain(m *testing.M) {
 	remove()
 	os.Exit(code)
 }
-
-// sessionTimeout and eventTimeout bound waits on events (a request, a
-// file, a state): only a broken run reaches them, so they leave a loaded
-// machine all the room it needs.
-const (
-	sessionTimeout = 2 * time.Minute
-	eventTimeout   = time.Minute
-)
 
 // newProject returns a fresh git repository with one commit.
 func newProject(t *testing.T) string {
@@ -182,159 +169,6 @@ func startResultOf(t *testing.T, model *codextest.FakeModel, call codextest.Call
 	return sr
 }
 
-// scaledPolicy is a warp policy with short thresholds.
-func scaledPolicy(window, stall, silent, grace time.Duration) warp.Policy {
-	p := warp.DefaultPolicy()
-	p.LeaseWindow, p.StallAfter, p.SilentAfter, p.StartupGrace = window, stall, silent, grace
-	return p
-}
-
-// sweepEvery is the sweep interval of startSweeps.
-const sweepEvery = 50 * time.Millisecond
-
-// startSweeps runs the real expiry job on svc every sweepEvery.
-func startSweeps(t *testing.T, svc *warp.Service) {
-	t.Helper()
-	j, err := expiry.New(svc, expiry.Config{Interval: sweepEvery, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-}
-
-func beatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
-	var out []warptest.Beat
-	for _, b := range ws.Answered() {
-		if b.Body.Ticket == ticket {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// describeBeats formats heartbeats relative to t0, one a line, for logs.
-func describeBeats(bs []warptest.Beat, t0 time.Time) string {
-	var b strings.Builder
-	for _, x := range bs {
-		age := -1.0
-		if x.Body.ActivityAgeS != nil {
-			age = *x.Body.ActivityAgeS
-		}
-		fmt.Fprintf(&b, "%+.3fs %s status=%d stale=%v age=%.3f in_flight=%q exit=%q hook_events=%d\n", x.At.Sub(t0).Seconds(),
-			x.Body.Ticket, x.Status, x.Body.Stale, age, x.Body.InFlight, x.Body.Exit, x.Body.HookEvents)
-	}
-	return b.String()
-}
-
-// logLoopOnFailure puts d's heartbeat.log in the test log if the test fails.
-func logLoopOnFailure(t *testing.T, d gyrumdir.Dir) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s:\n%s", d.File(gyrumdir.LogFile), readFile(d.File(gyrumdir.LogFile)))
-		}
-	})
-}
-
-// sample is the state of a ticket at one instant.
-type sample struct {
-	At      time.Time
-	Verdict warp.Verdict
-	Lease   warp.Lease
-}
-
-// watcher samples a ticket's verdict and lease every 20 ms.
-type watcher struct {
-	stop, done chan struct{}
-	mu         sync.Mutex
-	got        []sample
-}
-
-func watchTicket(t *testing.T, ws *warptest.Server, ticket string) *watcher {
-	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			if v, err := ws.Svc.Ticket(context.Background(), ticket); err == nil && v.Lease != nil {
-				w.mu.Lock()
-				w.got = append(w.got, sample{At: time.Now(), Verdict: v.Verdict, Lease: *v.Lease})
-				w.mu.Unlock()
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return w
-}
-
-// Stop ends the sampling; it is idempotent.
-func (w *watcher) Stop() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
-
-func (w *watcher) samples() []sample {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]sample(nil), w.got...)
-}
-
-// verdicts returns the verdicts the ticket went through while its lease
-// was held, without repeats.
-func (w *watcher) verdicts() []warp.Verdict {
-	var out []warp.Verdict
-	for _, s := range w.samples() {
-		if !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// verdictsHooked is verdicts from the first sample in which the loop had
-// reported the agent's hook (hook_seen): before it, unwired is the truth
-// when the claim is older than the scaled stall threshold, which a loaded
-// machine can make the first hook miss. Empty when the hook was never
-// reported.
-func (w *watcher) verdictsHooked() []warp.Verdict {
-	var out []warp.Verdict
-	hooked := false
-	for _, s := range w.samples() {
-		hooked = hooked || s.Lease.HookSeen == warp.HookYes
-		if !hooked || !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// poll waits up to eventTimeout for cond.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	claudetest.Poll(t, eventTimeout, what, cond)
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 func readFile(p string) string {
 	data, _ := os.ReadFile(p)
 	return string(data)
@@ -349,8 +183,8 @@ func readFile(p string) string {
 func stepBeatsFresh(t *testing.T, ws *warptest.Server, ticket string, pre, post time.Time, staleness, interval float64) {
 	t.Helper()
 	inFlight := 0
-	for _, b := range beatsOf(ws, ticket) {
-		if b.At.Before(pre.Add(secs(staleness+interval))) || b.At.After(post.Add(-secs(2*interval))) {
+	for _, b := range e2etest.BeatsOf(ws, ticket) {
+		if b.At.Before(pre.Add(e2etest.Secs(staleness+interval))) || b.At.After(post.Add(-e2etest.Secs(2*interval))) {
 			continue
 		}
 		if b.Body.Stale || b.Body.InFlight != "Bash" {
@@ -359,28 +193,6 @@ func stepBeatsFresh(t *testing.T, ws *warptest.Server, ticket string, pre, post 
 		inFlight++
 	}
 	if inFlight < 5 {
-		t.Errorf("%d heartbeats during the step, want one a tick:\n%s", inFlight, describeBeats(beatsOf(ws, ticket), pre))
+		t.Errorf("%d heartbeats during the step, want one a tick:\n%s", inFlight, e2etest.DescribeBeats(e2etest.BeatsOf(ws, ticket), pre))
 	}
-}
-
-func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
-// hookEvents returns how many hook runs d's hook-events counted.
-func hookEvents(d gyrumdir.Dir) int64 {
-	st, err := os.Stat(d.File(gyrumdir.HookEventsFile))
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
-// alive reports whether pid runs (a zombie does not); Linux /proc.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	f := strings.Fields(string(data[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -36,31 +37,31 @@ func TestForegroundStepHeld(t *testing.T) {
 		step      = 5 * time.Second
 	)
 	window := 3 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-2")
 	project := newProject(t)
 	home := codextest.NewHome(t)
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-2 --json")
 	long := codextest.Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), codextest.YieldAfter(25*time.Second))
 	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(long), codextest.Text("Done with T-2."))
-	w := watchTicket(t, ws, "T-2")
+	w := e2etest.WatchTicket(t, ws, "T-2")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
 	// The marker's life is the call's, PreToolUse to PostToolUse.
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
-	poll(t, "the long call's marker", func() bool { return exists(marker) })
+	e2etest.Poll(t, "the long call's marker", func() bool { return e2etest.Exists(marker) })
 	st, err := os.Stat(marker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pre := st.ModTime()
-	poll(t, "the long call's PostToolUse", func() bool { return !exists(marker) })
+	e2etest.Poll(t, "the long call's PostToolUse", func() bool { return !e2etest.Exists(marker) })
 	post := time.Now()
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
 
 	out, ok := model.Output(long.ID)
@@ -71,9 +72,9 @@ func TestForegroundStepHeld(t *testing.T) {
 	if l.State == warp.LeaseLapsed {
 		t.Errorf("the lease lapsed (%s) during a %v foreground step", l.EndReason, step)
 	}
-	for _, v := range w.verdicts() {
+	for _, v := range w.Verdicts() {
 		if v != warp.VerdictActive && v != warp.VerdictExited {
-			t.Errorf("verdicts %v during the step, want active only", w.verdicts())
+			t.Errorf("verdicts %v during the step, want active only", w.Verdicts())
 			break
 		}
 	}
@@ -97,28 +98,28 @@ func TestDeniedCallThenWedge(t *testing.T) {
 		staleness = 1.0
 	)
 	window := 3 * time.Second
-	ws := warptest.StartWithPolicy(t, scaledPolicy(window, time.Second, 30*time.Second, time.Second))
-	startSweeps(t, ws.Svc)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
+	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-3")
 	project := newProject(t)
 	home := codextest.NewHome(t)
 	addBlocker(t, home, project, "BLOCK-ME")
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-3 --json")
 	denied := codextest.Shell("echo BLOCK-ME")
 	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(denied), codextest.Stall())
-	w := watchTicket(t, ws, "T-3")
+	w := e2etest.WatchTicket(t, ws, "T-3")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
-	model.WaitRequests(sessionTimeout, "the stalled request after the denied call", func(r []codextest.Request) bool { return len(r) >= 3 })
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []codextest.Request) bool { return len(r) >= 3 })
 	out, ok := model.Output(denied.ID)
 	if !ok || strings.Contains(out.Text, "exited with code 0") {
 		t.Fatalf("the call was not blocked: %q", out.Text)
 	}
 	var marker gyrumdir.Marker
-	poll(t, "the denied call's in-flight marker", func() bool {
+	e2etest.Poll(t, "the denied call's in-flight marker", func() bool {
 		ms, _ := d.InFlight()
 		for _, m := range ms {
 			if m.ToolUseID() == denied.ID {
@@ -129,21 +130,21 @@ func TestDeniedCallThenWedge(t *testing.T) {
 		return false
 	})
 	began := marker.Since
-	poll(t, "the lease to lapse", func() bool { return ws.Lease("T-3").State == warp.LeaseLapsed })
+	e2etest.Poll(t, "the lease to lapse", func() bool { return ws.Lease("T-3").State == warp.LeaseLapsed })
 	w.Stop()
 	l := ws.Lease("T-3")
 	t.Logf("denied call at %s, lapsed %v later (%s); verdicts %v; heartbeats:\n%s", began.Format("15:04:05.000"),
-		l.EndedAt.Sub(began).Round(time.Millisecond), l.EndReason, w.verdicts(), describeBeats(beatsOf(ws, "T-3"), began))
+		l.EndedAt.Sub(began).Round(time.Millisecond), l.EndReason, w.Verdicts(), e2etest.DescribeBeats(e2etest.BeatsOf(ws, "T-3"), began))
 	if s.Exited() {
 		t.Errorf("codex exited (%d) while the model stalled", s.Wait(time.Second))
 	}
-	if vs := w.verdicts(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
+	if vs := w.Verdicts(); len(vs) != 2 || vs[0] != warp.VerdictActive || vs[1] != warp.VerdictStalled {
 		t.Errorf("verdicts while held %v, want [active stalled]", vs)
 	}
 	if l.EndReason != warp.LapseNoActivity {
 		t.Errorf("lapse reason %q, want %q", l.EndReason, warp.LapseNoActivity)
 	}
-	if limit := secs(staleness) + window + sweepEvery + time.Second; l.EndedAt.Sub(began) > limit {
+	if limit := e2etest.Secs(staleness) + window + e2etest.SweepEvery + time.Second; l.EndedAt.Sub(began) > limit {
 		t.Errorf("lapsed %v after the denied call, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(began), limit)
 	}
 	if ms, _ := d.InFlight(); len(ms) == 0 {
@@ -183,7 +184,7 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	home := codextest.NewHome(t)
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
-	logLoopOnFailure(t, d)
+	e2etest.LogLoopOnFailure(t, d)
 	tmp := t.TempDir()
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
@@ -192,7 +193,7 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	next := codextest.Shell("echo next")
 	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Calls(next), codextest.Text("Stopping."))
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 	sr := startResultOf(t, model, claim)
 
 	const told = "your lease on ticket T-4"
@@ -203,12 +204,12 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	if _, err := ws.Svc.Release(context.Background(), "T-4", sr.Epoch, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the loop's lease-ended notice", func() bool { return exists(d.File(gyrumdir.NoticeFile)) })
-	poll(t, "the loop to exit", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.Poll(t, "the loop's lease-ended notice", func() bool { return e2etest.Exists(d.File(gyrumdir.NoticeFile)) })
+	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	r, ok := model.FirstWithText(told)
 	if !ok {
@@ -242,7 +243,7 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the last request shows %q %d times, want once", told, n)
 	}
-	if exists(d.File(gyrumdir.NoticeFile)) {
+	if e2etest.Exists(d.File(gyrumdir.NoticeFile)) {
 		t.Error("lease-ended.json is still there after the agent was told")
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -25,7 +25,7 @@ import (
 // CLAUDE_PID was set): hook-events 0 and the verdict unwired.
 func TestStartWorkWorktreeWithCd(t *testing.T) {
 	codextest.Require(t)
-	ws := warptest.StartWithPolicy(t, scaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	ws.Create("T-5")
 	project := newProject(t)
 	home := codextest.NewHome(t)
@@ -47,34 +47,34 @@ func TestStartWorkWorktreeWithCd(t *testing.T) {
 	model := codextest.NewFakeModel(t, append(turns, codextest.Text("Done with T-5."))...)
 	env := agentEnv(t, ws.URL(), 0.2, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
-	w := watchTicket(t, ws, "T-5")
+	w := e2etest.WatchTicket(t, ws, "T-5")
 	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: env})
-	poll(t, "the native codex process", func() bool { return s.CodexPid() != 0 })
+	e2etest.Poll(t, "the native codex process", func() bool { return s.CodexPid() != 0 })
 	wd, _ := gyrumdir.At(wt)
-	logLoopOnFailure(t, wd)
-	s.WaitOK(sessionTimeout)
+	e2etest.LogLoopOnFailure(t, wd)
+	s.WaitOK(e2etest.SessionTimeout)
 
 	sr := startResultOf(t, model, claim)
 	if sr.Dir != wt || sr.WatchedPID != s.CodexPid() {
 		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and codex %d", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.CodexPid())
 	}
-	if !exists(filepath.Join(wt, "notes.md")) {
+	if !e2etest.Exists(filepath.Join(wt, "notes.md")) {
 		t.Error("the call that cd'd into the worktree did not write notes.md there")
 	}
-	if got, want := hookEvents(wd), int64(1+2*len(work)); got != want {
+	if got, want := e2etest.HookEvents(wd), int64(1+2*len(work)); got != want {
 		t.Errorf("the worktree's hook-events counted %d, want %d (Post of the claim, Pre and Post of %d calls)", got, want, len(work))
 	}
 	_, _, last, _ := wd.ReadActivity()
-	claudetest.Poll(t, eventTimeout, "warp's last_activity_at to reach the last call", func() bool {
+	e2etest.Poll(t, "warp's last_activity_at to reach the last call", func() bool {
 		return !ws.Lease("T-5").LastActivityAt.Before(last.Add(-500 * time.Millisecond))
 	})
 	if l := ws.Lease("T-5"); l.LastActivityAt.Sub(l.ClaimedAt) < 1500*time.Millisecond {
 		t.Errorf("last_activity_at %v after the claim, want the calls' activity (> 1.5 s)", l.LastActivityAt.Sub(l.ClaimedAt))
 	}
 	w.Stop()
-	for _, v := range w.verdictsHooked() {
+	for _, v := range w.VerdictsHooked() {
 		if v == warp.VerdictUnwired {
-			t.Errorf("verdicts %v once the hook was reported: unwired while the hook fired", w.verdictsHooked())
+			t.Errorf("verdicts %v once the hook was reported: unwired while the hook fired", w.VerdictsHooked())
 			break
 		}
 	}

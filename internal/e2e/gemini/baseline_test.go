@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/geminitest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -46,8 +47,8 @@ func TestBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logLoopOnFailure(t, d)
-	poll(t, "the held call to start", func() bool { return exists(started) })
+	e2etest.LogLoopOnFailure(t, d)
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	agent := s.AgentPid()
 	sr := startResultOf(t, model, claim)
@@ -62,8 +63,8 @@ func TestBaseline(t *testing.T) {
 	if len(ms) != 1 || ms[0].Tool != "run_shell_command" || !strings.HasPrefix(ms[0].Name, "input-") {
 		t.Errorf("in-flight markers while the call runs %+v, want one run_shell_command marker named by its input", ms)
 	}
-	poll(t, "a heartbeat reporting run_shell_command in flight", func() bool {
-		for _, b := range beatsOf(ws, "T-1") {
+	e2etest.Poll(t, "a heartbeat reporting run_shell_command in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-1") {
 			if b.Body.InFlight == "run_shell_command" && !b.Body.Stale {
 				return true
 			}
@@ -73,7 +74,7 @@ func TestBaseline(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitOK(sessionTimeout)
+	s.WaitOK(e2etest.SessionTimeout)
 	ended := s.Ended()
 
 	if ms, _ := d.InFlight(); len(ms) != 0 {
@@ -85,17 +86,17 @@ func TestBaseline(t *testing.T) {
 	}
 	// One byte per hook run once .gyrum/ exists: the claim's AfterTool,
 	// then BeforeTool and AfterTool of the held call.
-	if n := hookEvents(d); n != 3 {
+	if n := e2etest.HookEvents(d); n != 3 {
 		t.Errorf("hook-events holds %d events, want 3", n)
 	}
 	at := parentExitedAt(t, ws, "T-1")
 	t.Logf("parent-exited reported %v after the CLI exited", at.Sub(ended).Round(time.Millisecond))
 	// Within a tick (±10 % jitter) and a POST.
-	if lag := at.Sub(ended); lag > secs(interval*1.1)+time.Second {
+	if lag := at.Sub(ended); lag > e2etest.Secs(interval*1.1)+time.Second {
 		t.Errorf("parent-exited reported %v after the exit, want within a tick", lag)
 	}
-	poll(t, "the loop to exit", func() bool { return !exists(d.File(gyrumdir.LoopPIDFile)) })
-	poll(t, "nothing of the session left running", func() bool { return len(s.Leftovers()) == 0 })
+	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
+	e2etest.Poll(t, "nothing of the session left running", func() bool { return len(s.Leftovers()) == 0 })
 	if res, _, _ := model.Result(held); !strings.Contains(res.Output(), "worked") {
 		t.Errorf("held call's result %q", res.Output())
 	}

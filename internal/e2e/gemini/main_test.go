@@ -1,27 +1,21 @@
 package gemini_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/claudetest"
-	"github.com/gyrum-labs/warp/internal/expiry"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/geminitest"
-	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -43,14 +37,6 @@ func TestMain(m *testing.M) {
 	remove()
 	os.Exit(code)
 }
-
-// sessionTimeout and eventTimeout bound waits on events (a request, a
-// file, a state): only a broken run reaches them, so they leave a loaded
-// machine all the room it needs.
-const (
-	sessionTimeout = 2 * time.Minute
-	eventTimeout   = time.Minute
-)
 
 // startResult is the part of `gyrum start-work --json` the tests read.
 type startResult struct {
@@ -167,213 +153,11 @@ func startResultOf(t *testing.T, model *geminitest.FakeModel, call geminitest.Ca
 // waitStart waits for the result of the claim call and parses it.
 func waitStart(t *testing.T, model *geminitest.FakeModel, call geminitest.Call) startResult {
 	t.Helper()
-	model.WaitRequests(sessionTimeout, "the claim's result", func([]geminitest.Request) bool {
+	model.WaitRequests(e2etest.SessionTimeout, "the claim's result", func([]geminitest.Request) bool {
 		_, _, ok := model.Result(call)
 		return ok
 	})
 	return startResultOf(t, model, call)
-}
-
-// scaledPolicy is a warp policy with short thresholds.
-func scaledPolicy(window, stall, silent, grace time.Duration) warp.Policy {
-	p := warp.DefaultPolicy()
-	p.LeaseWindow, p.StallAfter, p.SilentAfter, p.StartupGrace = window, stall, silent, grace
-	return p
-}
-
-// sweepEvery is the sweep interval of startSweeps.
-const sweepEvery = 50 * time.Millisecond
-
-// startSweeps runs the real expiry job on svc every sweepEvery until the
-// end of the test.
-func startSweeps(t *testing.T, svc *warp.Service) {
-	t.Helper()
-	j, err := expiry.New(svc, expiry.Config{Interval: sweepEvery, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-}
-
-// poll waits up to eventTimeout for cond.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	claudetest.Poll(t, eventTimeout, what, cond)
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
-func beatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
-	var out []warptest.Beat
-	for _, b := range ws.Answered() {
-		if b.Body.Ticket == ticket {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// parentExitedAt waits for the loop of ticket to report parent-exited and
-// returns when that report came.
-func parentExitedAt(t *testing.T, ws *warptest.Server, ticket string) time.Time {
-	t.Helper()
-	var at time.Time
-	poll(t, "the loop's parent-exited report", func() bool {
-		for _, b := range beatsOf(ws, ticket) {
-			if b.Body.Exit == string(heartbeat.ExitParentExited) {
-				at = b.At
-				return true
-			}
-		}
-		return false
-	})
-	return at
-}
-
-// describeBeats formats heartbeats relative to t0, one a line.
-func describeBeats(bs []warptest.Beat, t0 time.Time) string {
-	var b strings.Builder
-	for _, x := range bs {
-		age := -1.0
-		if x.Body.ActivityAgeS != nil {
-			age = *x.Body.ActivityAgeS
-		}
-		fmt.Fprintf(&b, "%+.3fs %s status=%d stale=%v age=%.3f in_flight=%q exit=%q hook_events=%d\n", x.At.Sub(t0).Seconds(),
-			x.Body.Ticket, x.Status, x.Body.Stale, age, x.Body.InFlight, x.Body.Exit, x.Body.HookEvents)
-	}
-	return b.String()
-}
-
-// logLoopOnFailure puts d's heartbeat.log in the test log if the test fails.
-func logLoopOnFailure(t *testing.T, d gyrumdir.Dir) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			data, _ := os.ReadFile(d.File(gyrumdir.LogFile))
-			t.Logf("%s:\n%s", d.File(gyrumdir.LogFile), data)
-		}
-	})
-}
-
-// hookEvents returns how many hook runs d's hook-events counted.
-func hookEvents(d gyrumdir.Dir) int64 {
-	st, err := os.Stat(d.File(gyrumdir.HookEventsFile))
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
-// sample is the state of a ticket at one instant.
-type sample struct {
-	At      time.Time
-	Verdict warp.Verdict
-	Lease   warp.Lease
-}
-
-// watcher samples a ticket's verdict and lease every 20 ms.
-type watcher struct {
-	stop chan struct{}
-	done chan struct{}
-	mu   sync.Mutex
-	got  []sample
-}
-
-// watchTicket samples ticket until the end of the test (or Stop).
-func watchTicket(t *testing.T, ws *warptest.Server, ticket string) *watcher {
-	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			if v, err := ws.Svc.Ticket(context.Background(), ticket); err == nil && v.Lease != nil {
-				w.mu.Lock()
-				w.got = append(w.got, sample{At: time.Now(), Verdict: v.Verdict, Lease: *v.Lease})
-				w.mu.Unlock()
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return w
-}
-
-// Stop ends the sampling; it is idempotent.
-func (w *watcher) Stop() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
-
-// samples returns the samples so far.
-func (w *watcher) samples() []sample {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]sample(nil), w.got...)
-}
-
-// verdicts returns the verdicts the ticket went through while its lease
-// was held, without repeats.
-func (w *watcher) verdicts() []warp.Verdict {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []warp.Verdict
-	for _, s := range w.got {
-		if !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// verdictsUntil is verdicts of the samples taken up to at.
-func (w *watcher) verdictsUntil(at time.Time) []warp.Verdict {
-	var out []warp.Verdict
-	for _, s := range w.samples() {
-		if s.At.After(at) || !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
-}
-
-// verdictsHooked is verdicts from the first sample in which the loop had
-// reported the agent's hook (hook_seen): before it, unwired is the truth
-// when the claim is older than the scaled stall threshold, which a loaded
-// machine can make the first hook miss. Empty when the hook was never
-// reported.
-func (w *watcher) verdictsHooked() []warp.Verdict {
-	var out []warp.Verdict
-	hooked := false
-	for _, s := range w.samples() {
-		hooked = hooked || s.Lease.HookSeen == warp.HookYes
-		if !hooked || !s.Lease.Held() {
-			continue
-		}
-		if len(out) == 0 || out[len(out)-1] != s.Verdict {
-			out = append(out, s.Verdict)
-		}
-	}
-	return out
 }
 
 // start runs the CLI in project against model with env.
@@ -381,4 +165,11 @@ func start(t *testing.T, model *geminitest.FakeModel, project string, o geminite
 	t.Helper()
 	o.Dir = project
 	return geminitest.Start(t, model, o)
+}
+
+// parentExitedAt waits for the loop of ticket to report parent-exited and
+// returns when that report came.
+func parentExitedAt(t *testing.T, ws *warptest.Server, ticket string) time.Time {
+	t.Helper()
+	return e2etest.ParentExitedAt(t, ws, ticket, "")
 }

@@ -1,4 +1,4 @@
-package claudetest
+package agenttest
 
 import (
 	"bytes"
@@ -182,10 +182,10 @@ func Tree(procs []Proc, pid int) string {
 	return b.String()
 }
 
-// tagged returns the pids of processes whose environment holds kv
+// Tagged returns the pids of processes whose environment holds kv
 // ("NAME=value"). It works where /proc/PID/environ exists (Linux) and
 // returns nothing elsewhere.
-func tagged(kv string) []int {
+func Tagged(kv string) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

@@ -1,0 +1,249 @@
+// Package e2etest holds what the end-to-end suites against real agent CLIs
+// (internal/e2e/claudecode, codex, gemini) share: scaled warp policies and
+// the real sweep, a watcher of a ticket's verdicts, the heartbeats a
+// ticket got and their story for a failure's log, and the waits on
+// events. Each suite keeps only what its agent makes different.
+package e2etest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/expiry"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// SessionTimeout and EventTimeout bound waits on events (a request, a
+// file, a state): only a broken run reaches them, so they leave a loaded
+// machine all the room it needs.
+const (
+	SessionTimeout = 2 * time.Minute
+	EventTimeout   = time.Minute
+)
+
+// Poll waits up to EventTimeout for cond.
+func Poll(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	claudetest.Poll(t, EventTimeout, what, cond)
+}
+
+// ScaledPolicy is warp's default policy with a lease window and the
+// stalled, silent and startup-grace thresholds of a scaled test.
+func ScaledPolicy(window, stall, silent, grace time.Duration) warp.Policy {
+	p := warp.DefaultPolicy()
+	p.LeaseWindow, p.StallAfter, p.SilentAfter, p.StartupGrace = window, stall, silent, grace
+	return p
+}
+
+// SweepEvery is the sweep interval of StartSweeps.
+const SweepEvery = 50 * time.Millisecond
+
+// StartSweeps runs the real expiry job (sweeps and the verdict pass) on
+// svc every SweepEvery until Close or the end of the test.
+func StartSweeps(t testing.TB, svc *warp.Service) *expiry.Job {
+	t.Helper()
+	j, err := expiry.New(svc, expiry.Config{Interval: SweepEvery, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// BeatsOf returns the answered heartbeats of ticket.
+func BeatsOf(ws *warptest.Server, ticket string) []warptest.Beat {
+	var out []warptest.Beat
+	for _, b := range ws.Answered() {
+		if b.Body.Ticket == ticket {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ParentExitedAt waits for the loop of ticket to report parent-exited
+// (when, if not "", says after what) and returns when that report came.
+func ParentExitedAt(t testing.TB, ws *warptest.Server, ticket, when string) time.Time {
+	t.Helper()
+	var at time.Time
+	Poll(t, strings.TrimSpace("the loop's parent-exited report "+when), func() bool {
+		for _, b := range BeatsOf(ws, ticket) {
+			if b.Body.Exit == string(heartbeat.ExitParentExited) {
+				at = b.At
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
+// DescribeBeats formats heartbeats relative to t0, one a line, for logs.
+func DescribeBeats(bs []warptest.Beat, t0 time.Time) string {
+	var b strings.Builder
+	for _, x := range bs {
+		age := -1.0
+		if x.Body.ActivityAgeS != nil {
+			age = *x.Body.ActivityAgeS
+		}
+		fmt.Fprintf(&b, "%+.3fs %s status=%d stale=%v age=%.3f in_flight=%q exit=%q hook_events=%d\n", x.At.Sub(t0).Seconds(),
+			x.Body.Ticket, x.Status, x.Body.Stale, age, x.Body.InFlight, x.Body.Exit, x.Body.HookEvents)
+	}
+	return b.String()
+}
+
+// LogLoopOnFailure puts the heartbeat.log of d in the test log if the
+// test fails.
+func LogLoopOnFailure(t testing.TB, d gyrumdir.Dir) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(d.File(gyrumdir.LogFile))
+			t.Logf("%s:\n%s", d.File(gyrumdir.LogFile), data)
+		}
+	})
+}
+
+// HookEvents returns how many hook runs d's hook-events counted.
+func HookEvents(d gyrumdir.Dir) int64 { return FileSize(d.File(gyrumdir.HookEventsFile)) }
+
+// FileSize returns the size of path (0 when missing).
+func FileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// Mtime returns the modification time of path (zero when missing).
+func Mtime(path string) time.Time {
+	st, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
+// Exists reports whether path exists.
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Secs is f seconds.
+func Secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// Alive reports whether pid runs (a zombie does not); Linux /proc.
+func Alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// Sample is the state of a ticket at one instant, as the server derives it.
+type Sample struct {
+	At      time.Time
+	Verdict warp.Verdict
+	Lease   warp.Lease
+}
+
+// Watcher samples a ticket's verdict and lease every 20 ms.
+type Watcher struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	got  []Sample
+}
+
+// WatchTicket samples ticket until the end of the test (or Stop).
+func WatchTicket(t testing.TB, ws *warptest.Server, ticket string) *Watcher {
+	w := &Watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			if v, err := ws.Svc.Ticket(context.Background(), ticket); err == nil && v.Lease != nil {
+				w.mu.Lock()
+				w.got = append(w.got, Sample{At: time.Now(), Verdict: v.Verdict, Lease: *v.Lease})
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// Stop ends the sampling; it is idempotent.
+func (w *Watcher) Stop() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// Samples returns the samples so far.
+func (w *Watcher) Samples() []Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Sample(nil), w.got...)
+}
+
+// verdicts returns the verdicts of the held samples keep accepts, without
+// repeats.
+func (w *Watcher) verdicts(keep func(Sample) bool) []warp.Verdict {
+	var out []warp.Verdict
+	for _, s := range w.Samples() {
+		if !s.Lease.Held() || !keep(s) {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != s.Verdict {
+			out = append(out, s.Verdict)
+		}
+	}
+	return out
+}
+
+// Verdicts returns the verdicts the ticket went through while its lease
+// was held, without repeats.
+func (w *Watcher) Verdicts() []warp.Verdict { return w.verdicts(func(Sample) bool { return true }) }
+
+// VerdictsUntil is Verdicts of the samples taken up to at.
+func (w *Watcher) VerdictsUntil(at time.Time) []warp.Verdict {
+	return w.verdicts(func(s Sample) bool { return !s.At.After(at) })
+}
+
+// VerdictsHooked is Verdicts from the first sample in which the loop had
+// reported the agent's hook (hook_seen): before it, unwired is the truth
+// when the claim is older than the scaled stall threshold, which a loaded
+// machine can make the first hook miss. Empty when the hook was never
+// reported.
+func (w *Watcher) VerdictsHooked() []warp.Verdict {
+	hooked := false
+	return w.verdicts(func(s Sample) bool {
+		hooked = hooked || s.Lease.HookSeen == warp.HookYes
+		return hooked
+	})
+}
