@@ -13,17 +13,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
-// startResult is the part of `gyrum start-work --json` the test reads.
-type startResult struct {
-	Ticket     string `json:"ticket"`
-	Epoch      int64  `json:"epoch"`
-	Dir        string `json:"dir"`
-	LoopPID    int    `json:"loop_pid"`
-	WatchedPID int    `json:"watched_pid"`
-	Watched    string `json:"watched"`
-	WatchedHow string `json:"watched_how"`
-}
-
 // The whole agent side under the real client: hooks wired by `gyrum
 // setup`, the agent claims its ticket from inside a Bash tool call (so the
 // loop watches CLAUDE_PID), works (a held foreground Bash call, a Write),
@@ -35,7 +24,7 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	claudetest.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-1")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	setupHooks(t, project)
 	gyrumHome := t.TempDir()
 	release := filepath.Join(t.TempDir(), "release")
@@ -69,7 +58,7 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	if !ok {
 		t.Fatal("no tool result for start-work")
 	}
-	var sr startResult
+	var sr e2etest.StartResult
 	if err := json.Unmarshal([]byte(tr.Content), &sr); err != nil {
 		t.Fatalf("start-work output %q: %v", tr.Content, err)
 	}

@@ -25,7 +25,7 @@ import (
 // HEAD /api/hello first.
 func TestRequestSequence(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	call := claudetest.Bash("echo one")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("Finished."))
 	s := start(t, model, project, claudetest.Options{Prompt: "PROMPT-A"})
@@ -61,7 +61,7 @@ func TestRequestSequence(t *testing.T) {
 	// Nonessential traffic allowed: a connectivity probe comes first,
 	// still no auxiliary messages call.
 	model2 := claudetest.NewFakeModel(t, claudetest.Text("Hi."))
-	s2 := start(t, model2, newProject(t), claudetest.Options{Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
+	s2 := start(t, model2, e2etest.NewProject(t), claudetest.Options{Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
 	s2.WaitOK(e2etest.SessionTimeout)
 	var kinds []string
 	for _, r := range model2.Requests() {
@@ -84,7 +84,7 @@ func TestRequestSequence(t *testing.T) {
 // CLAUDE_CODE_EXECPATH only in the Bash tool.
 func TestEnvironment(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	call := claudetest.Bash(bashRecord("env"))
 	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("ok"))
@@ -173,7 +173,7 @@ func payloadKeys(t *testing.T, raw string) []string {
 // hookSpecificOutput whose hookEventName is not the running event.
 func TestHookOutputContract(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	type variant struct {
 		name  string
@@ -284,7 +284,7 @@ func TestHookOutputContract(t *testing.T) {
 // to the wake-up).
 func TestBackgroundBash(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	const jobSecs = 3
 	job := claudetest.Bash("sleep "+strconv.Itoa(jobSecs)+"; echo BG-DONE", claudetest.Background(), claudetest.Description("bg job"))
@@ -352,7 +352,7 @@ func TestBackgroundBash(t *testing.T) {
 func TestDeniedCall(t *testing.T) {
 	claudetest.Require(t)
 	t.Run("permission-mode", func(t *testing.T) {
-		project := newProject(t)
+		project := e2etest.NewProject(t)
 		setupHooks(t, project)
 		d, err := gyrumdir.Create(project)
 		if err != nil {
@@ -384,7 +384,7 @@ func TestDeniedCall(t *testing.T) {
 		}
 	})
 	t.Run("pretooluse-exit-2", func(t *testing.T) {
-		project := newProject(t)
+		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
 		ran := filepath.Join(t.TempDir(), "ran")
 		call := claudetest.Bash("touch " + shellquote.Quote(ran))
@@ -413,7 +413,7 @@ func TestDeniedCall(t *testing.T) {
 // reset") and cwd stays the project.
 func TestCwd(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	outside := t.TempDir()
 	rec := newRecorder(t)
 	calls := []claudetest.ToolUse{
@@ -458,7 +458,7 @@ func TestCwd(t *testing.T) {
 // with the hook command below the sh.
 func TestProcessTree(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	tmp := t.TempDir()
 	f := func(name string) string { return filepath.Join(tmp, name) }
@@ -572,7 +572,7 @@ func TestProcessTree(t *testing.T) {
 func TestForegroundTimeout(t *testing.T) {
 	claudetest.Require(t)
 	t.Run("default-moves-to-background", func(t *testing.T) {
-		project := newProject(t)
+		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
 		slow := claudetest.Bash("echo start; sleep 3; echo late", claudetest.Timeout(time.Second))
 		sleep := claudetest.Bash("sleep 700")
@@ -604,7 +604,7 @@ func TestForegroundTimeout(t *testing.T) {
 		}
 	})
 	t.Run("background-tasks-disabled", func(t *testing.T) {
-		project := newProject(t)
+		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
 		slow := claudetest.Bash("echo start; sleep 3; echo late", claudetest.Timeout(time.Second))
 		bg := claudetest.Bash("echo bg", claudetest.Background())
@@ -629,7 +629,7 @@ func TestForegroundTimeout(t *testing.T) {
 // a refused port and does not exit within seconds: the test kills it.)
 func TestStalledModel(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	call := claudetest.Bash("echo before-stall")
 	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Stall())
@@ -663,7 +663,7 @@ func TestStalledModel(t *testing.T) {
 // all results come back in the next request.
 func TestParallelCalls(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	// The fast call takes a moment too: under load the three PreToolUse
 	// hooks, which start together, are still recorded before it ends.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 var (
@@ -58,19 +58,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testBin = exe
-	// Build gyrum only when the tests can run: without a CLI they skip.
-	if _, err := claudetest.Find(); err != nil && os.Getenv("CI") == "" {
-		os.Exit(m.Run())
-	}
-	bin, remove, err := warptest.BuildGyrum()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gyrumBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(e2etest.Main(m, claudetest.Find, &gyrumBin))
 }
 
 // record is what the recorder saw of one hook run (or of a Bash tool call
@@ -261,30 +249,6 @@ func bashRecord(tag string) string {
 	return shellquote.Quote(testBin) + " " + recordArg + " BashTool </dev/null # " + tag
 }
 
-// newProject returns a fresh git repository with one commit: the project
-// the CLI works in.
-func newProject(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "project")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
-}
-
 // gyrum runs the gyrum binary in dir with env (plus PATH) and returns its
 // stdout; a non-zero exit fails the test.
 func gyrum(t *testing.T, dir string, env map[string]string, args ...string) string {
@@ -368,7 +332,7 @@ func claimCall(args string) claudetest.ToolUse {
 // startResultOf parses the JSON `gyrum start-work --json` printed, as the
 // model was shown it in the result of call (anything before the object,
 // such as a warning on stderr, is skipped).
-func startResultOf(t *testing.T, model *claudetest.FakeModel, call claudetest.ToolUse) startResult {
+func startResultOf(t *testing.T, model *claudetest.FakeModel, call claudetest.ToolUse) e2etest.StartResult {
 	t.Helper()
 	tr, ok := model.ToolResult(call.ID)
 	if !ok {
@@ -377,9 +341,9 @@ func startResultOf(t *testing.T, model *claudetest.FakeModel, call claudetest.To
 	return parseStart(t, tr.Content)
 }
 
-func parseStart(t *testing.T, out string) startResult {
+func parseStart(t *testing.T, out string) e2etest.StartResult {
 	t.Helper()
-	var sr startResult
+	var sr e2etest.StartResult
 	i := strings.Index(out, "{")
 	if i < 0 {
 		t.Fatalf("start-work printed no JSON: %q", out)

@@ -38,7 +38,7 @@ func transcripts(s *claudetest.Session) []string {
 // tell an MCP call in flight from a finished one (docs/agents/claude-code.md).
 func TestMCPCallTranscript(t *testing.T) {
 	claudetest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	done := filepath.Join(t.TempDir(), "done")
 	quick := claudetest.Tool(claudetest.MCPQuick, nil)
 	wait := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": done})
@@ -93,7 +93,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	ws = warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
 	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create(ticket)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)

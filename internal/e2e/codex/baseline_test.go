@@ -27,7 +27,7 @@ func TestBaseline(t *testing.T) {
 	const interval = 0.2
 	ws := warptest.Start(t)
 	ws.Create("T-1")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	home := codextest.NewHome(t)
 	wireCodex(t, home, project)
 	tmp := t.TempDir()

@@ -69,7 +69,7 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	other := warptest.Start(t) // the daemon's inherited WARP_URL
 	ws.Create("T-1")
 	other.Create("T-1")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	home := codextest.NewHome(t)
 
 	tmp := t.TempDir()
@@ -156,7 +156,7 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	e2etest.StartSweeps(t, ws.Svc)
 	other := warptest.Start(t)
 	ws.Create("T-1")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	home := codextest.NewHome(t)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 )
 
 // doctorCheck runs `gyrum doctor --json` for home in project and returns
@@ -35,7 +36,7 @@ func doctorCheck(t *testing.T, home codextest.Home, project string) (status, det
 // its hashes agree with the real Codex's.
 func TestDoctorCodexTrust(t *testing.T) {
 	bin := codextest.Require(t)
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	home := codextest.NewHome(t)
 	gyrum(t, project, map[string]string{"HOME": home.Home, "CODEX_HOME": home.CodexHome, "GYRUM_HOME": filepath.Join(home.Home, ".gyrum")},
 		"setup", "--agents", "codex", "--watchdog", "none")

@@ -3,7 +3,6 @@ package codex_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/codextest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -23,42 +21,7 @@ import (
 var gyrumBin string
 
 func TestMain(m *testing.M) {
-	// Build gyrum only when the tests can run: without a CLI they skip.
-	if _, err := codextest.Find(); err != nil && os.Getenv("CI") == "" {
-		os.Exit(m.Run())
-	}
-	bin, remove, err := warptest.BuildGyrum()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gyrumBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
-
-// newProject returns a fresh git repository with one commit.
-func newProject(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "project")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
+	os.Exit(e2etest.Main(m, codextest.Find, &gyrumBin))
 }
 
 // wireCodex wires gyrum's hooks into the Codex of home with the real
@@ -139,26 +102,15 @@ func claimCall(args string) codextest.Call {
 	return codextest.Shell(shellquote.Quote(gyrumBin) + " start-work " + args)
 }
 
-// startResult is the part of `gyrum start-work --json` the tests read.
-type startResult struct {
-	Ticket     string `json:"ticket"`
-	Epoch      int64  `json:"epoch"`
-	Dir        string `json:"dir"`
-	LoopPID    int    `json:"loop_pid"`
-	WatchedPID int    `json:"watched_pid"`
-	Watched    string `json:"watched"`
-	WatchedHow string `json:"watched_how"`
-}
-
 // startResultOf parses the JSON start-work printed, as the model was shown
 // it in the output of call (Codex's header comes first).
-func startResultOf(t *testing.T, model *codextest.FakeModel, call codextest.Call) startResult {
+func startResultOf(t *testing.T, model *codextest.FakeModel, call codextest.Call) e2etest.StartResult {
 	t.Helper()
 	out, ok := model.Output(call.ID)
 	if !ok {
 		t.Fatalf("no output for %v", call.Args["cmd"])
 	}
-	var sr startResult
+	var sr e2etest.StartResult
 	i := strings.Index(out.Text, "{")
 	if i < 0 {
 		t.Fatalf("start-work printed no JSON: %q", out.Text)

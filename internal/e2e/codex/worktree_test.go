@@ -27,7 +27,7 @@ func TestStartWorkWorktreeWithCd(t *testing.T) {
 	codextest.Require(t)
 	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	ws.Create("T-5")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	home := codextest.NewHome(t)
 	wireCodex(t, home, project)
 	root := t.TempDir()

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -246,4 +248,58 @@ func (w *Watcher) VerdictsHooked() []warp.Verdict {
 		hooked = hooked || s.Lease.HookSeen == warp.HookYes
 		return hooked
 	})
+}
+
+// Main is a suite's TestMain: it builds gyrum, with gyrum-hook beside it,
+// into *gyrumBin when find finds the agent's CLI (or CI is set: the tests
+// then fail without it), runs the tests and removes the build. Without the
+// CLI the tests skip, and nothing is built.
+func Main(m *testing.M, find func() (string, error), gyrumBin *string) int {
+	if _, err := find(); err != nil && os.Getenv("CI") == "" {
+		return m.Run()
+	}
+	bin, remove, err := warptest.BuildGyrum()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	*gyrumBin = bin
+	return m.Run()
+}
+
+// NewProject returns a fresh git repository with one commit: the project
+// the CLI works in.
+func NewProject(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// StartResult is the part of `gyrum start-work --json` the tests read, as
+// a script reads it (its own type, so a renamed field fails here).
+type StartResult struct {
+	Ticket     string `json:"ticket"`
+	Epoch      int64  `json:"epoch"`
+	Dir        string `json:"dir"`
+	LoopPID    int    `json:"loop_pid"`
+	WatchedPID int    `json:"watched_pid"`
+	Watched    string `json:"watched"`
+	WatchedHow string `json:"watched_how"`
 }

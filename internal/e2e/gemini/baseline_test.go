@@ -33,7 +33,7 @@ func TestBaseline(t *testing.T) {
 	geminitest.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-1")
-	project := newProject(t)
+	project := e2etest.NewProject(t)
 	setupHooks(t, project)
 	tmp := t.TempDir()
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")

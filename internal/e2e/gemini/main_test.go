@@ -3,7 +3,6 @@ package gemini_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/geminitest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -23,50 +21,7 @@ import (
 var gyrumBin string
 
 func TestMain(m *testing.M) {
-	// Build gyrum only when the tests can run: without a CLI they skip.
-	if _, err := geminitest.Find(); err != nil && os.Getenv("CI") == "" {
-		os.Exit(m.Run())
-	}
-	bin, remove, err := warptest.BuildGyrum()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gyrumBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
-}
-
-// startResult is the part of `gyrum start-work --json` the tests read.
-type startResult struct {
-	Ticket     string `json:"ticket"`
-	Epoch      int64  `json:"epoch"`
-	Dir        string `json:"dir"`
-	LoopPID    int    `json:"loop_pid"`
-	WatchedPID int    `json:"watched_pid"`
-	Watched    string `json:"watched"`
-	WatchedHow string `json:"watched_how"`
-}
-
-// newProject returns a fresh git repository with one commit.
-func newProject(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "project")
-	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
+	os.Exit(e2etest.Main(m, geminitest.Find, &gyrumBin))
 }
 
 // gyrum runs the gyrum binary in dir with env (plus PATH) and returns its
@@ -132,14 +87,14 @@ func claimCall(args string) geminitest.Call {
 
 // startResultOf parses the JSON `gyrum start-work --json` printed, as the
 // model was shown it in the result of call.
-func startResultOf(t *testing.T, model *geminitest.FakeModel, call geminitest.Call) startResult {
+func startResultOf(t *testing.T, model *geminitest.FakeModel, call geminitest.Call) e2etest.StartResult {
 	t.Helper()
 	res, _, ok := model.Result(call)
 	if !ok {
 		t.Fatalf("no result for %v:\n%s", call.Args["command"], model.Summary())
 	}
 	out := res.Output()
-	var sr startResult
+	var sr e2etest.StartResult
 	i := strings.Index(out, "{")
 	if i < 0 {
 		t.Fatalf("start-work printed no JSON: %q", out)
@@ -151,7 +106,7 @@ func startResultOf(t *testing.T, model *geminitest.FakeModel, call geminitest.Ca
 }
 
 // waitStart waits for the result of the claim call and parses it.
-func waitStart(t *testing.T, model *geminitest.FakeModel, call geminitest.Call) startResult {
+func waitStart(t *testing.T, model *geminitest.FakeModel, call geminitest.Call) e2etest.StartResult {
 	t.Helper()
 	model.WaitRequests(e2etest.SessionTimeout, "the claim's result", func([]geminitest.Request) bool {
 		_, _, ok := model.Result(call)
