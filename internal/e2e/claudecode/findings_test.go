@@ -286,7 +286,7 @@ func TestBackgroundBash(t *testing.T) {
 	claudetest.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
-	const jobSecs = 3
+	const jobSecs = 8
 	job := claudetest.Bash("sleep "+strconv.Itoa(jobSecs)+"; echo BG-DONE", claudetest.Background(), claudetest.Description("bg job"))
 	model := claudetest.NewFakeModel(t, claudetest.Tools(job), claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
 	k, v := rec.env()
@@ -304,16 +304,17 @@ func TestBackgroundBash(t *testing.T) {
 	t.Logf("PreToolUse→PostToolUse %v; request 2 at +%v; wake-up request at +%v after PreToolUse; exit at +%v",
 		gap, main[1].At.Sub(pre.At), wake.At.Sub(pre.At), s.Ended().Sub(pre.At))
 	t.Logf("hooks:\n%s", rec.summary())
-	// "At once" against a job of jobSecs: measured ~0.1 s, bounded loosely
-	// for loaded machines.
-	if gap > 2*time.Second {
-		t.Errorf("PostToolUse %v after PreToolUse; measured ~0.1 s", gap)
+	// "At once" against a job of jobSecs: measured ~0.1 s, and well before
+	// the job ends whatever the load (2.4 s beside two CPU hogs and the
+	// suite); a call answered when the job ends would take jobSecs.
+	if gap >= jobSecs*time.Second/2 {
+		t.Errorf("PostToolUse %v after PreToolUse; measured ~0.1 s, the job takes %ds", gap, jobSecs)
 	}
-	if !main[1].At.After(post.At) || main[1].At.Sub(pre.At) > 2*time.Second {
-		t.Errorf("second request at %v, PostToolUse at %v", main[1].At, post.At)
+	if !main[1].At.After(post.At) || main[1].At.Sub(pre.At) >= jobSecs*time.Second {
+		t.Errorf("second request at %v, PostToolUse at %v; the job takes %ds", main[1].At, post.At, jobSecs)
 	}
-	if d := wake.At.Sub(pre.At); d < jobSecs*time.Second || d > (jobSecs+5)*time.Second {
-		t.Errorf("wake-up request %v after the call; the job takes %ds", d, jobSecs)
+	if d := wake.At.Sub(pre.At); d < jobSecs*time.Second {
+		t.Errorf("wake-up request %v after the call, before the job's %ds were over", d, jobSecs)
 	}
 	tr, _ := model.ToolResult(job.ID)
 	if !strings.Contains(tr.Content, "Command running in background with ID:") {

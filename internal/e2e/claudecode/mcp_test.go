@@ -145,6 +145,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	}
 	t.Logf("long call from %s to %s; heartbeats:\n%s", began.Format("15:04:05.000"), ended.Format("15:04:05.000"),
 		e2etest.DescribeBeats(e2etest.BeatsOf(ws, ticket), began))
+	e2etest.SkipIfLapsedBefore(t, ws, ticket, began)
 	return ws, w, began, ended
 }
 

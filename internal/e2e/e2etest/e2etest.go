@@ -303,3 +303,23 @@ type StartResult struct {
 	Watched    string `json:"watched"`
 	WatchedHow string `json:"watched_how"`
 }
+
+// VerdictsBetween is Verdicts of the samples taken from from to to.
+func (w *Watcher) VerdictsBetween(from, to time.Time) []warp.Verdict {
+	return w.verdicts(func(s Sample) bool { return !s.At.Before(from) && !s.At.After(to) })
+}
+
+// SkipIfLapsedBefore skips the test when ticket's lease had lapsed before
+// at, the start of what the test judges: on the scaled times of these
+// tests (a staleness of a second or so), an agent that a loaded machine
+// slows to think longer than staleness + window between its calls is idle,
+// and its lease lapses, truthfully. The machine was then too loaded to
+// judge what comes after, and the test says so, as warpsim does.
+func SkipIfLapsedBefore(t testing.TB, ws *warptest.Server, ticket string, at time.Time) {
+	t.Helper()
+	l := ws.Lease(ticket)
+	if l.State == warp.LeaseLapsed && l.EndedAt.Before(at) {
+		t.Skipf("machine too loaded to judge: the lease of %s lapsed (%s) %v after its claim, before what the test judges began (%v after the claim)",
+			ticket, l.EndReason, l.EndedAt.Sub(l.ClaimedAt).Round(time.Millisecond), at.Sub(l.ClaimedAt).Round(time.Millisecond))
+	}
+}
