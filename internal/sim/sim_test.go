@@ -113,7 +113,11 @@ func run(t *testing.T, cfg sim.Config) *sim.Report {
 	// distorted whatever its verdict. A real start failure fails the
 	// retry too.
 	if s := rep.Timing.SuggestedScale; distorted || rep.Verdict == sim.VerdictTooLoaded && s > 0 && s < testScale/5 {
-		t.Logf("%s; trying again at --time-scale %d", rep.TooLoaded(), minRetryScale)
+		why := rep.TooLoaded()
+		if why == "" {
+			why = "an agent did not start or a failure was injected more than 10 product minutes late"
+		}
+		t.Logf("%s; trying again at --time-scale %d", why, minRetryScale)
 		cfg.TimeScale = minRetryScale
 		rep = runOnce(t, cfg)
 	}
