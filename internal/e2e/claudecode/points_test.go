@@ -315,9 +315,12 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 		if b.At.Before(began.Add(500*time.Millisecond)) || b.At.Before(refused.Add(e2etest.Secs(2*interval)+100*time.Millisecond)) {
 			continue // the loop reads the transcript at its next tick
 		}
-		if b.Body.InFlight != "" {
+		// The denied call must not count as in flight. The CPU of a
+		// process of the agent may count as its background work: here the
+		// policy hook that refused the call, a Go test binary, used more
+		// than 20 ms of CPU in a tick on a loaded machine (seen).
+		if b.Body.InFlight != "" && !strings.HasPrefix(b.Body.InFlight, heartbeat.BackgroundPrefix) {
 			t.Errorf("heartbeat %v after the denied call reports in_flight %q", b.At.Sub(began).Round(time.Millisecond), b.Body.InFlight)
-			break
 		}
 		if b.Body.Stale && firstStale.IsZero() {
 			firstStale = b.At
