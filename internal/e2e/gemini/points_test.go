@@ -203,7 +203,7 @@ func TestDeniedCallThenWedge(t *testing.T) {
 	t.Logf("lapsed %v after the wedge (%s); heartbeats:\n%s", l.EndedAt.Sub(wedged).Round(time.Millisecond), l.EndReason, e2etest.DescribeBeats(bs, wedged))
 	if s.Exited() {
 		t.Errorf("gemini exited (%d) while the model stalled", s.Wait(time.Second))
-	e2etest.SkipIfLapsedBefore(t, ws, "T-1", wedged)
+		e2etest.SkipIfLapsedBefore(t, ws, "T-1", wedged)
 	}
 	if limit := e2etest.Secs(staleness) + window + e2etest.SweepEvery + time.Second; l.EndedAt.Sub(wedged) > limit {
 		t.Errorf("lapsed %v after the wedge, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(wedged), limit)
@@ -402,7 +402,7 @@ func TestWrapModeRelaunchedAgent(t *testing.T) {
 	t.Logf("lapsed %v after the wedge (%s); heartbeats:\n%s", l.EndedAt.Sub(wedged).Round(time.Millisecond), l.EndReason, e2etest.DescribeBeats(bs, wedged))
 	if limit := e2etest.Secs(staleness) + window + e2etest.SweepEvery + time.Second; l.EndedAt.Sub(wedged) > limit {
 		t.Errorf("lapsed %v after the wedge, want within staleness + window + a sweep (%v)", l.EndedAt.Sub(wedged), limit)
-	e2etest.SkipIfLapsedBefore(t, ws, "T-1", wedged)
+		e2etest.SkipIfLapsedBefore(t, ws, "T-1", wedged)
 	}
 	for _, b := range bs {
 		if strings.HasPrefix(b.Body.InFlight, "background") {
