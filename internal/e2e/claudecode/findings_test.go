@@ -650,9 +650,10 @@ func TestStalledModel(t *testing.T) {
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("%d requests during the stall", n)
 	}
-	if d := s.Descendants(); len(d) != 0 {
-		t.Errorf("processes under claude while it waits: %v", d)
-	}
+	// Claude Code runs short housekeeping processes of its own (git),
+	// which a loaded machine makes last: once they are done, nothing runs
+	// under it while it waits.
+	e2etest.Poll(t, "no process under claude while it waits", func() bool { return len(s.Descendants()) == 0 })
 	s.Kill()
 	if !s.Exited() {
 		t.Error("Kill did not end the session")
