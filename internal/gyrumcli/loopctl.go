@@ -187,6 +187,10 @@ func (a *App) stopLoop(ctx context.Context, d gyrumdir.Dir) (stopped, error) {
 		return stopped{PID: id.PID, Result: "not running"}, nil
 	}
 	if !isLoop(id.PID) {
+		if ending(ctx, id, a.stopGrace()) {
+			cleanup()
+			return stopped{PID: id.PID, Result: "not running"}, nil
+		}
 		return stopped{PID: id.PID}, fmt.Errorf("pid %d in %s is not a gyrum heartbeat loop: not signalled",
 			id.PID, d.File(gyrumdir.LoopPIDFile))
 	}
@@ -219,6 +223,31 @@ func registeredLoop(reg gyrumdir.Registry, worktree string) (proc.Identity, bool
 }
 
 // isLoop reports whether process pid runs `... heartbeat run ...`.
+// ending reports whether process id, found without a command line, was
+// ending on its own: a loop that exits (its agent gone, its lease ended)
+// loses its command line before it is gone, and it is gone within grace.
+// A process with a command line is another program, not ending.
+func ending(ctx context.Context, id proc.Identity, grace time.Duration) bool {
+	if args, err := proc.Cmdline(id.PID); err == nil && len(args) > 0 {
+		return false
+	}
+	w := proc.NewWatch(id)
+	defer w.Close()
+	exited := w.Exited()
+	if exited == nil {
+		return !w.Alive()
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return !w.Alive()
+}
+
 func isLoop(pid int) bool {
 	args, err := proc.Cmdline(pid)
 	if err != nil {
