@@ -161,7 +161,16 @@ func timelineShots(t *testing.T) string {
 func shootTimeline(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	screenshot(t, ctx, dir, name+"-page.png")
-	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#lease-timeline")))
+	// The live stream re-fetches the timeline when the ticket changes:
+	// the node queried can be replaced before its screenshot is taken
+	// (seen under the race detector). Take the new one.
+	var png []byte
+	var err error
+	for range 5 {
+		if png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#lease-timeline"))); err == nil || !strings.Contains(err.Error(), "No node with given id") {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("screenshot of the timeline %s: %v", name, err)
 	}
