@@ -1,8 +1,3 @@
-// Package agenttest is the part of the real-agent test harnesses that does
-// not depend on the agent: finding the pinned CLI a test drives, skipping
-// (or, under CI, failing) without it, and checking its version. The
-// harnesses of each agent (claudetest, codextest, geminitest) describe
-// their CLI with a CLI value and add what their agent makes different.
 package agenttest
 
 import (
@@ -16,7 +11,8 @@ import (
 	"testing"
 )
 
-// CLI describes one agent CLI the tests drive.
+// CLI describes one agent CLI the tests drive: where its pinned install
+// is, and how to read its version.
 type CLI struct {
 	// Title names it in messages ("Claude Code").
 	Title string

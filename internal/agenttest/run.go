@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -281,6 +282,32 @@ func (r *Run) Descendants() []Proc {
 		return nil
 	}
 	return Descendants(procs, r.Pid())
+}
+
+// Find returns the pid of the started process when match holds of it,
+// else of its first descendant (parents before their children) that match
+// holds of; 0 when none does.
+func (r *Run) Find(match func(Proc) bool) int {
+	if p, ok := Lookup(r.Pid()); ok && match(p) {
+		return p.PID
+	}
+	for _, p := range r.Descendants() {
+		if match(p) {
+			return p.PID
+		}
+	}
+	return 0
+}
+
+// Getenv returns the value of key in the environment the run was started
+// with ("" when it has none).
+func (r *Run) Getenv(key string) string {
+	for _, kv := range r.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // TreeString formats the started process and its descendants now.
