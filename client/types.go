@@ -156,6 +156,11 @@ type HeartbeatResponse struct {
 	// while warp fails, so that a restart's startup grace covers it;
 	// absent when the server has no grace.
 	MaxRetryGapS float64 `json:"max_retry_gap_s,omitempty"`
+	// ExpiresInS is expires_at counted from the server's clock when it
+	// answered: a loop holds its lease on its own elapsed time from that,
+	// whatever the two clocks say. Absent (0) from servers before
+	// 2026-12-07 and for a lease that has already lapsed.
+	ExpiresInS float64 `json:"expires_in_s,omitempty"`
 }
 
 // Event is one history entry on the wire.

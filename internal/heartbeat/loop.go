@@ -83,8 +83,12 @@ type Config struct {
 	// SchemaVersion is 2 (the default) or 1 (the pre-ADR loop).
 	SchemaVersion int
 	// API sends the heartbeats; NewAPI for the lease's server, token and
-	// secret when nil (timeout: the interval, within 2..30 s).
+	// secret when nil, with Timeout.
 	API API
+	// Timeout bounds one exchange with warp; the interval, within
+	// 2..30 s, when zero. A failing loop counts it in when it plans its
+	// retries before the lease it holds lapses (Delay).
+	Timeout time.Duration
 	// Self is the loop's own identity; proc.Self() when zero.
 	Self proc.Identity
 	// Now is the clock (time.Now when nil); Sleep waits d or until ctx
@@ -154,6 +158,12 @@ type Loop struct {
 	// maxGap is the longest wait the server allows between attempts
 	// (HeartbeatResponse.MaxRetryGapS); 0 until an answer says.
 	maxGap time.Duration
+	// held is when the lease lapses unless extended again, on the loop's
+	// own clock: the start of the tick whose POST was answered plus the
+	// answer's expires_in_s (its expires_at from a server that does not
+	// send it). Zero until an answer. A failing loop retries before it
+	// (Delay).
+	held time.Time
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -222,6 +232,9 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
 		}
 	}
+	if l.cfg.Timeout <= 0 {
+		l.cfg.Timeout = min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second)
+	}
 	l.api = cfg.API
 	if l.api == nil {
 		url := l.lease.WarpURL
@@ -235,7 +248,7 @@ func New(cfg Config) (*Loop, error) {
 			token = ""
 			l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", cfg.Server)
 		}
-		l.api = NewAPI(url, token, l.lease.LeaseSecret, min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second))
+		l.api = NewAPI(url, token, l.lease.LeaseSecret, l.cfg.Timeout)
 	}
 	// Last: the watch holds a pidfd until Run's end closes it, and no
 	// error return above may leave it open.
@@ -417,7 +430,27 @@ func (l *Loop) writeState() {
 // last answer, derived from its startup grace; DefaultMaxRetryGap before
 // any answer): a warp restart after an outage of any length then finds
 // every loop back before the grace ends, so no healthy lease lapses.
+//
+// A failing loop also never sleeps past the lease it holds: before the
+// held deadline it waits at most half of what is left after one
+// exchange's timeout, so two more attempts fall before the lease lapses
+// and a partition that heals before then costs no lease; past it, at most
+// an interval, so the agent hears within a tick of the heal that its lease
+// ended.
 func (l *Loop) Delay() time.Duration {
+	d := l.backoff()
+	if l.failures == 0 || l.held.IsZero() {
+		return d
+	}
+	iv := l.cfg.Durations.Interval
+	left := l.held.Sub(l.now())
+	if left <= 0 {
+		return min(d, iv)
+	}
+	return min(d, max((left-l.cfg.Timeout)/2, min(iv, MinRetryGap)))
+}
+
+func (l *Loop) backoff() time.Duration {
 	iv := l.cfg.Durations.Interval
 	mult := 1
 	for i := 1; i < l.failures && mult < 4; i++ {
@@ -812,6 +845,10 @@ func (l *Loop) post(ctx context.Context, body client.HeartbeatRequest, now time.
 		l.failures = 0
 		l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
 		l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
+		l.held = res.ExpiresAt
+		if res.ExpiresInS > 0 {
+			l.held = now.Add(time.Duration(res.ExpiresInS * float64(time.Second)))
+		}
 		if res.MaxRetryGapS > 0 {
 			l.maxGap = time.Duration(res.MaxRetryGapS * float64(time.Second))
 		}

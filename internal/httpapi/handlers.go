@@ -187,6 +187,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, HeartbeatResponse{
 		Ticket: res.Ticket, Epoch: res.Epoch, ExpiresAt: res.ExpiresAt, Verdict: string(res.Verdict),
 		Mode: string(res.Mode), Extended: res.Extended, Note: res.Note, MaxRetryGapS: res.MaxRetryGap.Seconds(),
+		ExpiresInS: max(res.ExpiresAt.Sub(s.svc.Now()), 0).Seconds(),
 	})
 	return nil
 }

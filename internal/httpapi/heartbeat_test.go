@@ -121,6 +121,11 @@ func TestLegacyV1ClientLapsesInActivityMode(t *testing.T) {
 		if !hb.ExpiresAt.Equal(claimed.Lease.ClaimedAt.Add(window)) {
 			t.Fatalf("expires_at moved to %s, want claim + window %s", hb.ExpiresAt, claimed.Lease.ClaimedAt.Add(window))
 		}
+		// expires_in_s is expires_at counted from the server's clock: what
+		// a loop holds its lease on, whatever its own clock says.
+		if want := max(hb.ExpiresAt.Sub(e.clock.Now()), 0).Seconds(); hb.ExpiresInS != want {
+			t.Fatalf("expires_in_s %v, want expires_at less the server's now: %v", hb.ExpiresInS, want)
+		}
 		res, err := job.RunOnce(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,191 @@
+package heartbeat_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// partitioned starts a warp with lease window w and real sweeps, a loop
+// of a working agent behind a Partition (interval w/20, an exchange's
+// timeout w/10: the ratios of window 20 s, tick 1 s and a 2 s timeout),
+// and returns them with the ticket.
+func partitioned(t *testing.T, w time.Duration) (*warpServer, *warptest.Partition, *running, gyrumdir.Dir, string) {
+	t.Helper()
+	pol := warp.DefaultPolicy()
+	pol.LeaseWindow, pol.StartupGrace = w, 0
+	pol.StallAfter, pol.SilentAfter = time.Hour, time.Hour
+	ws := warptest.StartWithPolicy(t, pol)
+	startSweeps(t, ws.Svc)
+	part := warptest.StartPartition(t, strings.TrimPrefix(ws.URL(), "http://"))
+	const ticket = "T-part"
+	_, parent := watched(t)
+	d := worktree(t, ws, ticket, ws.Claim(ticket, "A"), parent)
+	iv, timeout := w/20, w/10
+	r := startLoop(t, d, func(c *heartbeat.Config) {
+		c.Durations = heartbeat.Durations{Interval: iv, Staleness: time.Hour, InFlightMax: time.Hour}
+		c.Timeout = timeout
+		c.API = heartbeat.NewAPI(part.URL(), "", "", timeout)
+	})
+	waitFor(t, "the first answer", func() bool { return len(ws.Answered()) >= 1 })
+	return ws, part, r, d, ticket
+}
+
+// A partition shorter than the window costs no lease: the failing loop
+// plans its retries before the expires_at it holds, so one falls after
+// the heal and before the lease lapses. Before, it backed off up to four
+// intervals whatever its lease said, and came back after it lapsed (10 of
+// 16 leases lost to a 15 s cut of a 20 s window).
+func TestPartitionShorterThanTheWindowLosesNoLease(t *testing.T) {
+	const w = 6 * time.Second
+	ws, part, r, _, ticket := partitioned(t, w)
+	part.Cut()
+	cut := time.Now()
+	waitFor(t, "a failed attempt", func() bool { return r.state().Failures >= 1 })
+	time.Sleep(w*4/5 - time.Since(cut)) // the cut lasts 0.8 of the window
+	part.Heal()
+	healed := time.Now()
+	warptest.WaitFor(t, "a heartbeat answered after the heal", func() bool {
+		for _, b := range ws.Answered() {
+			if b.At.After(healed) {
+				return true
+			}
+		}
+		return r.exited() != ""
+	})
+	if e := r.exited(); e != "" {
+		t.Fatalf("loop exited (%s) after a %v partition of a %v window", e, healed.Sub(cut).Round(time.Millisecond), w)
+	}
+	if v := ws.Ticket(ticket); v.Ticket.State != warp.TicketClaimed {
+		t.Fatalf("after a %v partition of a %v window: ticket %s, lease %s (%s); waits %v",
+			healed.Sub(cut).Round(time.Millisecond), w, v.Ticket.State, v.Lease.State, v.Lease.EndReason, r.sleepLog())
+	}
+}
+
+// A partition longer than the window: the lease lapses (nothing can tell
+// a dead agent from a cut one), and the loop, past the deadline it held,
+// retries once an interval, so the agent is told within a tick of the
+// heal, not after a backoff of four.
+func TestPartitionLongerThanTheWindowTellsTheAgentWithinATick(t *testing.T) {
+	const w = 2 * time.Second
+	ws, part, r, d, ticket := partitioned(t, w)
+	part.Cut()
+	warptest.WaitFor(t, "the lease to lapse during the cut", func() bool {
+		return ws.Ticket(ticket).Lease.State != warp.LeaseHeld
+	})
+	waitFor(t, "the loop to wait past the deadline it held", func() bool {
+		return r.state().Failures >= 8
+	})
+	n := len(r.sleepLog())
+	part.Heal()
+	if e := r.wait(); e != heartbeat.ExitLeaseEnded {
+		t.Fatalf("exit %q, want %q", e, heartbeat.ExitLeaseEnded)
+	}
+	if nt, err := d.ReadNotice(); err != nil || nt.How != gyrumdir.EndLapsed {
+		t.Fatalf("notice %+v, %v: want a lapsed notice for the agent", nt, err)
+	}
+	for _, s := range r.sleepLog()[n-2:] {
+		if s > w/20*11/10 {
+			t.Fatalf("a wait of %v past the lease's end, want at most an interval (%v); waits %v", s, w/20, r.sleepLog())
+		}
+	}
+}
+
+// clockedAPI is warp seen through a network that drops everything in
+// [cutFrom, cutTo): an attempt then costs the loop its whole timeout and
+// fails; any other attempt extends the lease by window. The clock is the
+// test's: the schedule is checked on the defaults' real lengths (a 30 min
+// window, 4 min ticks, a 30 s timeout) without waiting for them.
+type clockedAPI struct {
+	now            *time.Time
+	window         time.Duration
+	timeout        time.Duration
+	cutFrom, cutTo time.Time
+	attempts       []time.Time
+	answered       []time.Time
+}
+
+func (a *clockedAPI) Heartbeat(context.Context, client.HeartbeatRequest) (client.HeartbeatResponse, error) {
+	a.attempts = append(a.attempts, *a.now)
+	if !a.now.Before(a.cutFrom) && a.now.Before(a.cutTo) {
+		*a.now = a.now.Add(a.timeout)
+		return client.HeartbeatResponse{}, errors.New("i/o timeout")
+	}
+	a.answered = append(a.answered, *a.now)
+	return client.HeartbeatResponse{Extended: true, ExpiresAt: a.now.Add(a.window), ExpiresInS: a.window.Seconds()}, nil
+}
+
+func (a *clockedAPI) Ticket(context.Context, string) (client.Ticket, error) {
+	return client.Ticket{}, errors.New("unused")
+}
+
+// A partition of any length up to the window less two ticks, starting
+// anywhere within a tick of the last answer, ends with an answer before
+// the lease the loop held lapses, when an exchange's timeout is at most
+// the interval (the defaults, and any interval of 2 s or more); and the
+// issue's scaled run (a 2 s timeout, twice its 1 s tick) holds through
+// its 15 s cut of a 20 s window. The old schedule (backoff alone) came
+// back after the lease lapsed in the scaled run.
+func TestRetryScheduleOutlastsAPartitionShorterThanTheWindow(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-sched", ws.Claim("T-sched", "A"), parent)
+	for _, c := range []struct {
+		name                string
+		window, iv, timeout time.Duration
+		lengths             []time.Duration
+	}{
+		{"defaults", 30 * time.Minute, heartbeat.DefaultInterval, 30 * time.Second,
+			[]time.Duration{time.Minute, 10 * time.Minute, 17 * time.Minute, 22 * time.Minute}},
+		{"timeout = interval", 20 * time.Second, 2 * time.Second, 2 * time.Second,
+			[]time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 16 * time.Second}},
+		{"issue's scaled run", 20 * time.Second, time.Second, 2 * time.Second,
+			[]time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second}},
+	} {
+		for _, start := range []time.Duration{c.iv / 100, c.iv / 2, c.iv * 99 / 100} {
+			for _, length := range c.lengths {
+				for _, jitter := range []float64{0, 0.5, 1} {
+					now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+					api := &clockedAPI{now: &now, window: c.window, timeout: c.timeout}
+					l, err := heartbeat.New(heartbeat.Config{Dir: d, Registry: gyrumdir.NewRegistry(t.TempDir()),
+						Durations: heartbeat.Durations{Interval: c.iv, Staleness: 1000 * time.Hour, InFlightMax: 1000 * time.Hour},
+						Timeout:   c.timeout, API: api, Now: func() time.Time { return now }, Rand: func() float64 { return jitter }})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if e := l.Tick(context.Background()); e != "" {
+						t.Fatalf("first tick: %s", e)
+					}
+					last := now
+					api.cutFrom, api.cutTo = last.Add(start), last.Add(start+length)
+					for now.Before(api.cutTo) || len(api.answered) == 1 {
+						now = now.Add(l.Delay())
+						if e := l.Tick(context.Background()); e != "" {
+							t.Fatalf("tick: %s", e)
+						}
+					}
+					if back := api.answered[1]; !back.Before(last.Add(c.window)) {
+						t.Errorf("%s: partition of %v from +%v (jitter draw %v): back at +%v, after the lease lapsed at +%v (attempts at %v)",
+							c.name, length, start, jitter, back.Sub(last), c.window, offsets(api.attempts, last))
+					}
+				}
+			}
+		}
+	}
+}
+
+func offsets(ts []time.Time, from time.Time) []time.Duration {
+	var out []time.Duration
+	for _, t := range ts {
+		out = append(out, t.Sub(from).Round(time.Second))
+	}
+	return out
+}
