@@ -56,3 +56,7 @@ var AdoptionSQL = adoptionSQL
 
 // TicketsSQL exposes the listing query to the plan test.
 func TicketsSQL(f warp.TicketFilter) (string, []any) { return ticketsSQL(f) }
+
+// ReadClock reads the database's clock now, as the readings every
+// ClockResample do.
+func ReadClock(ctx context.Context, db *DB) error { return db.readClock(ctx) }

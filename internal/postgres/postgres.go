@@ -83,6 +83,8 @@ type DB struct {
 
 	deadlocks, serialization, reconnects atomic.Int64
 
+	clock dbClock // the database's clock (clock.go)
+
 	mu       sync.Mutex
 	lockConn *pgx.Conn     // the connection the sweep lock is tried on
 	leader   *pgx.Conn     // lockConn while it holds the sweep lock, else nil
@@ -178,6 +180,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	}
 	db.schema = schema
 	db.sweepKey = lockKey("warp.sweep", schema)
+	if err := db.readClock(ctx); err != nil {
+		db.pool.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -321,6 +327,7 @@ func (db *DB) Close() error {
 	db.closed = true
 	db.dropLockConnLocked()
 	db.mu.Unlock()
+	db.stopClock()
 	db.pool.Close()
 	return nil
 }

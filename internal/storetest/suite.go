@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("Tallies", func(t *testing.T) { testTallies(t, open) })
 	t.Run("Store", func(t *testing.T) { testStore(t, open) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open) })
+	t.Run("ClockStep", func(t *testing.T) { testClockStep(t, open) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
 }
 

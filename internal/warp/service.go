@@ -72,8 +72,16 @@ type Config struct {
 	// A start of the instance that swept last is a restart, which opens
 	// the startup grace.
 	Instance string
-	// Now is the clock; time.Now when nil.
+	// Now is the wall clock; time.Now when nil. On PostgreSQL warp serve
+	// gives it the database's clock (internal/postgres), so that replicas
+	// agree.
 	Now func() time.Time
+	// Elapsed is a monotonic clock (the time since any fixed origin) that
+	// Now is read against, so that the service keeps its time on the time
+	// that elapsed when Now's clock steps back (clock.go). Nil with Now
+	// nil: the process's monotonic clock. Nil with Now set: Now is taken
+	// as it is (tests that set the time by hand).
+	Elapsed func() time.Duration
 	// Logger receives operational messages; discarded when nil.
 	Logger *slog.Logger
 }
@@ -84,6 +92,7 @@ type Config struct {
 type Service struct {
 	store Store
 	cfg   Config
+	clock *serviceClock
 	now   func() time.Time
 	log   *slog.Logger
 	// queue, when set, applies heartbeats in batches (UseGroupCommit).
@@ -118,13 +127,18 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if _, err := ParseMode(string(cfg.InitialMode)); err != nil {
 		return nil, err
 	}
-	s := &Service{store: store, cfg: cfg, now: cfg.Now, log: cfg.Logger, counts: newCountBuffer(), groupStats: newBatchStats()}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s := &Service{store: store, cfg: cfg, log: cfg.Logger, counts: newCountBuffer(), groupStats: newBatchStats()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.clock = &serviceClock{wall: cfg.Now, elapsed: cfg.Elapsed, log: s.log}
+	if s.clock.wall == nil {
+		s.clock.wall = time.Now
+		if s.clock.elapsed == nil {
+			s.clock.elapsed = MonotonicClock()
+		}
+	}
+	s.now = s.clock.now
 	return s, nil
 }
 
@@ -134,13 +148,26 @@ func (s *Service) Policy() Policy { return s.cfg.Policy }
 // Now returns the service clock's time.
 func (s *Service) Now() time.Time { return s.now() }
 
+// ClockAhead returns how far the service clock runs ahead of the wall
+// clock (Config.Now) after a backward step, until it is slewed away.
+func (s *Service) ClockAhead() time.Duration { return s.clock.lead() }
+
 // Init prepares the database for this server start: it stores the initial
 // mode when none is set, recomputes expiry when the lease window changed,
 // and opens the startup grace: leases refreshed before now do not lapse
 // before now + grace, so a warp outage does not mass-expire a fleet.
+//
+// A clock behind the last sweep the database records (stepped back while
+// warp was down, or before this start) is put ahead to it first, so the
+// leases the database holds are not kept longer by the step.
 func (s *Service) Init(ctx context.Context) error {
-	now := s.now()
 	return s.store.Update(ctx, func(tx Tx) error {
+		last, err := s.lastSweep(ctx, tx)
+		if err != nil {
+			return err
+		}
+		s.clock.notBefore(last.At, "the last sweep the database records")
+		now := s.now()
 		mode, err := s.modeTx(ctx, tx)
 		if errors.Is(err, ErrNotFound) {
 			mode = s.cfg.InitialMode
@@ -176,10 +203,6 @@ func (s *Service) Init(ctx context.Context) error {
 			if err := s.recompute(ctx, tx, mode, now, what); err != nil {
 				return err
 			}
-		}
-		last, err := s.lastSweep(ctx, tx)
-		if err != nil {
-			return err
 		}
 		g, open := s.cfg.Policy.StartGrace(now, last, s.cfg.Instance, s.sweepInterval())
 		if !open {

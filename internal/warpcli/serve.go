@@ -83,7 +83,9 @@ type ServeConfig struct {
 	// within a day (--max-hosts-per-token); 0: no bound.
 	MaxHostsPerToken int
 
-	// Now is the service clock; time.Now when nil (tests inject one).
+	// Now is the service's wall clock (tests inject one, taken as it is).
+	// Nil: the database's clock on PostgreSQL, time.Now on SQLite, either
+	// kept on this process's elapsed time (warp.Config.Elapsed).
 	Now func() time.Time
 	// Logger receives the server's log; discarded when nil.
 	Logger *slog.Logger
@@ -222,11 +224,17 @@ func (m *Main) startService(ctx context.Context) error {
 			return err
 		}
 	}
-	svc, err := warp.NewService(m.Store, warp.Config{
+	scfg := warp.Config{
 		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
 		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval, Instance: instanceName(cfg.Addr),
 		Now: cfg.Now, Logger: m.log,
-	})
+	}
+	// Replicas of one database keep the database's time (DESIGN.md
+	// section 3, The server's clock), on this process's elapsed time.
+	if c, ok := m.Store.(interface{ Now() time.Time }); ok && cfg.Now == nil {
+		scfg.Now, scfg.Elapsed = c.Now, warp.MonotonicClock()
+	}
+	svc, err := warp.NewService(m.Store, scfg)
 	if err != nil {
 		return err
 	}
