@@ -164,6 +164,9 @@ type Loop struct {
 	// send it). Zero until an answer. A failing loop retries before it
 	// (Delay).
 	held time.Time
+	// corruptTicks counts the ticks in a row that found lease.json
+	// unreadable (see facts).
+	corruptTicks int
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -559,11 +562,28 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	case errors.Is(err, fs.ErrNotExist):
 		f.Lease = LeaseMissing
 	case err != nil:
-		l.log.Warn("lease.json unreadable", "err", err)
 		l.state.LastError = err.Error()
 		f.Lease = LeaseCorrupt
+		if l.corruptTicks++; l.corruptTicks > 1 {
+			// Unreadable for more than a tick: not a write in progress.
+			// The loop knows its lease; it heartbeats it from memory (warp
+			// says whether it lives, and a 410 tells the agent) and puts
+			// the file back, or the lease would lapse in silence.
+			f.Lease = LeaseOurs
+			if werr := l.dir.WriteLease(l.lease); werr != nil {
+				l.log.Warn("lease.json unreadable for more than a tick and cannot be restored: heartbeating the lease from memory", "err", err, "write_err", werr)
+			} else {
+				l.log.Warn("lease.json unreadable for more than a tick: restored it from the loop's memory", "err", err)
+				l.corruptTicks = 0
+			}
+		} else {
+			l.log.Warn("lease.json unreadable", "err", err)
+		}
 	case cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch:
 		f.Lease = LeaseOther
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		l.corruptTicks = 0
 	}
 	if t, err := l.dir.LastActivity(); err == nil {
 		f.HookLast = t
@@ -957,7 +977,10 @@ func (l *Loop) exitReport(ctx context.Context, d Decision, measured time.Time) {
 // by asking warp). A lease.json that no longer names the lease means the
 // agent moved on: nothing to tell.
 func (l *Loop) tellAgent(ctx context.Context, how string, answer *client.APIError) {
-	if cur, err := l.dir.ReadLease(); err != nil || cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch {
+	// Not when lease.json is gone or names another lease: the agent has
+	// moved on. An unreadable one is still this loop's worktree.
+	cur, err := l.dir.ReadLease()
+	if errors.Is(err, fs.ErrNotExist) || err == nil && (cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch) {
 		return
 	}
 	n := gyrumdir.LeaseEnded{Ticket: l.lease.Ticket, Epoch: l.lease.Epoch, How: how, At: l.now()}
