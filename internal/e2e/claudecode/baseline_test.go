@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -21,7 +21,7 @@ import (
 // loop reports the call in flight, and it reports parent-exited once the
 // session is over.
 func TestBaselineHookAndLoop(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
@@ -30,16 +30,16 @@ func TestBaselineHookAndLoop(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	started := filepath.Join(t.TempDir(), "started")
 
-	claim := claudetest.Bash(shellquote.Quote(gyrumBin)+" start-work T-1 --json", claudetest.Description("claim T-1"))
-	held := claudetest.Bash("touch "+shellquote.Quote(started)+"; while [ ! -e "+shellquote.Quote(release)+" ]; do sleep 0.05; done; echo worked",
-		claudetest.Description("work"))
-	write := claudetest.Write(filepath.Join(project, "notes.md"), "# notes\n")
-	model := claudetest.NewFakeModel(t,
-		claudetest.Tools(claim),
-		claudetest.Tools(held),
-		claudetest.Tools(write),
-		claudetest.Text("Done with T-1."))
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{
+	claim := Bash(shellquote.Quote(gyrumBin)+" start-work T-1 --json", Description("claim T-1"))
+	held := Bash("touch "+shellquote.Quote(started)+"; while [ ! -e "+shellquote.Quote(release)+" ]; do sleep 0.05; done; echo worked",
+		Description("work"))
+	write := Write(filepath.Join(project, "notes.md"), "# notes\n")
+	model := agenttest.NewAnthropic(t,
+		agenttest.Calls(claim),
+		agenttest.Calls(held),
+		agenttest.Calls(write),
+		agenttest.Text("Done with T-1."))
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{
 		"WARP_URL":                          ws.URL(),
 		"GYRUM_HOME":                        gyrumHome,
 		"HEARTBEAT_INTERVAL_SECS":           "0.2",
@@ -116,16 +116,11 @@ func TestBaselineHookAndLoop(t *testing.T) {
 		t.Errorf("%d main requests, want 4:\n%s", n, model.Summary())
 	}
 	for _, r := range model.Requests() {
-		if r.Kind != claudetest.KindMain {
+		if r.Kind != agenttest.KindMain {
 			t.Errorf("auxiliary request %s %s (%s)", r.Method, r.Path, r.Kind)
 		}
 	}
 	if t.Failed() {
-		t.Logf("heartbeat.log:\n%s", readFile(d.File(gyrumdir.LogFile)))
+		t.Logf("heartbeat.log:\n%s", e2etest.ReadFile(d.File(gyrumdir.LogFile)))
 	}
-}
-
-func readFile(p string) string {
-	data, _ := os.ReadFile(p)
-	return string(data)
 }

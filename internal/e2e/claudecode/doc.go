@@ -1,8 +1,8 @@
 // Package claudecode holds end-to-end tests that drive the real Claude Code
-// CLI (internal/claudetest) against a scripted fake model, with gyrum's
-// hook wired by the real `gyrum setup` and a real warp. The tests are in
-// package claudecode_test; docs/agents/claude-code.md records what they
-// measured.
+// CLI (its agenttest.Agent: claude_test.go) against agenttest's scripted
+// fake of the Anthropic Messages API, with gyrum's hook wired by the real
+// `gyrum setup` and a real warp. The tests are in package claudecode_test;
+// docs/agents/claude-code.md records what they measured.
 //
 // Run them with the pinned CLI installed:
 //

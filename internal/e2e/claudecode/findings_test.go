@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
-	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -24,11 +23,11 @@ import (
 // turn. Without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC it also probes
 // HEAD /api/hello first.
 func TestRequestSequence(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
-	call := claudetest.Bash("echo one")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("Finished."))
-	s := start(t, model, project, claudetest.Options{Prompt: "PROMPT-A"})
+	call := Bash("echo one")
+	model := agenttest.NewAnthropic(t, agenttest.Calls(call), agenttest.Text("Finished."))
+	s := start(t, model, project, agenttest.Options{Prompt: "PROMPT-A"})
 	s.WaitOK(e2etest.SessionTimeout)
 
 	reqs := model.Requests()
@@ -37,11 +36,11 @@ func TestRequestSequence(t *testing.T) {
 	}
 	t.Logf("first request %v after start; exit %v after start", reqs[0].At.Sub(s.Started), s.Ended().Sub(s.Started))
 	for i, r := range reqs {
-		if r.Kind != claudetest.KindMain || r.Method != "POST" || r.Path != "/v1/messages" || r.Query != "beta=true" ||
-			!r.Body.Stream || r.Turn != i {
-			t.Errorf("request %d: %s %s?%s kind %s stream %v turn %d", i, r.Method, r.Path, r.Query, r.Kind, r.Body.Stream, r.Turn)
+		if r.Kind != agenttest.KindMain || r.Method != "POST" || r.Path != "/v1/messages" || r.Query != "beta=true" ||
+			!r.Stream || r.Turn != i {
+			t.Errorf("request %d: %s %s?%s kind %s stream %v turn %d", i, r.Method, r.Path, r.Query, r.Kind, r.Stream, r.Turn)
 		}
-		if !r.HasText("PROMPT-A") || !strings.Contains(r.SystemText(), "cc_entrypoint=sdk-cli") {
+		if !r.HasText("PROMPT-A") || !strings.Contains(r.System, "cc_entrypoint=sdk-cli") {
 			t.Errorf("request %d lacks the prompt or the sdk-cli billing header", i)
 		}
 		if sid := r.Header.Get("X-Claude-Code-Session-Id"); sid == "" {
@@ -60,8 +59,8 @@ func TestRequestSequence(t *testing.T) {
 
 	// Nonessential traffic allowed: a connectivity probe comes first,
 	// still no auxiliary messages call.
-	model2 := claudetest.NewFakeModel(t, claudetest.Text("Hi."))
-	s2 := start(t, model2, e2etest.NewProject(t), claudetest.Options{Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
+	model2 := agenttest.NewAnthropic(t, agenttest.Text("Hi."))
+	s2 := start(t, model2, e2etest.NewProject(t), agenttest.Options{Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
 	s2.WaitOK(e2etest.SessionTimeout)
 	var kinds []string
 	for _, r := range model2.Requests() {
@@ -72,7 +71,7 @@ func TestRequestSequence(t *testing.T) {
 		t.Errorf("main requests: %v", kinds)
 	}
 	for _, r := range model2.Requests() {
-		if r.Kind != claudetest.KindMain && !(r.Method == "HEAD" && r.Path == "/api/hello") {
+		if r.Kind != agenttest.KindMain && !(r.Method == "HEAD" && r.Path == "/api/hello") {
 			t.Errorf("unexpected auxiliary request %s %s (%s)", r.Method, r.Path, r.Kind)
 		}
 	}
@@ -83,13 +82,13 @@ func TestRequestSequence(t *testing.T) {
 // CLAUDECODE=1 are in both; CLAUDE_PROJECT_DIR only in hooks,
 // CLAUDE_CODE_EXECPATH only in the Bash tool.
 func TestEnvironment(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
-	call := claudetest.Bash(bashRecord("env"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("ok"))
+	call := Bash(bashRecord("env"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(call), agenttest.Text("ok"))
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "SessionStart", "Stop")})
 	s.WaitOK(e2etest.SessionTimeout)
 
@@ -172,19 +171,19 @@ func payloadKeys(t *testing.T, raw string) []string {
 // the model (systemMessage is shown to the user: stream-json), nor does
 // hookSpecificOutput whose hookEventName is not the running event.
 func TestHookOutputContract(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	type variant struct {
 		name  string
-		call  claudetest.ToolUse
+		call  agenttest.Call
 		reply reply
 		// after is the text expected after the tool result; "" when the
 		// marker must not reach the model at all.
 		after string
 	}
 	mk := func(name, event, stdout, stderr string, exit int, after string) variant {
-		c := claudetest.Bash("echo " + name)
+		c := Bash("echo " + name)
 		return variant{name, c, reply{Event: event, Match: "echo " + name + `"`, Stdout: stdout, Stderr: stderr, Exit: exit}, after}
 	}
 	vs := []variant{
@@ -205,20 +204,20 @@ func TestHookOutputContract(t *testing.T) {
 		mk("V-WRONG-EVENT", "PostToolUse", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"MARKER-WRONG-EVENT"}}`, "", 0, ""),
 		mk("V-NO-EVENT", "PostToolUse", `{"hookSpecificOutput":{"additionalContext":"MARKER-NO-EVENT"}}`, "", 0, ""),
 	}
-	fail := claudetest.Bash("echo V-FAIL-CTX; exit 3")
+	fail := Bash("echo V-FAIL-CTX; exit 3")
 	var replies []reply
-	var turns []claudetest.Turn
+	var turns []agenttest.Turn
 	for _, v := range vs {
 		replies = append(replies, v.reply)
-		turns = append(turns, claudetest.Tools(v.call))
+		turns = append(turns, agenttest.Calls(v.call))
 	}
 	replies = append(replies, reply{Event: "PostToolUseFailure", Match: "V-FAIL-CTX",
 		Stdout: `{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"MARKER-FAIL-CTX"}}`})
-	turns = append(turns, claudetest.Tools(fail), claudetest.Text("ok"))
+	turns = append(turns, agenttest.Calls(fail), agenttest.Text("ok"))
 	rec.setReplies(replies...)
-	model := claudetest.NewFakeModel(t, turns...)
+	model := agenttest.NewAnthropic(t, turns...)
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 	s.WaitOK(e2etest.SessionTimeout)
 
@@ -265,8 +264,8 @@ func TestHookOutputContract(t *testing.T) {
 	// Where the context sits: a role "system" message after the result.
 	r, _ := model.FirstWithText("MARKER-POST-CTX")
 	found := false
-	for _, m := range r.Body.Messages {
-		if m.Role == "system" && strings.Contains(strings.Join(m.Content.Texts(), ""), "MARKER-POST-CTX") {
+	for _, m := range r.Messages {
+		if m.Role == "system" && strings.Contains(strings.Join(m.Texts(), ""), "MARKER-POST-CTX") {
 			found = true
 		}
 	}
@@ -283,14 +282,14 @@ func TestHookOutputContract(t *testing.T) {
 // Tools(bash-in-background), Text (the turn that ends), Text (the answer
 // to the wake-up).
 func TestBackgroundBash(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	const jobSecs = 8
-	job := claudetest.Bash("sleep "+strconv.Itoa(jobSecs)+"; echo BG-DONE", claudetest.Background(), claudetest.Description("bg job"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(job), claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
+	job := Bash("sleep "+strconv.Itoa(jobSecs)+"; echo BG-DONE", Background(), Description("bg job"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(job), agenttest.Text("Waiting for the job."), agenttest.Text("The job finished."))
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")})
 	s.WaitOK(e2etest.SessionTimeout)
 
@@ -320,7 +319,7 @@ func TestBackgroundBash(t *testing.T) {
 	if !strings.Contains(tr.Content, "Command running in background with ID:") {
 		t.Errorf("immediate result %q", tr.Content)
 	}
-	last := strings.Join(wake.Body.Messages[len(wake.Body.Messages)-1].Content.Texts(), "\n")
+	last := strings.Join(wake.Messages[len(wake.Messages)-1].Texts(), "\n")
 	for _, want := range []string{"<task-notification>", "<tool-use-id>" + job.ID + "</tool-use-id>", "<status>completed</status>", `"bg job" completed (exit code 0)`} {
 		if !strings.Contains(last, want) {
 			t.Errorf("wake-up message lacks %q:\n%s", want, last)
@@ -351,7 +350,7 @@ func TestBackgroundBash(t *testing.T) {
 // permission mode denies it (-p cannot ask) and when a PreToolUse hook
 // exits 2. gyrum's in-flight marker of a denied call stays behind.
 func TestDeniedCall(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	t.Run("permission-mode", func(t *testing.T) {
 		project := e2etest.NewProject(t)
 		setupHooks(t, project)
@@ -363,10 +362,10 @@ func TestDeniedCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := newRecorder(t)
-		write := claudetest.Write(filepath.Join(project, "denied.txt"), "x")
-		model := claudetest.NewFakeModel(t, claudetest.Tools(write), claudetest.Text("ok"))
+		write := Write(filepath.Join(project, "denied.txt"), "x")
+		model := agenttest.NewAnthropic(t, agenttest.Calls(write), agenttest.Text("ok"))
 		k, v := rec.env()
-		s := start(t, model, project, claudetest.Options{PermissionMode: "default", Env: map[string]string{k: v, "GYRUM_HOME": t.TempDir()},
+		s := start(t, model, project, agenttest.Options{Ask: true, Env: map[string]string{k: v, "GYRUM_HOME": t.TempDir()},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 		s.WaitOK(e2etest.SessionTimeout)
 
@@ -388,11 +387,11 @@ func TestDeniedCall(t *testing.T) {
 		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
 		ran := filepath.Join(t.TempDir(), "ran")
-		call := claudetest.Bash("touch " + shellquote.Quote(ran))
+		call := Bash("touch " + shellquote.Quote(ran))
 		rec.setReplies(reply{Event: "PreToolUse", Match: "touch ", Stderr: "MARKER-DENY blocked by hook", Exit: 2})
-		model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Text("ok"))
+		model := agenttest.NewAnthropic(t, agenttest.Calls(call), agenttest.Text("ok"))
 		k, v := rec.env()
-		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+		s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 		s.WaitOK(e2etest.SessionTimeout)
 		rec.one("PreToolUse", call.ID)
@@ -413,24 +412,24 @@ func TestDeniedCall(t *testing.T) {
 // it stays inside the project; a cd outside is undone ("Shell cwd was
 // reset") and cwd stays the project.
 func TestCwd(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	outside := t.TempDir()
 	rec := newRecorder(t)
-	calls := []claudetest.ToolUse{
-		claudetest.Bash("cd " + shellquote.Quote(outside) + " && pwd"),
-		claudetest.Bash("pwd"),
-		claudetest.Bash("mkdir -p sub && cd sub && pwd"),
-		claudetest.Bash("pwd"),
-		claudetest.Bash("cd .. && pwd"),
+	calls := []agenttest.Call{
+		Bash("cd " + shellquote.Quote(outside) + " && pwd"),
+		Bash("pwd"),
+		Bash("mkdir -p sub && cd sub && pwd"),
+		Bash("pwd"),
+		Bash("cd .. && pwd"),
 	}
-	var turns []claudetest.Turn
+	var turns []agenttest.Turn
 	for _, c := range calls {
-		turns = append(turns, claudetest.Tools(c))
+		turns = append(turns, agenttest.Calls(c))
 	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("ok"))...)
+	model := agenttest.NewAnthropic(t, append(turns, agenttest.Text("ok"))...)
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse")})
 	s.WaitOK(e2etest.SessionTimeout)
 
@@ -445,9 +444,9 @@ func TestCwd(t *testing.T) {
 	for i, c := range calls {
 		tr, _ := model.ToolResult(c.ID)
 		pre, post := rec.one("PreToolUse", c.ID), rec.one("PostToolUse", c.ID)
-		t.Logf("%-40q result %q; hook cwd pre %s post %s", c.Input["command"], tr.Content, pre.str("cwd"), post.str("cwd"))
+		t.Logf("%-40q result %q; hook cwd pre %s post %s", c.Args["command"], tr.Content, pre.str("cwd"), post.str("cwd"))
 		if tr.Content != want[i].out || pre.str("cwd") != want[i].pre || post.str("cwd") != want[i].post {
-			t.Errorf("call %d %q: result %q pre %s post %s; want %q %s %s", i, c.Input["command"], tr.Content,
+			t.Errorf("call %d %q: result %q pre %s post %s; want %q %s %s", i, c.Args["command"], tr.Content,
 				pre.str("cwd"), post.str("cwd"), want[i].out, want[i].pre, want[i].post)
 		}
 	}
@@ -458,7 +457,7 @@ func TestCwd(t *testing.T) {
 // hooks are `/bin/sh -c CMD` children of claude in their own session,
 // with the hook command below the sh.
 func TestProcessTree(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	tmp := t.TempDir()
@@ -466,14 +465,14 @@ func TestProcessTree(t *testing.T) {
 	waitLoop := func(started, release string) string {
 		return "touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done"
 	}
-	bg := claudetest.Bash(waitLoop(f("bg-started"), f("bg-release"))+"; echo BG", claudetest.Background())
-	fg := claudetest.Bash(waitLoop(f("fg-started"), f("fg-release")) + "; echo FG")
-	read := claudetest.Read(filepath.Join(project, "README.md"))
+	bg := Bash(waitLoop(f("bg-started"), f("bg-release"))+"; echo BG", Background())
+	fg := Bash(waitLoop(f("fg-started"), f("fg-release")) + "; echo FG")
+	read := Read(filepath.Join(project, "README.md"))
 	rec.setReplies(reply{Event: "PreToolUse", Match: `"tool_name":"Read"`, WaitFile: f("hook-release")})
-	model := claudetest.NewFakeModel(t, claudetest.Tools(bg), claudetest.Tools(fg), claudetest.Tools(read),
-		claudetest.Text("Waiting."), claudetest.Text("Done."))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(bg), agenttest.Calls(fg), agenttest.Calls(read),
+		agenttest.Text("Waiting."), agenttest.Text("Done."))
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse")})
 
 	claude, ok := agenttest.Lookup(s.Pid())
@@ -571,15 +570,15 @@ func TestProcessTree(t *testing.T) {
 // as an invalid input, without any hook. A standalone long sleep is
 // refused before any hook too.
 func TestForegroundTimeout(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	t.Run("default-moves-to-background", func(t *testing.T) {
 		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
-		slow := claudetest.Bash("echo start; sleep 3; echo late", claudetest.Timeout(time.Second))
-		sleep := claudetest.Bash("sleep 700")
-		model := claudetest.NewFakeModel(t, claudetest.Tools(slow), claudetest.Tools(sleep), claudetest.Text("Waiting."), claudetest.Text("Done."))
+		slow := Bash("echo start; sleep 3; echo late", Timeout(time.Second))
+		sleep := Bash("sleep 700")
+		model := agenttest.NewAnthropic(t, agenttest.Calls(slow), agenttest.Calls(sleep), agenttest.Text("Waiting."), agenttest.Text("Done."))
 		k, v := rec.env()
-		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+		s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 		s.WaitOK(e2etest.SessionTimeout)
 		t.Logf("hooks:\n%s", rec.summary())
@@ -607,11 +606,11 @@ func TestForegroundTimeout(t *testing.T) {
 	t.Run("background-tasks-disabled", func(t *testing.T) {
 		project := e2etest.NewProject(t)
 		rec := newRecorder(t)
-		slow := claudetest.Bash("echo start; sleep 3; echo late", claudetest.Timeout(time.Second))
-		bg := claudetest.Bash("echo bg", claudetest.Background())
-		model := claudetest.NewFakeModel(t, claudetest.Tools(slow), claudetest.Tools(bg), claudetest.Text("Done."))
+		slow := Bash("echo start; sleep 3; echo late", Timeout(time.Second))
+		bg := Bash("echo bg", Background())
+		model := agenttest.NewAnthropic(t, agenttest.Calls(slow), agenttest.Calls(bg), agenttest.Text("Done."))
 		k, v := rec.env()
-		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v, "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"},
+		s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v, "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"},
 			Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 		s.WaitOK(e2etest.SessionTimeout)
 		fail := rec.one("PostToolUseFailure", slow.ID)
@@ -629,15 +628,15 @@ func TestForegroundTimeout(t *testing.T) {
 // nothing else is sent. (After the fake closes, the CLI retries against
 // a refused port and does not exit within seconds: the test kills it.)
 func TestStalledModel(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
-	call := claudetest.Bash("echo before-stall")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(call), claudetest.Stall())
+	call := Bash("echo before-stall")
+	model := agenttest.NewAnthropic(t, agenttest.Calls(call), agenttest.Stall())
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop")})
-	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) == 2 })
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []agenttest.Request) bool { return len(r) == 2 })
 	hooks := len(rec.records())
 	select {
 	case <-s.Done():
@@ -664,17 +663,17 @@ func TestStalledModel(t *testing.T) {
 // hooks run concurrently, each PostToolUse fires when its call ends, and
 // all results come back in the next request.
 func TestParallelCalls(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	rec := newRecorder(t)
 	// The fast call takes a moment too: under load the three PreToolUse
 	// hooks, which start together, are still recorded before it ends.
-	slow := claudetest.Bash("sleep 1.5; echo SLOW")
-	fast := claudetest.Bash("sleep 0.3; echo FAST")
-	read := claudetest.Read(filepath.Join(project, "README.md"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(slow, fast, read), claudetest.Text("ok"))
+	slow := Bash("sleep 1.5; echo SLOW")
+	fast := Bash("sleep 0.3; echo FAST")
+	read := Read(filepath.Join(project, "README.md"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(slow, fast, read), agenttest.Text("ok"))
 	k, v := rec.env()
-	s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v},
+	s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse")})
 	s.WaitOK(e2etest.SessionTimeout)
 	t.Logf("hooks:\n%s", rec.summary())
@@ -692,7 +691,7 @@ func TestParallelCalls(t *testing.T) {
 	if len(main) != 2 {
 		t.Fatalf("%d main requests", len(main))
 	}
-	for _, c := range []claudetest.ToolUse{slow, fast, read} {
+	for _, c := range []agenttest.Call{slow, fast, read} {
 		if tr, ok := model.ToolResult(c.ID); !ok || tr.Request != main[1].N {
 			t.Errorf("result of %s: %+v", c.ID, tr)
 		}

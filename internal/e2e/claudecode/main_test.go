@@ -3,21 +3,17 @@ package claudecode_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
-	"github.com/gyrum-labs/warp/internal/claudetest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
@@ -33,7 +29,7 @@ var (
 // `TESTBIN __record-hook EVENT` (see recordHook).
 const recordArg = "__record-hook"
 
-// mcpArg makes the test binary a stdio MCP server (claudetest.ServeMCP)
+// mcpArg makes the test binary a stdio MCP server (agenttest.ServeMCP)
 // that records its calls into $E2E_RECORD_DIR.
 const mcpArg = "__mcp-server"
 
@@ -46,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(recordHook(os.Args[2]))
 	}
 	if len(os.Args) >= 2 && os.Args[1] == mcpArg {
-		if err := claudetest.ServeMCP(context.Background(), os.Getenv(recordDirVar)); err != nil {
+		if err := agenttest.ServeMCP(context.Background(), os.Getenv(recordDirVar)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -58,7 +54,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testBin = exe
-	os.Exit(e2etest.Main(m, claudetest.Find, &gyrumBin))
+	os.Exit(e2etest.Main(m, claude.Find, &gyrumBin))
 }
 
 // record is what the recorder saw of one hook run (or of a Bash tool call
@@ -249,107 +245,14 @@ func bashRecord(tag string) string {
 	return shellquote.Quote(testBin) + " " + recordArg + " BashTool </dev/null # " + tag
 }
 
-// gyrum runs the gyrum binary in dir with env (plus PATH) and returns its
-// stdout; a non-zero exit fails the test.
-func gyrum(t *testing.T, dir string, env map[string]string, args ...string) string {
-	t.Helper()
-	out, code := gyrumCode(t, dir, env, args...)
-	if code != 0 {
-		t.Fatalf("gyrum %v: exit %d\nstdout: %s", args, code, out)
-	}
-	return out
-}
-
 // setupHooks wires gyrum's hook into project/.claude/settings.json with
 // the real `gyrum setup`, as a user does.
 func setupHooks(t *testing.T, project string) {
 	t.Helper()
-	home := t.TempDir()
-	gyrum(t, project, map[string]string{"HOME": home, "GYRUM_HOME": filepath.Join(home, ".gyrum")},
-		"setup", "--project", project, "--watchdog", "none")
-	data, err := os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// gyrum-hook sits beside the gyrum under test, as a release ships it:
-	// the real CLI runs it for every tool call.
-	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
-		if !strings.Contains(string(data), ev) || !strings.Contains(string(data), filepath.Join(filepath.Dir(gyrumBin), "gyrum-hook")) {
-			t.Fatalf("gyrum setup did not wire gyrum-hook for %s:\n%s", ev, data)
-		}
-	}
-}
-
-// start runs the CLI in project against model with env.
-func start(t *testing.T, model *claudetest.FakeModel, project string, o claudetest.Options) *claudetest.Session {
-	t.Helper()
-	o.Dir = project
-	return claudetest.Start(t, model, o)
-}
-
-// gyrumCode runs the gyrum binary like gyrum but returns its stdout and
-// exit code instead of failing on a non-zero exit.
-func gyrumCode(t *testing.T, dir string, env map[string]string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(gyrumBin, args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	}
-	t.Fatalf("gyrum %v: %v\nstderr: %s", args, err, stderr.String())
-	return "", -1
-}
-
-// agentEnv is the session environment of a gyrum agent: the warp at
-// warpURL, a private GYRUM_HOME and scaled loop timings in seconds.
-func agentEnv(t *testing.T, warpURL string, interval, staleness, inFlightMax float64) map[string]string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	return map[string]string{
-		"WARP_URL":                          warpURL,
-		"GYRUM_HOME":                        t.TempDir(),
-		"HEARTBEAT_INTERVAL_SECS":           f(interval),
-		"HEARTBEAT_ACTIVITY_STALENESS_SECS": f(staleness),
-		"HEARTBEAT_INFLIGHT_MAX_SECS":       f(inFlightMax),
-	}
+	e2etest.SetupHooks(t, project, filepath.Join(".claude", "settings.json"), []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 }
 
 // claimCall is a Bash tool call running `gyrum start-work ARGS`.
-func claimCall(args string) claudetest.ToolUse {
-	return claudetest.Bash(shellquote.Quote(gyrumBin)+" start-work "+args, claudetest.Description("claim"))
-}
-
-// startResultOf parses the JSON `gyrum start-work --json` printed, as the
-// model was shown it in the result of call (anything before the object,
-// such as a warning on stderr, is skipped).
-func startResultOf(t *testing.T, model *claudetest.FakeModel, call claudetest.ToolUse) e2etest.StartResult {
-	t.Helper()
-	tr, ok := model.ToolResult(call.ID)
-	if !ok {
-		t.Fatalf("no tool result for %v", call.Input["command"])
-	}
-	return parseStart(t, tr.Content)
-}
-
-func parseStart(t *testing.T, out string) e2etest.StartResult {
-	t.Helper()
-	var sr e2etest.StartResult
-	i := strings.Index(out, "{")
-	if i < 0 {
-		t.Fatalf("start-work printed no JSON: %q", out)
-	}
-	if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&sr); err != nil || sr.Ticket == "" {
-		t.Fatalf("start-work output %q: %v", out, err)
-	}
-	return sr
+func claimCall(args string) agenttest.Call {
+	return Bash(shellquote.Quote(gyrumBin)+" start-work "+args, Description("claim"))
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -16,17 +16,17 @@ import (
 
 // mcpOptions returns session options that start this test binary as the
 // stdio MCP server e2e, recording its calls into the returned directory.
-func mcpOptions(t *testing.T, o claudetest.Options) (claudetest.Options, string) {
+func mcpOptions(t *testing.T, o agenttest.Options) (agenttest.Options, string) {
 	t.Helper()
 	rec := t.TempDir()
-	cfg := claudetest.MCPConfig(t, t.TempDir(), testBin, []string{mcpArg}, map[string]string{recordDirVar: rec})
+	cfg := agenttest.MCPConfig(t, t.TempDir(), testBin, []string{mcpArg}, map[string]string{recordDirVar: rec})
 	o.Args = append(o.Args, "--mcp-config", cfg, "--strict-mcp-config")
 	return o, rec
 }
 
 // transcripts returns the session transcripts under the CLI's config dir.
-func transcripts(s *claudetest.Session) []string {
-	ps, _ := filepath.Glob(filepath.Join(s.ConfigDir, "projects", "*", "*.jsonl"))
+func transcripts(s *Session) []string {
+	ps, _ := filepath.Glob(filepath.Join(s.Home.Config, "projects", "*", "*.jsonl"))
 	return ps
 }
 
@@ -37,21 +37,21 @@ func transcripts(s *claudetest.Session) []string {
 // in params._meta["claudecode/toolUseId"]. This is what lets the loop
 // tell an MCP call in flight from a finished one (docs/agents/claude-code.md).
 func TestMCPCallTranscript(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	done := filepath.Join(t.TempDir(), "done")
-	quick := claudetest.Tool(claudetest.MCPQuick, nil)
-	wait := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": done})
-	model := claudetest.NewFakeModel(t, claudetest.Tools(quick), claudetest.Tools(wait), claudetest.Text("all done"))
+	quick := Tool(MCPQuick, nil)
+	wait := Tool(MCPWait, map[string]any{"file": done})
+	model := agenttest.NewAnthropic(t, agenttest.Calls(quick), agenttest.Calls(wait), agenttest.Text("all done"))
 	rec := newRecorder(t)
 	k, v := rec.env()
-	o, calls := mcpOptions(t, claudetest.Options{Env: map[string]string{k: v},
+	o, calls := mcpOptions(t, agenttest.Options{Env: map[string]string{k: v},
 		Settings: rec.settings("PreToolUse", "PostToolUse", "PostToolUseFailure")})
 	s := start(t, model, project, o)
 	e2etest.Poll(t, "the wait call's PreToolUse", func() bool { return len(rec.of("PreToolUse", wait.ID)) == 1 })
 	pre := rec.one("PreToolUse", wait.ID)
-	if pre.str("tool_name") != claudetest.MCPWait {
-		t.Errorf("tool_name %q, want %q", pre.str("tool_name"), claudetest.MCPWait)
+	if pre.str("tool_name") != MCPWait {
+		t.Errorf("tool_name %q, want %q", pre.str("tool_name"), MCPWait)
 	}
 	path := pre.str("transcript_path")
 	if ts := transcripts(s); len(ts) != 1 || ts[0] != path {
@@ -67,7 +67,7 @@ func TestMCPCallTranscript(t *testing.T) {
 	if strings.Contains(string(data), resultKey) {
 		t.Fatal("a tool_result for the running MCP call is recorded")
 	}
-	if got := claudetest.MCPCalls(calls); len(got) != 2 || got[1].ToolUseID != wait.ID || !got[1].Ended.IsZero() {
+	if got := agenttest.MCPCalls(calls); len(got) != 2 || got[1].ToolUseID != wait.ID || !got[1].Ended.IsZero() {
 		t.Fatalf("MCP calls %+v, want quick then the running wait with tool-use id %s", got, wait.ID)
 	}
 	if err := os.WriteFile(done, nil, 0o600); err != nil {
@@ -88,7 +88,7 @@ func TestMCPCallTranscript(t *testing.T) {
 // calls wait on files: the one named by long is created after holdFor,
 // the others at once. It returns when the session ended, with the time
 // span the long call ran and a watcher over the ticket.
-func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long string, holdFor time.Duration,
+func mcpCallHeld(t *testing.T, ticket string, turn []agenttest.Call, long string, holdFor time.Duration,
 	interval, staleness float64, window time.Duration) (ws *warptest.Server, w *e2etest.Watcher, began, ended time.Time) {
 	ws = warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Second, 30*time.Second, time.Second))
 	e2etest.StartSweeps(t, ws.Svc)
@@ -99,17 +99,17 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall(ticket + " --json")
-	quick := claudetest.Tool(claudetest.MCPQuick, nil)
+	quick := Tool(MCPQuick, nil)
 	// The MCP server started with the session, seconds before the long
 	// call: it cannot back the call as a process started with it.
-	pause := claudetest.Bash("sleep 1.5", claudetest.Description("pause"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(quick), claudetest.Tools(pause),
-		claudetest.Tools(turn...), claudetest.Text("done"))
-	o, calls := mcpOptions(t, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	pause := Bash("sleep 1.5", Description("pause"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claim), agenttest.Calls(quick), agenttest.Calls(pause),
+		agenttest.Calls(turn...), agenttest.Text("done"))
+	o, calls := mcpOptions(t, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	w = e2etest.WatchTicket(t, ws, ticket)
 	var longFile string
 	for _, c := range turn {
-		f, _ := c.Input["file"].(string)
+		f, _ := c.Args["file"].(string)
 		if c.ID == long {
 			longFile = f
 		} else if err := os.WriteFile(f, nil, 0o600); err != nil { // the short calls return at once
@@ -118,7 +118,7 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	}
 	s := start(t, model, project, o)
 	e2etest.Poll(t, "the long MCP call to begin", func() bool {
-		for _, c := range claudetest.MCPCalls(calls) {
+		for _, c := range agenttest.MCPCalls(calls) {
 			if c.ToolUseID == long {
 				began = c.Began
 				return true
@@ -132,15 +132,15 @@ func mcpCallHeld(t *testing.T, ticket string, turn []claudetest.ToolUse, long st
 	}
 	s.WaitOK(e2etest.SessionTimeout + holdFor)
 	w.Stop()
-	for _, c := range claudetest.MCPCalls(calls) {
+	for _, c := range agenttest.MCPCalls(calls) {
 		if c.ToolUseID == long {
 			ended = c.Ended
 		}
 	}
 	if ended.IsZero() {
-		t.Fatalf("the long MCP call never returned: %+v", claudetest.MCPCalls(calls))
+		t.Fatalf("the long MCP call never returned: %+v", agenttest.MCPCalls(calls))
 	}
-	for _, c := range claudetest.MCPCalls(calls) {
+	for _, c := range agenttest.MCPCalls(calls) {
 		t.Logf("MCP call %s %s: %s to %s", c.Tool, c.ToolUseID, c.Began.Format("15:04:05.000"), c.Ended.Format("15:04:05.000"))
 	}
 	t.Logf("long call from %s to %s; heartbeats:\n%s", began.Format("15:04:05.000"), ended.Format("15:04:05.000"),
@@ -192,43 +192,43 @@ func assertHeldThrough(t *testing.T, ws *warptest.Server, w *e2etest.Watcher, ti
 // Before, the call's marker counted only as its start: the lease read
 // stalled one staleness limit in and lapsed one window later.
 func TestPointLongMCPCallKeepsLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const interval, staleness = 0.2, 1.0
 	window := 1500 * time.Millisecond
-	wait := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "long")})
+	wait := Tool(MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "long")})
 	hold := e2etest.Secs(staleness) + window + 2*time.Second
-	ws, w, began, ended := mcpCallHeld(t, "T-mcp", []claudetest.ToolUse{wait}, wait.ID, hold, interval, staleness, window)
+	ws, w, began, ended := mcpCallHeld(t, "T-mcp", []agenttest.Call{wait}, wait.ID, hold, interval, staleness, window)
 	if ended.Sub(began) < e2etest.Secs(staleness)+window {
 		t.Fatalf("the call ran %v, want more than staleness + window", ended.Sub(began))
 	}
-	assertHeldThrough(t, ws, w, "T-mcp", claudetest.MCPWait, began, ended, staleness, interval)
+	assertHeldThrough(t, ws, w, "T-mcp", MCPWait, began, ended, staleness, interval)
 }
 
 // (31-3) A parallel pair in one turn, one short and one long: the short
 // call's end does not end the long one's; the lease is held until the
 // long call returns.
 func TestPointParallelMCPCallsKeepLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const interval, staleness = 0.2, 1.0
 	window := 1500 * time.Millisecond
 	dir := t.TempDir()
-	short := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "short")})
-	long := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(dir, "long")})
+	short := Tool(MCPWait, map[string]any{"file": filepath.Join(dir, "short")})
+	long := Tool(MCPWait, map[string]any{"file": filepath.Join(dir, "long")})
 	hold := e2etest.Secs(staleness) + window + 2*time.Second
-	ws, w, began, ended := mcpCallHeld(t, "T-mcp-pair", []claudetest.ToolUse{short, long}, long.ID, hold, interval, staleness, window)
-	assertHeldThrough(t, ws, w, "T-mcp-pair", claudetest.MCPWait, began, ended, staleness, interval)
+	ws, w, began, ended := mcpCallHeld(t, "T-mcp-pair", []agenttest.Call{short, long}, long.ID, hold, interval, staleness, window)
+	assertHeldThrough(t, ws, w, "T-mcp-pair", MCPWait, began, ended, staleness, interval)
 }
 
 // (31-2) A denied MCP call, then a wedge: the call's result (an error) is
 // recorded at once and no Post event fires, so its marker counts only as
 // its start: stalled, then lapsed within staleness + window + a sweep.
 func TestPointDeniedMCPCallThenWedge(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	rec := newRecorder(t)
 	rec.setReplies(reply{Event: "PreToolUse", Match: "DENY-ME", Stderr: "blocked by policy", Exit: 2})
-	call := claudetest.Tool(claudetest.MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "DENY-ME")})
+	call := Tool(MCPWait, map[string]any{"file": filepath.Join(t.TempDir(), "DENY-ME")})
 	k, v := rec.env()
-	deniedLeaksNoLease(t, "T-mcp-denied", call, claudetest.MCPWait, func(o *claudetest.Options) {
+	deniedLeaksNoLease(t, "T-mcp-denied", call, MCPWait, func(o *agenttest.Options) {
 		o.Env[k] = v
 		o.Settings = rec.settings("PreToolUse")
 		*o, _ = mcpOptions(t, *o)

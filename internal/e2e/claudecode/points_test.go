@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
@@ -40,7 +40,7 @@ import (
 // lapsed one window later while the job still ran; the stale-report and
 // lease-state assertions catch that.
 func TestPointBackgroundCPUJobKeepsLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	// The loop counts a process busy from 20 ms of CPU a tick: 10 % of a
 	// core at a 0.2 s tick, which a CPU-bound job starved by a loaded
 	// machine fell under (measured beside two CPU hogs and the suite).
@@ -63,23 +63,23 @@ func TestPointBackgroundCPUJobKeepsLease(t *testing.T) {
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-bg --json")
-	job := claudetest.Bash(fmt.Sprintf("timeout %d sh -c 'while :; do :; done'; echo BG-DONE", jobSecs),
-		claudetest.Background(), claudetest.Description("cpu job"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(job),
-		claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
+	job := Bash(fmt.Sprintf("timeout %d sh -c 'while :; do :; done'; echo BG-DONE", jobSecs),
+		Background(), Description("cpu job"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claim), agenttest.Calls(job),
+		agenttest.Text("Waiting for the job."), agenttest.Text("The job finished."))
 	w := e2etest.WatchTicket(t, ws, "T-bg")
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 30)})
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 30)})
 
 	// Post of the claim, Pre and Post of the background call.
 	e2etest.Poll(t, "the background call's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
 	posted := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
-	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []agenttest.Request) bool { return len(r) >= 4 })
 	ended := reqs[3].At
 	quiet := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
 	atEnd := ws.Lease("T-bg")
 	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	t.Logf("job from %s to %s (%v); heartbeats:\n%s", posted.Format("15:04:05.000"), ended.Format("15:04:05.000"),
 		ended.Sub(posted).Round(time.Millisecond), e2etest.DescribeBeats(e2etest.BeatsOf(ws, "T-bg"), posted))
 
@@ -140,7 +140,7 @@ func TestPointBackgroundCPUJobKeepsLease(t *testing.T) {
 // the verdict drifted to silent); a CPU threshold too low would count the
 // sleeping shell as work and keep the lease. Both fail here.
 func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const (
 		interval  = 0.2
 		staleness = 1.0
@@ -156,17 +156,17 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-idle --json")
-	job := claudetest.Bash(fmt.Sprintf("sleep %d; echo BG-DONE", jobSecs), claudetest.Background(), claudetest.Description("idle wait"))
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(job),
-		claudetest.Text("Waiting for the job."), claudetest.Text("The job finished."))
+	job := Bash(fmt.Sprintf("sleep %d; echo BG-DONE", jobSecs), Background(), Description("idle wait"))
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claim), agenttest.Calls(job),
+		agenttest.Text("Waiting for the job."), agenttest.Text("The job finished."))
 	w := e2etest.WatchTicket(t, ws, "T-idle")
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 30)})
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 30)})
 
 	e2etest.Poll(t, "the background call's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
 	posted := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
 	e2etest.Poll(t, "the lease to lapse", func() bool { return ws.Lease("T-idle").State == warp.LeaseLapsed })
 	l := ws.Lease("T-idle")
-	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []claudetest.Request) bool { return len(r) >= 4 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the wake-up request", func(r []agenttest.Request) bool { return len(r) >= 4 })
 	ended := reqs[3].At
 	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
@@ -226,28 +226,28 @@ func TestPointIdleBackgroundWaitIsNotWork(t *testing.T) {
 // until the cap: heartbeats stayed fresh with in_flight set and the lease
 // was held for the whole 60 s; the lapse poll times out on that.
 func TestPointDeniedCallLeaksNoLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	t.Run("pretooluse-exit-2", func(t *testing.T) {
 		rec := newRecorder(t)
 		rec.setReplies(reply{Event: "PreToolUse", Match: "BLOCK-ME", Stderr: "blocked by policy", Exit: 2})
-		call := claudetest.Bash("echo BLOCK-ME")
+		call := Bash("echo BLOCK-ME")
 		k, v := rec.env()
-		deniedLeaksNoLease(t, "T-blocked", call, "Bash", func(o *claudetest.Options) {
+		deniedLeaksNoLease(t, "T-blocked", call, "Bash", func(o *agenttest.Options) {
 			o.Env[k] = v
 			o.Settings = rec.settings("PreToolUse")
 		})
 	})
 	t.Run("permission-mode", func(t *testing.T) {
 		outside := filepath.Join(t.TempDir(), "denied.txt") // outside the project: needs an approval -p cannot get
-		call := claudetest.Write(outside, "x")
-		deniedLeaksNoLease(t, "T-denied", call, "Write", func(o *claudetest.Options) {
-			o.PermissionMode = "default"
+		call := Write(outside, "x")
+		deniedLeaksNoLease(t, "T-denied", call, "Write", func(o *agenttest.Options) {
+			o.Ask = true
 			o.Settings = map[string]any{"permissions": map[string]any{"allow": []string{"Bash"}}}
 		})
 	})
 }
 
-func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, tool string, opt func(*claudetest.Options)) {
+func deniedLeaksNoLease(t *testing.T, ticket string, call agenttest.Call, tool string, opt func(*agenttest.Options)) {
 	const (
 		interval  = 0.2
 		staleness = 1.0
@@ -263,11 +263,11 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall(ticket + " --json")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(call), claudetest.Stall())
-	o := claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, capSecs)}
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claim), agenttest.Calls(call), agenttest.Stall())
+	o := agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, capSecs)}
 	opt(&o)
 	s := start(t, model, project, o)
-	reqs := model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []claudetest.Request) bool { return len(r) >= 3 })
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []agenttest.Request) bool { return len(r) >= 3 })
 	// The agent has recorded the refusal by the time it sends the
 	// request that carries it (on a loaded machine, half a second or more
 	// after the call began).
@@ -347,7 +347,7 @@ func deniedLeaksNoLease(t *testing.T, ticket string, call claudetest.ToolUse, to
 // last_activity_at stays at the claim (the in-flight cap of 1 s keeps CPU
 // sampling from covering for the hook).
 func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ctx := context.Background()
 	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	project := e2etest.NewProject(t)
@@ -376,23 +376,23 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 	root := t.TempDir()
 	wt := filepath.Join(root, filepath.Base(project)+"-T-2")
 	claim := claimCall("T-2 --worktree --json")
-	write := claudetest.Write(filepath.Join(wt, "notes.md"), "# T-2\n")
-	cd := claudetest.Bash("cd " + shellquote.Quote(wt) + " && ls")
-	work := []claudetest.ToolUse{write, cd, claudetest.Bash("sleep 1; echo one"), claudetest.Bash("sleep 1; echo two")}
-	turns := []claudetest.Turn{claudetest.Tools(claim)}
+	write := Write(filepath.Join(wt, "notes.md"), "# T-2\n")
+	cd := Bash("cd " + shellquote.Quote(wt) + " && ls")
+	work := []agenttest.Call{write, cd, Bash("sleep 1; echo one"), Bash("sleep 1; echo two")}
+	turns := []agenttest.Turn{agenttest.Calls(claim)}
 	for _, c := range work {
-		turns = append(turns, claudetest.Tools(c))
+		turns = append(turns, agenttest.Calls(c))
 	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done with T-2."))...)
-	env := agentEnv(t, ws.URL(), 0.2, 30, 1)
+	model := agenttest.NewAnthropic(t, append(turns, agenttest.Text("Done with T-2."))...)
+	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
 	w := e2etest.WatchTicket(t, ws, "T-2")
-	s := start(t, model, project, claudetest.Options{Env: env})
+	s := start(t, model, project, agenttest.Options{Env: env})
 	wd, _ := gyrumdir.At(wt)
 	e2etest.LogLoopOnFailure(t, wd)
 	s.WaitOK(e2etest.SessionTimeout)
 
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	if sr.Dir != wt || sr.WatchedPID != s.Pid() || sr.WatchedHow != "CLAUDE_PID" {
 		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and claude %d via CLAUDE_PID", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.Pid())
 	}
@@ -453,7 +453,7 @@ func TestPointStartWorkWorktreeInsideSession(t *testing.T) {
 // Before, the loop exited quietly on 410 and the agent worked on: no
 // request ever showed the notice (SawText fails).
 func TestPointAgentToldLeaseEnded(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-4")
 	project := e2etest.NewProject(t)
@@ -464,12 +464,12 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-4 --json")
-	held := claudetest.Bash("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
-	next := claudetest.Bash("echo next")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claim), claudetest.Tools(held), claudetest.Tools(next), claudetest.Text("Stopping."))
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
+	held := Bash("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	next := Bash("echo next")
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(next), agenttest.Text("Stopping."))
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 
 	const told = "your lease on ticket T-4"
 	if model.SawText(told) {
@@ -534,7 +534,7 @@ func TestPointAgentToldLeaseEnded(t *testing.T) {
 // as progress would move expires_at to the report's time + window: the
 // expires_at assertion catches that.
 func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const (
 		interval  = 0.2
 		staleness = 0.8
@@ -552,14 +552,14 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 
 	claimA := claimCall("T-A --json")
 	claimB := claimCall("T-B --dir " + shellquote.Quote(other) + " --json")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(claimA), claudetest.Tools(claimB), claudetest.Stall())
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claimA), agenttest.Calls(claimB), agenttest.Stall())
 	wa, wb := e2etest.WatchTicket(t, ws, "T-A"), e2etest.WatchTicket(t, ws, "T-B")
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
-	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []claudetest.Request) bool { return len(r) >= 3 })
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request", func(r []agenttest.Request) bool { return len(r) >= 3 })
 	// Post of claim B, credited to both leases (the agent holds both).
 	e2etest.Poll(t, "claim B's PostToolUse", func() bool { return e2etest.HookEvents(d) >= 3 })
 	t0 := e2etest.Mtime(d.File(gyrumdir.ActivityFile))
-	srB := startResultOf(t, model, claimB)
+	srB := e2etest.StartResultOf(t, model, claimB)
 	if err := syscall.Kill(srB.LoopPID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill loop B (pid %d): %v", srB.LoopPID, err)
 	}
@@ -671,7 +671,7 @@ func TestPointStalledStaysDistinctFromSilent(t *testing.T) {
 // attempt lands in the grace [5.4 s, 7.5 s], so the sweep at the grace's
 // end lapses the lease.
 func TestPointOutageLosesNoLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const interval = 1.2
 	window, grace := 2700*time.Millisecond, 2100*time.Millisecond
 	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(window, time.Minute, time.Minute, grace))
@@ -682,12 +682,12 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
-	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-6 --json"))}
+	turns := []agenttest.Turn{agenttest.Calls(claimCall("T-6 --json"))}
 	for i := range 60 {
-		turns = append(turns, claudetest.Tools(claudetest.Bash(fmt.Sprintf("sleep 0.3; echo tick-%d", i))))
+		turns = append(turns, agenttest.Calls(Bash(fmt.Sprintf("sleep 0.3; echo tick-%d", i))))
 	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	model := agenttest.NewAnthropic(t, append(turns, agenttest.Text("Done."))...)
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	e2etest.Poll(t, "two answered heartbeats", func() bool { return len(e2etest.BeatsOf(ws, "T-6")) >= 2 })
 	epoch := ws.Lease("T-6").Epoch
 
@@ -743,7 +743,7 @@ func TestPointOutageLosesNoLease(t *testing.T) {
 // Without the parent-death signal claude runs on, re-parented, without a
 // lease: the "claude still running" poll fails.
 func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-7")
 	project := e2etest.NewProject(t)
@@ -751,16 +751,16 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 	started := filepath.Join(t.TempDir(), "started")
-	held := claudetest.Bash("touch " + shellquote.Quote(started) + "; while :; do sleep 0.05; done")
-	model := claudetest.NewFakeModel(t, claudetest.Tools(held), claudetest.Text("Done."))
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60),
+	held := Bash("touch " + shellquote.Quote(started) + "; while :; do sleep 0.05; done")
+	model := agenttest.NewAnthropic(t, agenttest.Calls(held), agenttest.Text("Done."))
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60),
 		Wrap: []string{gyrumBin, "start-work", "T-7", "--json", "--"}})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
-	claude := s.ClaudePid()
-	if claude == 0 || claude == s.Pid() {
+	claudePid := s.ClaudePid()
+	if claudePid == 0 || claudePid == s.Pid() {
 		t.Fatalf("no claude below the wrapper %d:\n%s", s.Pid(), s.TreeString())
 	}
-	sr := parseStart(t, s.Stderr())
+	sr := e2etest.ParseStart(t, s.Stderr())
 	if sr.WatchedPID != s.Pid() || sr.WatchedHow != "self" {
 		t.Errorf("wrap mode watches %d (%s), want the wrapper %d (self)", sr.WatchedPID, sr.WatchedHow, s.Pid())
 	}
@@ -780,7 +780,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	if code := s.Wait(5 * time.Second); code != 128+int(syscall.SIGKILL) {
 		t.Errorf("wrapper exit %d", code)
 	}
-	e2etest.Poll(t, "claude to die with its wrapper", func() bool { return !e2etest.Alive(claude) })
+	e2etest.Poll(t, "claude to die with its wrapper", func() bool { return !e2etest.Alive(claudePid) })
 	t.Logf("claude gone %v after the wrapper's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	e2etest.ParentExitedAt(t, ws, "T-7", "")
 	if v := ws.Ticket("T-7"); v.Verdict != warp.VerdictExited {
@@ -803,7 +803,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 // after the claim; the watched_how and "no exit while working"
 // assertions catch that.
 func TestPointAncestorWalkFindsClaude(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-8")
 	project := e2etest.NewProject(t)
@@ -811,12 +811,12 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
-	claim := claudetest.Bash("env -u CLAUDE_PID " + shellquote.Quote(gyrumBin) + " start-work T-8 --json")
-	work := []claudetest.ToolUse{claudetest.Bash("sleep 0.5; echo a"), claudetest.Write(filepath.Join(project, "b.md"), "b\n"),
-		claudetest.Bash("sleep 0.5; echo c")}
+	claim := Bash("env -u CLAUDE_PID " + shellquote.Quote(gyrumBin) + " start-work T-8 --json")
+	work := []agenttest.Call{Bash("sleep 0.5; echo a"), Write(filepath.Join(project, "b.md"), "b\n"),
+		Bash("sleep 0.5; echo c")}
 	model, s, last := claimAndWork(t, ws, project, claim, work)
 
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	if sr.WatchedPID != s.Pid() || sr.WatchedHow != "ancestor" || sr.Watched != "claude" {
 		t.Fatalf("start-work without CLAUDE_PID watches %d %q (%s), want claude %d found by the ancestor walk",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
@@ -846,15 +846,15 @@ func TestPointAncestorWalkFindsClaude(t *testing.T) {
 // claimAndWork runs a session in project against ws whose model makes the
 // claim call, then each work call, one a turn, then ends; it returns the
 // model, the session (ended) and when the session's last request came.
-func claimAndWork(t *testing.T, ws *warptest.Server, project string, claim claudetest.ToolUse, work []claudetest.ToolUse) (*claudetest.FakeModel, *claudetest.Session, time.Time) {
+func claimAndWork(t *testing.T, ws *warptest.Server, project string, claim agenttest.Call, work []agenttest.Call) (*agenttest.FakeModel, *Session, time.Time) {
 	t.Helper()
-	turns := []claudetest.Turn{claudetest.Tools(claim)}
+	turns := []agenttest.Turn{agenttest.Calls(claim)}
 	for _, c := range work {
-		turns = append(turns, claudetest.Tools(c))
+		turns = append(turns, agenttest.Calls(c))
 	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
-	s := start(t, model, project, claudetest.Options{Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
-	reqs := model.WaitRequests(e2etest.SessionTimeout, "the last request", func(r []claudetest.Request) bool { return len(r) >= len(turns)+1 })
+	model := agenttest.NewAnthropic(t, append(turns, agenttest.Text("Done."))...)
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
+	reqs := model.WaitRequests(e2etest.SessionTimeout, "the last request", func(r []agenttest.Request) bool { return len(r) >= len(turns)+1 })
 	last := reqs[len(turns)].At
 	s.WaitOK(e2etest.SessionTimeout)
 	return model, s, last
@@ -871,7 +871,7 @@ func claimAndWork(t *testing.T, ws *warptest.Server, project string, claim claud
 // start-work once watched CLAUDE_PID whatever ran in between: the lease
 // of an agent that was gone stayed green for as long as the session ran.
 func TestPointNestedAgentIsWatched(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-8b")
 	project := e2etest.NewProject(t)
@@ -887,11 +887,11 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "; true" keeps codex from exec-ing gyrum: it stays the parent.
-	claim := claudetest.Bash(shellquote.Quote(codex) + " -c " + shellquote.Quote(shellquote.Quote(gyrumBin)+" start-work T-8b --json; true"))
-	work := []claudetest.ToolUse{claudetest.Bash("sleep 1; echo a"), claudetest.Bash("sleep 1; echo b")}
+	claim := Bash(shellquote.Quote(codex) + " -c " + shellquote.Quote(shellquote.Quote(gyrumBin)+" start-work T-8b --json; true"))
+	work := []agenttest.Call{Bash("sleep 1; echo a"), Bash("sleep 1; echo b")}
 	model, s, last := claimAndWork(t, ws, project, claim, work)
 
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	if sr.Watched != "codex" || sr.WatchedHow != "ancestor" || sr.WatchedPID == s.Pid() {
 		t.Fatalf("start-work under codex in a Claude Code session watches %d %q (%s), want codex found by the walk, not claude %d",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, s.Pid())
@@ -913,12 +913,12 @@ func TestPointNestedAgentIsWatched(t *testing.T) {
 // A doctor that only looked for the hook command passed this host while
 // no hook ever ran; the hook-check assertion catches that.
 func TestPointDoctorReportsHooksOff(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	project := e2etest.NewProject(t)
 	setupHooks(t, project)
 	settingsPath := filepath.Join(project, ".claude", "settings.json")
 	var settings map[string]any
-	if err := json.Unmarshal([]byte(readFile(settingsPath)), &settings); err != nil {
+	if err := json.Unmarshal([]byte(e2etest.ReadFile(settingsPath)), &settings); err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
@@ -934,12 +934,12 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claudetest.WriteFile(t, settingsPath, data, 0o644)
+		agenttest.WriteFile(t, settingsPath, data, 0o644)
 	}
 	writeSettings(true)
 
 	home := t.TempDir()
-	out, code := gyrumCode(t, project, map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
+	out, code, _ := e2etest.GyrumCode(t, project, map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
 		"GYRUM_HOME": filepath.Join(home, ".gyrum"), "WARP_URL": "http://127.0.0.1:9"}, "doctor", "--json")
 	var rep struct {
 		OK     bool `json:"ok"`
@@ -982,10 +982,10 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 	}
 	run := func() {
 		t.Helper()
-		model := claudetest.NewFakeModel(t, claudetest.Tools(claudetest.Bash("echo work")),
-			claudetest.Tools(claudetest.Write(filepath.Join(project, "w.md"), "w\n")), claudetest.Text("Done."))
+		model := agenttest.NewAnthropic(t, agenttest.Calls(Bash("echo work")),
+			agenttest.Calls(Write(filepath.Join(project, "w.md"), "w\n")), agenttest.Text("Done."))
 		k, v := rec.env()
-		s := start(t, model, project, claudetest.Options{Env: map[string]string{k: v, "GYRUM_HOME": gyrumHome}})
+		s := start(t, model, project, agenttest.Options{Env: map[string]string{k: v, "GYRUM_HOME": gyrumHome}})
 		s.WaitOK(e2etest.SessionTimeout)
 	}
 	run()
@@ -1023,7 +1023,7 @@ func TestPointDoctorReportsHooksOff(t *testing.T) {
 // lapsed one window later: the lease, verdict and stale-report assertions
 // catch that.
 func TestPointLostHomeKeepsLease(t *testing.T) {
-	claudetest.Require(t)
+	claude.Require(t)
 	const (
 		interval  = 0.2
 		staleness = 1.5
@@ -1037,14 +1037,14 @@ func TestPointLostHomeKeepsLease(t *testing.T) {
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
-	turns := []claudetest.Turn{claudetest.Tools(claimCall("T-home --json"))}
+	turns := []agenttest.Turn{agenttest.Calls(claimCall("T-home --json"))}
 	for i := range 80 {
-		turns = append(turns, claudetest.Tools(claudetest.Bash(fmt.Sprintf("sleep 0.3; echo step-%d", i))))
+		turns = append(turns, agenttest.Calls(Bash(fmt.Sprintf("sleep 0.3; echo step-%d", i))))
 	}
-	model := claudetest.NewFakeModel(t, append(turns, claudetest.Text("Done."))...)
-	env := agentEnv(t, ws.URL(), interval, staleness, 30)
+	model := agenttest.NewAnthropic(t, append(turns, agenttest.Text("Done."))...)
+	env := e2etest.AgentEnv(t, ws.URL(), interval, staleness, 30)
 	home := env["GYRUM_HOME"]
-	s := start(t, model, project, claudetest.Options{Env: env})
+	s := start(t, model, project, agenttest.Options{Env: env})
 	e2etest.Poll(t, "two answered heartbeats", func() bool { return len(e2etest.BeatsOf(ws, "T-home")) >= 2 })
 	w := e2etest.WatchTicket(t, ws, "T-home")
 	epoch := ws.Lease("T-home").Epoch

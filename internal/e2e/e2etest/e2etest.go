@@ -1,23 +1,29 @@
 // Package e2etest holds what the end-to-end suites against real agent CLIs
-// (internal/e2e/claudecode, codex, gemini) share: scaled warp policies and
-// the real sweep, a watcher of a ticket's verdicts, the heartbeats a
-// ticket got and their story for a failure's log, and the waits on
-// events. Each suite keeps only what its agent makes different.
+// (internal/e2e/claudecode, codex, gemini) share: the gyrum binary they
+// test and running it (setup, start-work's JSON, an agent's environment),
+// scaled warp policies and the real sweep, a watcher of a ticket's
+// verdicts, the heartbeats a ticket got and their story for a failure's
+// log, and the waits on events. The agent CLI and the fake model are
+// internal/agenttest's; each suite keeps only what its agent makes
+// different (its agenttest.Agent, its tool calls).
 package e2etest
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/claudetest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
@@ -36,7 +42,7 @@ const (
 // Poll waits up to EventTimeout for cond.
 func Poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	claudetest.Poll(t, EventTimeout, what, cond)
+	agenttest.Poll(t, EventTimeout, what, cond)
 }
 
 // ScaledPolicy is warp's default policy with a lease window and the
@@ -250,22 +256,101 @@ func (w *Watcher) VerdictsHooked() []warp.Verdict {
 	})
 }
 
+// gyrumBin is the gyrum binary Main built.
+var gyrumBin string
+
 // Main is a suite's TestMain: it builds gyrum, with gyrum-hook beside it,
-// into *gyrumBin when find finds the agent's CLI (or CI is set: the tests
-// then fail without it), runs the tests and removes the build. Without the
-// CLI the tests skip, and nothing is built.
-func Main(m *testing.M, find func() (string, error), gyrumBin *string) int {
+// into *bin when find finds the agent's CLI (or CI is set: the tests then
+// fail without it), runs the tests and removes the build. Without the CLI
+// the tests skip, and nothing is built.
+func Main(m *testing.M, find func() (string, error), bin *string) int {
 	if _, err := find(); err != nil && os.Getenv("CI") == "" {
 		return m.Run()
 	}
-	bin, remove, err := warptest.BuildGyrum()
+	b, remove, err := warptest.BuildGyrum()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer remove()
-	*gyrumBin = bin
+	*bin, gyrumBin = b, b
 	return m.Run()
+}
+
+// Gyrum runs the gyrum binary Main built in dir with env (plus PATH) and
+// returns its stdout; a non-zero exit fails the test.
+func Gyrum(t testing.TB, dir string, env map[string]string, args ...string) string {
+	t.Helper()
+	out, code, stderr := GyrumCode(t, dir, env, args...)
+	if code != 0 {
+		t.Fatalf("gyrum %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, stderr)
+	}
+	return out
+}
+
+// GyrumCode runs the gyrum binary like Gyrum but returns its stdout, exit
+// code and stderr instead of failing on a non-zero exit.
+func GyrumCode(t testing.TB, dir string, env map[string]string, args ...string) (string, int, string) {
+	t.Helper()
+	cmd := exec.Command(gyrumBin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0, stderr.String()
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode(), stderr.String()
+	}
+	t.Fatalf("gyrum %v: %v\nstderr: %s", args, err, stderr.String())
+	return "", -1, ""
+}
+
+// SetupHooks wires gyrum's hook into project with the real `gyrum setup
+// --project PROJECT --watchdog none ARGS...`, as a user does, in a HOME of
+// its own, which it returns. It fails the test unless the agent's settings
+// file (settings, relative to project) then runs the gyrum-hook beside the
+// gyrum under test, as a release ships it, for each of events.
+func SetupHooks(t testing.TB, project, settings string, events []string, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	Gyrum(t, project, map[string]string{"HOME": home, "GYRUM_HOME": filepath.Join(home, ".gyrum")},
+		append([]string{"setup", "--project", project, "--watchdog", "none"}, args...)...)
+	data, err := os.ReadFile(filepath.Join(project, settings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if !strings.Contains(string(data), ev) || !strings.Contains(string(data), filepath.Join(filepath.Dir(gyrumBin), "gyrum-hook")) {
+			t.Fatalf("gyrum setup did not wire gyrum-hook for %s:\n%s", ev, data)
+		}
+	}
+	return home
+}
+
+// AgentEnv is the session environment of a gyrum agent: the warp at
+// warpURL, a private GYRUM_HOME and scaled loop timings in seconds.
+func AgentEnv(t testing.TB, warpURL string, interval, staleness, inFlightMax float64) map[string]string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return map[string]string{
+		"WARP_URL":                          warpURL,
+		"GYRUM_HOME":                        t.TempDir(),
+		"HEARTBEAT_INTERVAL_SECS":           f(interval),
+		"HEARTBEAT_ACTIVITY_STALENESS_SECS": f(staleness),
+		"HEARTBEAT_INFLIGHT_MAX_SECS":       f(inFlightMax),
+	}
+}
+
+// ReadFile returns the contents of path ("" when it cannot be read).
+func ReadFile(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
 }
 
 // NewProject returns a fresh git repository with one commit: the project
@@ -276,7 +361,7 @@ func NewProject(t testing.TB) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	claudetest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
+	agenttest.WriteFile(t, filepath.Join(dir, "README.md"), []byte("# test project\n"), 0o644)
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
 		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "README.md"},
@@ -302,6 +387,43 @@ type StartResult struct {
 	WatchedPID int    `json:"watched_pid"`
 	Watched    string `json:"watched"`
 	WatchedHow string `json:"watched_how"`
+}
+
+// ParseStart parses the JSON `gyrum start-work --json` printed in out
+// (anything before the object, such as a warning on stderr or an agent's
+// header, is skipped).
+func ParseStart(t testing.TB, out string) StartResult {
+	t.Helper()
+	var sr StartResult
+	i := strings.Index(out, "{")
+	if i < 0 {
+		t.Fatalf("start-work printed no JSON: %q", out)
+	}
+	if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&sr); err != nil || sr.Ticket == "" {
+		t.Fatalf("start-work output %q: %v", out, err)
+	}
+	return sr
+}
+
+// StartResultOf parses what start-work printed as the model was shown it
+// in the result of call.
+func StartResultOf(t testing.TB, model *agenttest.FakeModel, call agenttest.Call) StartResult {
+	t.Helper()
+	tr, ok := model.ToolResult(call.ID)
+	if !ok {
+		t.Fatalf("no result of %s %v:\n%s", call.Name, call.Args, model.Summary())
+	}
+	return ParseStart(t, tr.Content)
+}
+
+// WaitStart waits for the result of the claim call and parses it.
+func WaitStart(t testing.TB, model *agenttest.FakeModel, call agenttest.Call) StartResult {
+	t.Helper()
+	model.WaitRequests(SessionTimeout, "the claim's result", func([]agenttest.Request) bool {
+		_, ok := model.ToolResult(call.ID)
+		return ok
+	})
+	return StartResultOf(t, model, call)
 }
 
 // VerdictsBetween is Verdicts of the samples taken from from to to.
