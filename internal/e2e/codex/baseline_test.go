@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
@@ -23,27 +23,27 @@ import (
 // and ends: the loop reports parent-exited within a tick, the verdict is
 // exited, and no loop is left.
 func TestBaseline(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	const interval = 0.2
 	ws := warptest.Start(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	wireCodex(t, home, project)
 	tmp := t.TempDir()
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-1 --json")
-	held := codextest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
-	fail := codextest.Shell("echo failing; exit 3")
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Calls(fail), codextest.Text("Done with T-1."))
+	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
+	fail := Shell("echo failing; exit 3")
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(fail), agenttest.Text("Done with T-1."))
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	codexPid := s.CodexPid()
 	if sr.WatchedPID != codexPid || sr.Watched != "codex" || sr.WatchedHow != "ancestor" || sr.Dir != project {
 		t.Errorf("start-work watches pid %d %q (%s) in %s; want the native codex %d via the ancestor walk in %s\n%s",
@@ -113,7 +113,7 @@ func TestBaseline(t *testing.T) {
 			t.Errorf("verdicts %v once the hooks were reported: %s while the hooks fired", w.VerdictsHooked(), v)
 		}
 	}
-	if n := len(model.Responses()); n != 4 {
+	if n := len(model.MainRequests()); n != 4 {
 		t.Errorf("%d responses requests, want 4:\n%s", n, model.Summary())
 	}
 	if left := s.Leftovers(); len(left) > 0 {

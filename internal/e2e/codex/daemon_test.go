@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
-	"github.com/gyrum-labs/warp/internal/codextest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -24,18 +23,18 @@ import (
 // startDaemon runs `codex app-server daemon start` in home with env (the
 // environment the daemon keeps for every session it serves) and stops it,
 // and its pid-update-loop helper, when the test ends.
-func startDaemon(t *testing.T, home codextest.Home, env map[string]string) (tag string) {
+func startDaemon(t *testing.T, home agenttest.Home, env map[string]string) (tag string) {
 	t.Helper()
-	tag = "CODEXTEST_SESSION=daemon-" + filepath.Base(t.TempDir())
-	e := home.Env(env)
+	tag = agenttest.TagVar + "=daemon-" + filepath.Base(t.TempDir())
+	e := codex.Env(home, env)
 	e = append(e, tag)
-	cmd := exec.Command(codextest.Require(t), "app-server", "daemon", "start")
+	cmd := exec.Command(codex.Require(t), "app-server", "daemon", "start")
 	cmd.Env = e
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("codex app-server daemon start: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		stop := exec.Command(codextest.Require(t), "app-server", "daemon", "stop")
+		stop := exec.Command(codex.Require(t), "app-server", "daemon", "stop")
 		stop.Env = e
 		_ = stop.Run()
 		for range 5 {
@@ -60,7 +59,7 @@ func startDaemon(t *testing.T, home codextest.Home, env map[string]string) (tag 
 // client), take the session's environment from it, and the lease must end
 // `exited` within a tick of the user quitting, while the daemon lives on.
 func TestInteractiveOnDaemon(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script (util-linux) is needed to give the TUI a terminal")
 	}
@@ -70,21 +69,21 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	ws.Create("T-1")
 	other.Create("T-1")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 
 	tmp := t.TempDir()
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 	claim := claimCall("T-1 --json")
-	held := codextest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Text("Done with T-1.")).OneThread()
+	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Text("Done with T-1.")).OneThread()
 	trustProject(t, home, project, model)
-	tag := startDaemon(t, home, agentEnv(t, other.URL(), interval, 30, 60))
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true,
-		Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	tag := startDaemon(t, home, e2etest.AgentEnv(t, other.URL(), interval, 30, 60))
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true,
+		Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
-	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
-	sr := startResultOf(t, model, claim)
+	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []agenttest.Request) bool { _, ok := model.ToolResult(claim.ID); return ok })
+	sr := e2etest.StartResultOf(t, model, claim)
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	tui := s.CodexPid()
@@ -123,14 +122,14 @@ func daemonPid(tag string) int {
 
 // trustProject records project as trusted in home's config.toml, as the
 // TUI's "Trust this folder?" answer does, so the TUI starts on its prompt.
-func trustProject(t *testing.T, home codextest.Home, project string, model *codextest.FakeModel) {
+func trustProject(t *testing.T, home agenttest.Home, project string, model *agenttest.FakeModel) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(home.CodexHome, "config.toml"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(home.Config, "config.toml"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := fmt.Fprintf(f, "model_provider = \"codextest\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n[model_providers.codextest]\nname = \"codextest\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n[projects.%q]\ntrust_level = \"trusted\"\n", model.BaseURL(), project); err != nil {
+	if _, err := fmt.Fprintf(f, "model_provider = \"agenttest\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n[model_providers.agenttest]\nname = \"agenttest\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n[projects.%q]\ntrust_level = \"trusted\"\n", model.URL()+"/v1", project); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,7 +141,7 @@ func trustProject(t *testing.T, home codextest.Home, project string, model *code
 // marker must be backed by that shell, so the lease stays active through
 // a quiet `sleep` longer than window + staleness.
 func TestDaemonQuietStepHeld(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("script (util-linux) is needed to give the TUI a terminal")
 	}
@@ -157,23 +156,23 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	other := warptest.Start(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-1 --json")
-	long := codextest.Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), codextest.YieldAfter(25*time.Second))
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(long), codextest.Text("Done with T-1.")).OneThread()
+	long := Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), YieldAfter(25*time.Second))
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(long), agenttest.Text("Done with T-1.")).OneThread()
 	trustProject(t, home, project, model)
 	wireCodex(t, home, project)
-	env := agentEnv(t, ws.URL(), interval, staleness, 60)
+	env := e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)
 	daemonEnv := maps.Clone(env)
 	daemonEnv["WARP_URL"] = other.URL()
 	startDaemon(t, home, daemonEnv)
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Interactive: true, Env: env})
-	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []codextest.Request) bool { _, ok := model.Output(claim.ID); return ok })
-	if sr := startResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true, Env: env})
+	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []agenttest.Request) bool { _, ok := model.ToolResult(claim.ID); return ok })
+	if sr := e2etest.StartResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
 		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.CodexPid())
 	}
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
@@ -185,11 +184,11 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	pre := st.ModTime()
 	e2etest.Poll(t, "the long call's PostToolUse", func() bool { return !e2etest.Exists(marker) })
 	post := time.Now()
-	model.WaitRequests(e2etest.SessionTimeout, "the long call's output", func(rs []codextest.Request) bool { _, ok := model.Output(long.ID); return ok })
+	model.WaitRequests(e2etest.SessionTimeout, "the long call's output", func(rs []agenttest.Request) bool { _, ok := model.ToolResult(long.ID); return ok })
 	w.Stop()
 
-	if out, _ := model.Output(long.ID); !strings.Contains(out.Text, "slept") {
-		t.Fatalf("the long call's output %q: it did not run to its end in one call (the premise)", out.Text)
+	if out, _ := model.ToolResult(long.ID); !strings.Contains(out.Content, "slept") {
+		t.Fatalf("the long call's output %q: it did not run to its end in one call (the premise)", out.Content)
 	}
 	if l := ws.Lease("T-1"); l.State == warp.LeaseLapsed {
 		t.Errorf("the lease lapsed (%s) during a %v foreground step on the daemon", l.EndReason, step)

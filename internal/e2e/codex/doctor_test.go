@@ -5,16 +5,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 )
 
 // doctorCheck runs `gyrum doctor --json` for home in project and returns
 // its codex-trust check.
-func doctorCheck(t *testing.T, home codextest.Home, project string) (status, detail, fix string) {
+func doctorCheck(t *testing.T, home agenttest.Home, project string) (status, detail, fix string) {
 	t.Helper()
-	out, _, _ := gyrumCode(t, project, map[string]string{"HOME": home.Home, "CODEX_HOME": home.CodexHome,
-		"GYRUM_HOME": filepath.Join(home.Home, ".gyrum"), "WARP_URL": "http://127.0.0.1:1"}, "doctor", "--json")
+	out, _, _ := e2etest.GyrumCode(t, project, map[string]string{"HOME": home.Dir, "CODEX_HOME": home.Config,
+		"GYRUM_HOME": filepath.Join(home.Dir, ".gyrum"), "WARP_URL": "http://127.0.0.1:1"}, "doctor", "--json")
 	var rep struct {
 		Checks []struct{ Name, Status, Detail, Fix string } `json:"checks"`
 	}
@@ -35,22 +35,22 @@ func doctorCheck(t *testing.T, home codextest.Home, project string) (status, det
 // hooks are trusted as Codex's own review trusts them, doctor passes —
 // its hashes agree with the real Codex's.
 func TestDoctorCodexTrust(t *testing.T) {
-	bin := codextest.Require(t)
+	bin := codex.Require(t)
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
-	gyrum(t, project, map[string]string{"HOME": home.Home, "CODEX_HOME": home.CodexHome, "GYRUM_HOME": filepath.Join(home.Home, ".gyrum")},
+	home := codex.NewHome(t)
+	e2etest.Gyrum(t, project, map[string]string{"HOME": home.Dir, "CODEX_HOME": home.Config, "GYRUM_HOME": filepath.Join(home.Dir, ".gyrum")},
 		"setup", "--agents", "codex", "--watchdog", "none")
 	status, detail, fix := doctorCheck(t, home, project)
 	if status != "fail" || fix == "" {
 		t.Errorf("before trust: codex-trust %s (%s), fix %q; want fail with a fix", status, detail, fix)
 	}
 	t.Logf("before trust: %s\nfix: %s", detail, fix)
-	for _, h := range codextest.ListHooks(t, bin, home, project) {
+	for _, h := range ListHooks(t, bin, home, project) {
 		if h.TrustStatus != "untrusted" {
 			t.Errorf("codex lists %s, want untrusted after setup", h)
 		}
 	}
-	codextest.TrustHooks(t, bin, home, project)
+	TrustHooks(t, bin, home, project)
 	if status, detail, _ := doctorCheck(t, home, project); status != "ok" {
 		t.Errorf("after trust: codex-trust %s (%s), want ok", status, detail)
 	}

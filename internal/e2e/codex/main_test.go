@@ -1,17 +1,13 @@
 package codex_test
 
 import (
-	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warptest"
@@ -21,19 +17,19 @@ import (
 var gyrumBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(e2etest.Main(m, codextest.Find, &gyrumBin))
+	os.Exit(e2etest.Main(m, codex.Find, &gyrumBin))
 }
 
 // wireCodex wires gyrum's hooks into the Codex of home with the real
 // `gyrum setup --agents codex` (CODEX_HOME/hooks.json), then trusts them
-// as a user does at Codex's startup review (codextest.TrustHooks). It
+// as a user does at Codex's startup review (TrustHooks). It
 // returns the hooks Codex lists.
-func wireCodex(t *testing.T, home codextest.Home, project string, extra ...string) []codextest.HookEntry {
+func wireCodex(t *testing.T, home agenttest.Home, project string, extra ...string) []HookEntry {
 	t.Helper()
-	env := map[string]string{"HOME": home.Home, "CODEX_HOME": home.CodexHome, "GYRUM_HOME": filepath.Join(home.Home, ".gyrum")}
-	gyrum(t, project, env, append([]string{"setup", "--agents", "codex", "--watchdog", "none"}, extra...)...)
-	bin := codextest.Require(t)
-	before := codextest.ListHooks(t, bin, home, project)
+	env := map[string]string{"HOME": home.Dir, "CODEX_HOME": home.Config, "GYRUM_HOME": filepath.Join(home.Dir, ".gyrum")}
+	e2etest.Gyrum(t, project, env, append([]string{"setup", "--agents", "codex", "--watchdog", "none"}, extra...)...)
+	bin := codex.Require(t)
+	before := ListHooks(t, bin, home, project)
 	var gyrumHooks int
 	for _, h := range before {
 		if strings.Contains(h.Command, "gyrum-hook") || strings.Contains(h.Command, "touch-activity") {
@@ -46,84 +42,13 @@ func wireCodex(t *testing.T, home codextest.Home, project string, extra ...strin
 	if gyrumHooks != 2 {
 		t.Fatalf("codex lists %d gyrum hooks after setup, want 2 (PreToolUse, PostToolUse): %v", gyrumHooks, before)
 	}
-	return codextest.TrustHooks(t, bin, home, project)
-}
-
-// gyrum runs the gyrum binary in dir with env (plus PATH) and returns its
-// stdout; a non-zero exit fails the test.
-func gyrum(t *testing.T, dir string, env map[string]string, args ...string) string {
-	t.Helper()
-	out, code, stderr := gyrumCode(t, dir, env, args...)
-	if code != 0 {
-		t.Fatalf("gyrum %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, stderr)
-	}
-	return out
-}
-
-// gyrumCode runs the gyrum binary and returns stdout, exit code and stderr.
-func gyrumCode(t *testing.T, dir string, env map[string]string, args ...string) (string, int, string) {
-	t.Helper()
-	cmd := exec.Command(gyrumBin, args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0, stderr.String()
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode(), stderr.String()
-	}
-	t.Fatalf("gyrum %v: %v\nstderr: %s", args, err, stderr.String())
-	return "", -1, ""
-}
-
-// agentEnv is the session environment of a gyrum agent: the warp at
-// warpURL, a private GYRUM_HOME and scaled loop timings in seconds.
-func agentEnv(t *testing.T, warpURL string, interval, staleness, inFlightMax float64) map[string]string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	return map[string]string{
-		"WARP_URL":                          warpURL,
-		"GYRUM_HOME":                        t.TempDir(),
-		"HEARTBEAT_INTERVAL_SECS":           f(interval),
-		"HEARTBEAT_ACTIVITY_STALENESS_SECS": f(staleness),
-		"HEARTBEAT_INFLIGHT_MAX_SECS":       f(inFlightMax),
-	}
+	return TrustHooks(t, bin, home, project)
 }
 
 // claimCall is a shell call running `gyrum start-work ARGS` (gyrum by its
 // absolute path: Codex's login shell resets PATH).
-func claimCall(args string) codextest.Call {
-	return codextest.Shell(shellquote.Quote(gyrumBin) + " start-work " + args)
-}
-
-// startResultOf parses the JSON start-work printed, as the model was shown
-// it in the output of call (Codex's header comes first).
-func startResultOf(t *testing.T, model *codextest.FakeModel, call codextest.Call) e2etest.StartResult {
-	t.Helper()
-	out, ok := model.Output(call.ID)
-	if !ok {
-		t.Fatalf("no output for %v", call.Args["cmd"])
-	}
-	var sr e2etest.StartResult
-	i := strings.Index(out.Text, "{")
-	if i < 0 {
-		t.Fatalf("start-work printed no JSON: %q", out.Text)
-	}
-	if err := json.NewDecoder(strings.NewReader(out.Text[i:])).Decode(&sr); err != nil || sr.Ticket == "" {
-		t.Fatalf("start-work output %q: %v", out.Text, err)
-	}
-	return sr
-}
-
-func readFile(p string) string {
-	data, _ := os.ReadFile(p)
-	return string(data)
+func claimCall(args string) agenttest.Call {
+	return Shell(shellquote.Quote(gyrumBin) + " start-work " + args)
 }
 
 // stepBeatsFresh checks a quiet foreground step held from its PreToolUse

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -30,7 +30,7 @@ import (
 // loop reports Bash in flight with fresh heartbeats, the lease never
 // lapses and the verdict stays active.
 func TestForegroundStepHeld(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	const (
 		interval  = 0.2
 		staleness = 1.0
@@ -41,16 +41,16 @@ func TestForegroundStepHeld(t *testing.T) {
 	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-2")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-2 --json")
-	long := codextest.Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), codextest.YieldAfter(25*time.Second))
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(long), codextest.Text("Done with T-2."))
+	long := Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), YieldAfter(25*time.Second))
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(long), agenttest.Text("Done with T-2."))
 	w := e2etest.WatchTicket(t, ws, "T-2")
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	// The marker's life is the call's, PreToolUse to PostToolUse.
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
 	e2etest.Poll(t, "the long call's marker", func() bool { return e2etest.Exists(marker) })
@@ -64,9 +64,9 @@ func TestForegroundStepHeld(t *testing.T) {
 	s.WaitOK(e2etest.SessionTimeout)
 	w.Stop()
 
-	out, ok := model.Output(long.ID)
-	if !ok || !strings.Contains(out.Text, "slept") || !strings.Contains(out.Text, "exited with code 0") {
-		t.Fatalf("the long call's output %q: it did not run to its end in one call (the premise)", out.Text)
+	out, ok := model.ToolResult(long.ID)
+	if !ok || !strings.Contains(out.Content, "slept") || !strings.Contains(out.Content, "exited with code 0") {
+		t.Fatalf("the long call's output %q: it did not run to its end in one call (the premise)", out.Content)
 	}
 	e2etest.SkipIfLapsedBefore(t, ws, "T-2", pre)
 	l := ws.Lease("T-2")
@@ -95,7 +95,7 @@ func TestForegroundStepHeld(t *testing.T) {
 // after the call: the verdict goes active → stalled, and the lease lapses
 // one window after the last activity.
 func TestDeniedCallThenWedge(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	const (
 		interval  = 0.2
 		staleness = 1.0
@@ -105,21 +105,21 @@ func TestDeniedCallThenWedge(t *testing.T) {
 	e2etest.StartSweeps(t, ws.Svc)
 	ws.Create("T-3")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	addBlocker(t, home, project, "BLOCK-ME")
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-3 --json")
-	denied := codextest.Shell("echo BLOCK-ME")
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(denied), codextest.Stall())
+	denied := Shell("echo BLOCK-ME")
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(denied), agenttest.Stall())
 	w := e2etest.WatchTicket(t, ws, "T-3")
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
-	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []codextest.Request) bool { return len(r) >= 3 })
-	out, ok := model.Output(denied.ID)
-	if !ok || strings.Contains(out.Text, "exited with code 0") {
-		t.Fatalf("the call was not blocked: %q", out.Text)
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []agenttest.Request) bool { return len(r) >= 3 })
+	out, ok := model.ToolResult(denied.ID)
+	if !ok || strings.Contains(out.Content, "exited with code 0") {
+		t.Fatalf("the call was not blocked: %q", out.Content)
 	}
 	var marker gyrumdir.Marker
 	e2etest.Poll(t, "the denied call's in-flight marker", func() bool {
@@ -160,7 +160,7 @@ func TestDeniedCallThenWedge(t *testing.T) {
 // addBlocker writes a user PreToolUse hook into home's hooks.json that
 // blocks (exit 2, reason on stderr) every call whose payload holds word;
 // setup then merges gyrum's hooks into the same file.
-func addBlocker(t *testing.T, home codextest.Home, project, word string) {
+func addBlocker(t *testing.T, home agenttest.Home, project, word string) {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "blocker.sh")
 	body := "#!/bin/sh\nif grep -q " + shellquote.Quote(word) + "; then echo 'blocked by policy' >&2; exit 2; fi\nexit 0\n"
@@ -170,7 +170,7 @@ func addBlocker(t *testing.T, home codextest.Home, project, word string) {
 	doc := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "",
 		"hooks": []any{map[string]any{"type": "command", "command": script, "timeout": 5}}}}}}
 	data, _ := json.MarshalIndent(doc, "", "  ")
-	if err := os.WriteFile(filepath.Join(home.CodexHome, "hooks.json"), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home.Config, "hooks.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -181,11 +181,11 @@ func addBlocker(t *testing.T, home codextest.Home, project, word string) {
 // request shows the model "gyrum: your lease on ticket T-4 … was released
 // (operator)", once.
 func TestOperatorReleaseToldOnNextCall(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-4")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	wireCodex(t, home, project)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
@@ -193,18 +193,18 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-4 --json")
-	held := codextest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
-	next := codextest.Shell("echo next")
-	model := codextest.NewFakeModel(t, codextest.Calls(claim), codextest.Calls(held), codextest.Calls(next), codextest.Text("Stopping."))
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: agentEnv(t, ws.URL(), 0.2, 30, 60)})
+	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	next := Shell("echo next")
+	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(next), agenttest.Text("Stopping."))
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 
 	const told = "your lease on ticket T-4"
 	if model.SawText(told) {
 		t.Fatal("the model was told before the lease ended")
 	}
-	before := len(model.Responses())
+	before := len(model.MainRequests())
 	if _, err := ws.Svc.Release(context.Background(), "T-4", sr.Epoch, "operator"); err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	if r.N <= before {
 		t.Errorf("first shown in request %d, before the lease ended (%d requests then)", r.N, before)
 	}
-	out, _ := model.Output(held.ID)
+	out, _ := model.ToolResult(held.ID)
 	if out.Request != r.N {
 		t.Errorf("the notice first came in request %d, the held call's output in %d", r.N, out.Request)
 	}
 	var shown []string
-	for _, it := range r.Input {
+	for _, it := range r.Messages {
 		if strings.Contains(it.Text(), told) {
-			shown = append(shown, fmt.Sprintf("%s/%s: %s", it.Type, it.Role, it.Text()))
+			shown = append(shown, fmt.Sprintf("%s: %s", it.Role, it.Text()))
 		}
 	}
 	t.Logf("shown in request %d as:\n%s", r.N, strings.Join(shown, "\n"))
@@ -239,9 +239,9 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	}
 	// Told once: the last request holds it once, the next call brought
 	// nothing more.
-	last := model.Responses()[len(model.Responses())-1]
+	last := model.MainRequests()[len(model.MainRequests())-1]
 	n := 0
-	for _, it := range last.Input {
+	for _, it := range last.Messages {
 		n += strings.Count(it.Text(), told)
 	}
 	if n != 1 {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/codextest"
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
@@ -24,37 +24,37 @@ import (
 // Before the hook used the agent index for every agent (it did only when
 // CLAUDE_PID was set): hook-events 0 and the verdict unwired.
 func TestStartWorkWorktreeWithCd(t *testing.T) {
-	codextest.Require(t)
+	codex.Require(t)
 	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	ws.Create("T-5")
 	project := e2etest.NewProject(t)
-	home := codextest.NewHome(t)
+	home := codex.NewHome(t)
 	wireCodex(t, home, project)
 	root := t.TempDir()
 	wt := filepath.Join(root, filepath.Base(project)+"-T-5")
 	q := shellquote.Quote(wt)
 
 	claim := claimCall("T-5 --worktree --json")
-	work := []codextest.Call{
-		codextest.Shell("cd " + q + " && echo notes > notes.md"),
-		codextest.Shell("cd " + q + " && sleep 1 && ls"),
-		codextest.Shell("cd " + q + " && sleep 1 && git status --short"),
+	work := []agenttest.Call{
+		Shell("cd " + q + " && echo notes > notes.md"),
+		Shell("cd " + q + " && sleep 1 && ls"),
+		Shell("cd " + q + " && sleep 1 && git status --short"),
 	}
-	turns := []codextest.Turn{codextest.Calls(claim)}
+	turns := []agenttest.Turn{agenttest.Calls(claim)}
 	for _, c := range work {
-		turns = append(turns, codextest.Calls(c))
+		turns = append(turns, agenttest.Calls(c))
 	}
-	model := codextest.NewFakeModel(t, append(turns, codextest.Text("Done with T-5."))...)
-	env := agentEnv(t, ws.URL(), 0.2, 30, 1)
+	model := agenttest.NewResponses(t, append(turns, agenttest.Text("Done with T-5."))...)
+	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
 	w := e2etest.WatchTicket(t, ws, "T-5")
-	s := codextest.Start(t, model, codextest.Options{Dir: project, Home: home, Env: env})
+	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: env})
 	e2etest.Poll(t, "the native codex process", func() bool { return s.CodexPid() != 0 })
 	wd, _ := gyrumdir.At(wt)
 	e2etest.LogLoopOnFailure(t, wd)
 	s.WaitOK(e2etest.SessionTimeout)
 
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	if sr.Dir != wt || sr.WatchedPID != s.CodexPid() {
 		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and codex %d", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.CodexPid())
 	}
