@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
-	"github.com/gyrum-labs/warp/internal/geminitest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warptest"
@@ -30,7 +30,7 @@ import (
 // Before issue 32 start-work watched the launcher: the agent child's shells
 // were grandchildren of the watched process, so no call was ever backed.
 func TestBaseline(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
@@ -39,10 +39,10 @@ func TestBaseline(t *testing.T) {
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-1 --json")
-	held := geminitest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
-	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(held), geminitest.Text("Done with T-1."))
+	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo worked")
+	model := agenttest.NewGemini(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Text("Done with T-1."))
 	const interval = 0.2
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	d, err := gyrumdir.At(project)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestBaseline(t *testing.T) {
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	agent := s.AgentPid()
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	if agent == 0 || agent == s.Pid() {
 		t.Fatalf("the launcher %d did not relaunch the CLI (agent %d):\n%s", s.Pid(), agent, s.TreeString())
 	}
@@ -97,7 +97,7 @@ func TestBaseline(t *testing.T) {
 	}
 	e2etest.Poll(t, "the loop to exit", func() bool { return !e2etest.Exists(d.File(gyrumdir.LoopPIDFile)) })
 	e2etest.Poll(t, "nothing of the session left running", func() bool { return len(s.Leftovers()) == 0 })
-	if res, _, _ := model.Result(held); !strings.Contains(res.Output(), "worked") {
-		t.Errorf("held call's result %q", res.Output())
+	if res, _ := model.ToolResult(held.ID); !strings.Contains(res.Content, "worked") {
+		t.Errorf("held call's result %q", res.Content)
 	}
 }

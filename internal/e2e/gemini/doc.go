@@ -1,5 +1,6 @@
 // Package gemini holds end-to-end tests that drive the real Gemini CLI
-// (internal/geminitest) against a scripted fake of the Gemini API, with
+// (its agenttest.Agent: gemini_test.go) against agenttest's scripted fake
+// of the Gemini API, with
 // gyrum's hook wired by the real `gyrum setup --agents gemini`, the project
 // trusted as a user trusts it, and a real warp on scaled timings. The tests
 // are in package gemini_test; docs/agents/gemini-cli.md records what they

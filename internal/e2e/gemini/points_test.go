@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
-	"github.com/gyrum-labs/warp/internal/geminitest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -78,7 +78,7 @@ func quietHeld(t *testing.T, ws *warptest.Server, ticket string, from, to time.T
 // the marker unbacked, and the lease went stale one staleness limit into
 // the call and lapsed one window later.
 func TestForegroundStepHeld(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := scaledWarp(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
@@ -88,10 +88,10 @@ func TestForegroundStepHeld(t *testing.T) {
 	started := filepath.Join(t.TempDir(), "started")
 	const quiet = 4.0 // > window + staleness
 	claim := claimCall("T-1 --json")
-	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
-	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(step), geminitest.Text("Done."))
+	step := Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
+	model := agenttest.NewGemini(t, agenttest.Calls(claim), agenttest.Calls(step), agenttest.Text("Done."))
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	e2etest.Poll(t, "the quiet step to start", func() bool { return e2etest.Exists(started) })
 	from := time.Now()
 	e2etest.SkipIfLapsedBefore(t, ws, "T-1", from)
@@ -99,7 +99,7 @@ func TestForegroundStepHeld(t *testing.T) {
 	s.WaitOK(e2etest.SessionTimeout)
 	to := from.Add(e2etest.Secs(quiet) - 300*time.Millisecond)
 
-	if sr := startResultOf(t, model, claim); sr.WatchedPID != agent || agent == s.Pid() {
+	if sr := e2etest.StartResultOf(t, model, claim); sr.WatchedPID != agent || agent == s.Pid() {
 		t.Errorf("start-work watches %d; want the relaunched agent %d, not the launcher %d", sr.WatchedPID, agent, s.Pid())
 	}
 	quietHeld(t, ws, "T-1", from.Add(e2etest.Secs(staleness)), to)
@@ -117,7 +117,7 @@ func TestForegroundStepHeld(t *testing.T) {
 // Before issue 32 both markers were "unknown": the short call's AfterTool
 // removed the long one's, and the lease went stale while it ran.
 func TestParallelCallsEachTracked(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := scaledWarp(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
@@ -128,11 +128,11 @@ func TestParallelCallsEachTracked(t *testing.T) {
 	longStarted, shortDone := filepath.Join(tmp, "long"), filepath.Join(tmp, "short")
 	const long = 4.0
 	claim := claimCall("T-1 --json")
-	longCall := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo long", shellquote.Quote(longStarted), long))
-	shortCall := geminitest.Shell("sleep 0.5; touch " + shellquote.Quote(shortDone) + "; echo short")
-	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(longCall, shortCall), geminitest.Text("Done."))
+	longCall := Shell(fmt.Sprintf("touch %s; sleep %g; echo long", shellquote.Quote(longStarted), long))
+	shortCall := Shell("sleep 0.5; touch " + shellquote.Quote(shortDone) + "; echo short")
+	model := agenttest.NewGemini(t, agenttest.Calls(claim), agenttest.Calls(longCall, shortCall), agenttest.Text("Done."))
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60)})
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	e2etest.Poll(t, "the long call to start", func() bool { return e2etest.Exists(longStarted) })
 	from := time.Now()
 	e2etest.SkipIfLapsedBefore(t, ws, "T-1", from)
@@ -151,8 +151,8 @@ func TestParallelCallsEachTracked(t *testing.T) {
 	if ms, _ := d.InFlight(); len(ms) != 0 {
 		t.Errorf("markers left after both calls: %+v", ms)
 	}
-	for _, c := range []geminitest.Call{longCall, shortCall} {
-		if _, _, ok := model.Result(c); !ok {
+	for _, c := range []agenttest.Call{longCall, shortCall} {
+		if _, ok := model.ToolResult(c.ID); !ok {
 			t.Errorf("no result for %v", c.Args["command"])
 		}
 	}
@@ -169,7 +169,7 @@ func TestParallelCallsEachTracked(t *testing.T) {
 // Before issue 32 the launcher was watched and its relaunched child's CPU
 // counted as "background: node", which kept the wedged lease alive.
 func TestDeniedCallThenWedge(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := scaledWarp(t)
 	ws.Create("T-1")
 	project := e2etest.NewProject(t)
@@ -178,7 +178,7 @@ func TestDeniedCallThenWedge(t *testing.T) {
 	e2etest.LogLoopOnFailure(t, d)
 
 	claim := claimCall("T-1 --json")
-	denied := geminitest.Shell("echo BLOCK-ME")
+	denied := Shell("echo BLOCK-ME")
 	// A user's policy hook: exit 2 blocks the call (Gemini CLI's hooks
 	// reference), its stderr is the reason.
 	policy := map[string]any{"hooks": map[string]any{"BeforeTool": []any{map[string]any{
@@ -186,17 +186,17 @@ func TestDeniedCallThenWedge(t *testing.T) {
 		"hooks": []any{map[string]any{"name": "policy", "type": "command",
 			"command": `grep -q BLOCK-ME && { echo "blocked by policy" >&2; exit 2; }; exit 0`}},
 	}}}}
-	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(denied), geminitest.Stall())
+	model := agenttest.NewGemini(t, agenttest.Calls(claim), agenttest.Calls(denied), agenttest.Stall())
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60), Settings: policy})
-	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []geminitest.Request) bool { return len(r) >= 3 })
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60), Settings: policy})
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []agenttest.Request) bool { return len(r) >= 3 })
 	wedged := time.Now()
-	res, _, _ := model.Result(denied)
-	if strings.Contains(res.Output(), "Output: BLOCK-ME") {
-		t.Fatalf("the call ran: %q", res.Output())
+	res, _ := model.ToolResult(denied.ID)
+	if strings.Contains(res.Content, "Output: BLOCK-ME") {
+		t.Fatalf("the call ran: %q", res.Content)
 	}
 	ms, _ := d.InFlight()
-	t.Logf("blocked call's result %q; markers then %+v", res.Output(), ms)
+	t.Logf("blocked call's result %q; markers then %+v", res.Content, ms)
 	e2etest.Poll(t, "the lease to lapse", func() bool { return ws.Lease("T-1").State == warp.LeaseLapsed })
 	l := ws.Lease("T-1")
 	bs := e2etest.BeatsOf(ws, "T-1")
@@ -229,7 +229,7 @@ func TestDeniedCallThenWedge(t *testing.T) {
 // additionalContext, which Gemini CLI adds to that call's result, so the
 // model is told on its next request, once.
 func TestOperatorReleaseTold(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := warptest.Start(t)
 	ws.Create("T-4")
 	project := e2etest.NewProject(t)
@@ -240,12 +240,12 @@ func TestOperatorReleaseTold(t *testing.T) {
 	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
 
 	claim := claimCall("T-4 --json")
-	held := geminitest.Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
-	next := geminitest.Shell("echo next")
-	model := geminitest.NewFakeModel(t, geminitest.Calls(claim), geminitest.Calls(held), geminitest.Calls(next), geminitest.Text("Stopping."))
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, 30, 60)})
+	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	next := Shell("echo next")
+	model := agenttest.NewGemini(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(next), agenttest.Text("Stopping."))
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
-	sr := startResultOf(t, model, claim)
+	sr := e2etest.StartResultOf(t, model, claim)
 	const told = "your lease on ticket T-4"
 	if model.SawText(told) {
 		t.Fatal("the model was told before the lease ended")
@@ -259,15 +259,16 @@ func TestOperatorReleaseTold(t *testing.T) {
 	}
 	s.WaitOK(e2etest.SessionTimeout)
 
-	res, n, ok := model.Result(held)
-	if !ok || !strings.Contains(res.Output(), told) || !strings.Contains(res.Output(), "released (operator)") {
-		t.Fatalf("the held call's result %q, want the notice", res.Output())
+	res, ok := model.ToolResult(held.ID)
+	n := res.Request
+	if !ok || !strings.Contains(res.Content, told) || !strings.Contains(res.Content, "released (operator)") {
+		t.Fatalf("the held call's result %q, want the notice", res.Content)
 	}
-	t.Logf("the held call's result as the model saw it (request %d):\n%s", n, res.Output())
+	t.Logf("the held call's result as the model saw it (request %d):\n%s", n, res.Content)
 	if r, _ := model.FirstWithText(told); r.N != n {
 		t.Errorf("first told in request %d, the held call's result came in %d", r.N, n)
 	}
-	if res, _, _ := model.Result(next); strings.Contains(res.Output(), told) {
+	if res, _ := model.ToolResult(next.ID); strings.Contains(res.Content, told) {
 		t.Error("the notice was shown again after the next call")
 	}
 	if e2etest.Exists(d.File(gyrumdir.NoticeFile)) {
@@ -286,7 +287,7 @@ func TestOperatorReleaseTold(t *testing.T) {
 // Before issue 32 the index was read only with CLAUDE_PID: the worktree's
 // lease stayed unwired.
 func TestWorktreeWithCdCredited(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(30*time.Second, 2*time.Second, 30*time.Second, time.Second))
 	ws.Create("T-2")
 	project := e2etest.NewProject(t)
@@ -295,21 +296,21 @@ func TestWorktreeWithCdCredited(t *testing.T) {
 	wt := filepath.Join(root, filepath.Base(project)+"-T-2")
 	q := shellquote.Quote(wt)
 	claim := claimCall("T-2 --worktree --json")
-	work := []geminitest.Call{
-		geminitest.Shell("cd " + q + " && echo '# T-2' > notes.md"),
-		geminitest.Shell("cd " + q + " && sleep 1 && echo one"),
-		geminitest.Shell("cd " + q + " && sleep 1 && echo two"),
+	work := []agenttest.Call{
+		Shell("cd " + q + " && echo '# T-2' > notes.md"),
+		Shell("cd " + q + " && sleep 1 && echo one"),
+		Shell("cd " + q + " && sleep 1 && echo two"),
 	}
-	turns := []geminitest.Turn{geminitest.Calls(claim)}
+	turns := []agenttest.Turn{agenttest.Calls(claim)}
 	for _, c := range work {
-		turns = append(turns, geminitest.Calls(c))
+		turns = append(turns, agenttest.Calls(c))
 	}
-	model := geminitest.NewFakeModel(t, append(turns, geminitest.Text("Done with T-2."))...)
-	env := agentEnv(t, ws.URL(), interval, 30, 1)
+	model := agenttest.NewGemini(t, append(turns, agenttest.Text("Done with T-2."))...)
+	env := e2etest.AgentEnv(t, ws.URL(), interval, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
 	w := e2etest.WatchTicket(t, ws, "T-2")
-	s := start(t, model, project, geminitest.Options{Env: env})
-	sr := waitStart(t, model, claim)
+	s := start(t, model, project, agenttest.Options{Env: env})
+	sr := e2etest.WaitStart(t, model, claim)
 	agent := s.AgentPid()
 	wd, err := gyrumdir.At(wt)
 	if err != nil {
@@ -356,7 +357,7 @@ func TestWorktreeWithCdCredited(t *testing.T) {
 // processes: its CPU was credited as "background: node", and its shells,
 // grandchildren of the launcher, backed no call.
 func TestWrapModeRelaunchedAgent(t *testing.T) {
-	geminitest.Require(t)
+	gemini.Require(t)
 	// The CLI boots after the claim (about 2 s of node, 4.7 s seen under
 	// CI load, 9.6 s beside two CPU hogs and the rest of the suite), and
 	// until its first call the lease's activity is the claim: a window and
@@ -382,10 +383,10 @@ func TestWrapModeRelaunchedAgent(t *testing.T) {
 	e2etest.LogLoopOnFailure(t, d)
 	started := filepath.Join(t.TempDir(), "started")
 	const quiet = 23.0 // > window + staleness
-	step := geminitest.Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
-	model := geminitest.NewFakeModel(t, geminitest.Calls(step), geminitest.Stall())
+	step := Shell(fmt.Sprintf("touch %s; sleep %g; echo slept", shellquote.Quote(started), quiet))
+	model := agenttest.NewGemini(t, agenttest.Calls(step), agenttest.Stall())
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, project, geminitest.Options{Env: agentEnv(t, ws.URL(), interval, staleness, 60),
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60),
 		Wrap: []string{gyrumBin, "start-work", "T-1", "--json", "--"}})
 	e2etest.Poll(t, "the quiet step to start", func() bool { return e2etest.Exists(started) })
 	from := time.Now()
@@ -393,7 +394,7 @@ func TestWrapModeRelaunchedAgent(t *testing.T) {
 	if agent := s.AgentPid(); agent == 0 {
 		t.Fatalf("no relaunched agent below the wrapper:\n%s", s.TreeString())
 	}
-	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the step", func(r []geminitest.Request) bool { return len(r) >= 2 })
+	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the step", func(r []agenttest.Request) bool { return len(r) >= 2 })
 	wedged := time.Now()
 	quietHeld(t, ws, "T-1", from.Add(e2etest.Secs(staleness)), from.Add(e2etest.Secs(quiet)-300*time.Millisecond))
 	e2etest.Poll(t, "the lease to lapse", func() bool { return ws.Lease("T-1").State == warp.LeaseLapsed })
