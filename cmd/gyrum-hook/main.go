@@ -21,5 +21,5 @@ func main() {
 		fmt.Println(version.Get("gyrum-hook").String())
 		return
 	}
-	hook.Main(os.Args[1:], hook.Env{Stdin: os.Stdin, Stdout: os.Stdout, Getenv: os.Getenv, Getwd: os.Getwd, Now: time.Now()})
+	hook.Main(os.Args[1:], hook.Env{Stdin: os.Stdin, Stdout: os.Stdout, Getenv: os.Getenv, Getwd: os.Getwd, Now: time.Now(), Ask: hook.AskByExec()})
 }

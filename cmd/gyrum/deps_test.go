@@ -36,6 +36,20 @@ func TestAgentSideLinksNoServerCode(t *testing.T) {
 	}
 }
 
+// gyrum-hook runs on every tool call: linking an HTTP client costs each
+// run milliseconds of start-up (net/http's initialisation: 7 → 13 ms for
+// an empty program, farm-bench -n 40). It asks warp, rarely, by running
+// gyrum (hook.AskByExec).
+func TestHookLinksNoHTTPClient(t *testing.T) {
+	for _, goos := range []string{"linux", "darwin"} {
+		for pkg, chain := range imports(t, goos, module+"/cmd/gyrum-hook") {
+			if pkg == "net/http" || pkg == module+"/client" {
+				t.Errorf("cmd/gyrum-hook (GOOS=%s) links %s: %s", goos, pkg, strings.Join(chain, " -> "))
+			}
+		}
+	}
+}
+
 // imports returns every package that main imports, directly or not, as
 // built for goos without cgo, each with a chain of imports that reaches
 // it. It reads the sources of this module and of the client module with

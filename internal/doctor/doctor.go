@@ -466,11 +466,16 @@ func checkLoop(e gyrumdir.Entry) Check {
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
 		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
 	case st.LastOutcome == "corrupt-lease":
-		c.Status = StatusFail
-		c.Detail = who + " is alive, but cannot read " + d.File(gyrumdir.LeaseFile) + ": it skips every tick"
-		c.Fix = "restore lease.json (gyrum status shows the lease) or release the ticket: gyrum release --dir " + shellquote.Quote(e.Dir)
+		c.Status = StatusWarn
+		c.Detail = who + " is alive, but could not read " + d.File(gyrumdir.LeaseFile) + " at its last tick: it writes it back from memory at the next (or heartbeats from memory if it cannot)"
+		c.Fix = "find what damaged lease.json; if the warning stays, check that the worktree is writable, or release the ticket: gyrum release --dir " + shellquote.Quote(e.Dir)
 	case st.LastOutcome == "error":
 		c.Detail += fmt.Sprintf("; its last heartbeat failed (%d failures in all; last: %s) and it retries", st.Failures, st.LastError)
+	}
+	if trouble := d.WriteTrouble(time.Now()); trouble != "" {
+		c.Status = StatusFail
+		c.Detail = who + ": " + trouble
+		c.Fix = "free space on that file system (df -h " + shellquote.Quote(e.Dir) + "); the loop writes its state and any lease-ended notice again at its next attempt"
 	}
 	return c
 }

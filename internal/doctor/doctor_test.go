@@ -29,6 +29,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // fakeLoopEnv makes the test binary act as a heartbeat loop, started as
@@ -191,7 +192,12 @@ func (h *host) wire(user string) {
 // it, registers it and writes its heartbeat.pid.
 func (h *host) lease(name, ticket string, loop bool) (string, proc.Identity) {
 	h.t.Helper()
-	wt := filepath.Join(filepath.Dir(h.project), name)
+	return h.leaseAt(filepath.Join(filepath.Dir(h.project), name), ticket, loop)
+}
+
+// leaseAt is lease in the worktree wt.
+func (h *host) leaseAt(wt, ticket string, loop bool) (string, proc.Identity) {
+	h.t.Helper()
 	os.MkdirAll(wt, 0o755)
 	d, err := gyrumdir.Create(wt)
 	if err != nil {
@@ -480,7 +486,35 @@ func TestLoopWhoseHeartbeatsAreRefused(t *testing.T) {
 	wantStatus(t, h.run(), "loop T-r", doctor.StatusOK, "its last heartbeat failed")
 	st.LastOutcome = "corrupt-lease"
 	d.WriteState(st)
-	wantStatus(t, h.run(), "loop T-r", doctor.StatusFail, "skips every tick")
+	wantStatus(t, h.run(), "loop T-r", doctor.StatusWarn, "writes it back from memory")
+}
+
+// A loop on a full disk cannot write its state or a lease-ended notice:
+// doctor says "disk full" (before, it said every loop was fine while the
+// state it read was minutes old). A loop whose state stopped moving for
+// another reason is named too.
+func TestLoopOnAFullDisk(t *testing.T) {
+	fs := warptest.SmallFS(t, "4m")
+	h := newHost(t, warpServer(t, nil))
+	wt, id := h.leaseAt(filepath.Join(fs, "wt-f"), "T-f", true)
+	d, _ := gyrumdir.Open(wt)
+	now := time.Now()
+	if err := d.WriteState(gyrumdir.LoopState{PID: id.PID, StartTime: id.StartTime, LastOutcome: "ok", UpdatedAt: now, NextTickAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.run(), "loop T-f", doctor.StatusOK, "alive")
+	free := warptest.FillDisk(t, fs)
+	c := wantStatus(t, h.run(), "loop T-f", doctor.StatusFail, "disk full")
+	if !strings.Contains(c.Fix, "df -h") {
+		t.Errorf("fix %q does not say how to see the space", c.Fix)
+	}
+	free()
+	wantStatus(t, h.run(), "loop T-f", doctor.StatusOK, "alive")
+	old := now.Add(-10 * time.Minute)
+	if err := d.WriteState(gyrumdir.LoopState{PID: id.PID, StartTime: id.StartTime, LastOutcome: "ok", UpdatedAt: old, NextTickAt: old.Add(4 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.run(), "loop T-f", doctor.StatusFail, "state has not moved")
 }
 
 // A registry entry whose pid now runs something else.

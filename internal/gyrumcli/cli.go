@@ -278,7 +278,7 @@ func (a *App) findDir(dirFlag string) (gyrumdir.Dir, error) {
 // touchActivity is the hook's fast path: a hand-rolled --dir parse, then
 // internal/hook. Silent, whatever happens.
 func (a *App) touchActivity(args []string) {
-	hook.Main(args, hook.Env{Stdin: a.stdin(), Stdout: a.Stdout, Getenv: a.getenv, Getwd: a.getwd, Now: a.now()})
+	hook.Main(args, hook.Env{Stdin: a.stdin(), Stdout: a.Stdout, Getenv: a.getenv, Getwd: a.getwd, Now: a.now(), Ask: a.askEnd})
 }
 
 func (a *App) touchActivityCommand() *cobra.Command {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
@@ -21,7 +22,7 @@ func (a *App) heartbeatCommand() *cobra.Command {
 		Example: `  gyrum heartbeat status
   gyrum heartbeat kill --dir ../wt-T-42`,
 	}
-	cmd.AddCommand(a.heartbeatRunCommand(), a.heartbeatStatusCommand(), a.heartbeatKillCommand())
+	cmd.AddCommand(a.heartbeatRunCommand(), a.heartbeatStatusCommand(), a.heartbeatKillCommand(), a.heartbeatAskCommand())
 	return cmd
 }
 
@@ -111,11 +112,15 @@ type LoopStatus struct {
 	LastPOST   *time.Time          `json:"last_post_at,omitempty"`
 	Outcome    string              `json:"last_outcome,omitempty"`
 	State      *gyrumdir.LoopState `json:"state,omitempty"`
+	// Problem says why the loop cannot be trusted to write (a full disk,
+	// a state that stopped moving: gyrumdir.Dir.WriteTrouble); empty when
+	// nothing says so.
+	Problem string `json:"problem,omitempty"`
 }
 
 // inspect reads everything gyrum knows locally about worktree d.
 func (a *App) inspect(d gyrumdir.Dir, loopPID int) LoopStatus {
-	s := LoopStatus{Dir: d.Worktree}
+	s := LoopStatus{Dir: d.Worktree, Problem: d.WriteTrouble(a.now())}
 	if l, err := d.ReadLease(); err == nil {
 		s.Ticket, s.Epoch, s.WarpURL = l.Ticket, l.Epoch, l.WarpURL
 		s.Watched, s.WatchedHow = l.Watched, l.WatchedHow
@@ -196,6 +201,9 @@ func (a *App) printStatusLong(w io.Writer, s LoopStatus) error {
 	_, err := fmt.Fprintf(w, "dir       %s\nlease     %s\nloop      %s\nwatching  %s\nactivity  %s\nlast POST %s\n",
 		c(s.Dir), c(lease), pidState(s.LoopPID, s.LoopAlive), c(watchedText(s)),
 		c(activityText(s)), c(a.postText(s)))
+	if err == nil && s.Problem != "" {
+		_, err = fmt.Fprintf(w, "problem   %s\n", c(s.Problem))
+	}
 	return err
 }
 
@@ -256,5 +264,87 @@ func (a *App) heartbeatKillCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {pid, result} (result: none, not running, terminated, killed)")
+	return cmd
+}
+
+// askTimeout bounds heartbeat ask's question to warp.
+const askTimeout = 2 * time.Second
+
+// askLease asks warp whether the lease of d's lease.json has ended: the
+// lease, the notice for its agent and whether it ended. The token goes
+// only to the warp WARP_URL names (heartbeat.SameServer); the lease's
+// secret always goes.
+func (a *App) askLease(ctx context.Context, d gyrumdir.Dir) (gyrumdir.Lease, gyrumdir.LeaseEnded, bool, error) {
+	l, err := d.ReadLease()
+	if err != nil {
+		return l, gyrumdir.LeaseEnded{}, false, err
+	}
+	url := firstOf(l.WarpURL, a.getenv("WARP_URL"), client.DefaultURL)
+	token := a.getenv("WARP_TOKEN")
+	if token != "" && !heartbeat.SameServer(url, a.getenv("WARP_URL")) {
+		token = ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	n, ended, err := heartbeat.AskEnd(ctx, heartbeat.NewAPI(url, token, l.LeaseSecret, askTimeout), l, a.now())
+	return l, n, ended, err
+}
+
+// askEnd is the hook's Ask in the gyrum binary (touch-activity): in
+// process, silent.
+func (a *App) askEnd(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool) {
+	_, n, ended, err := a.askLease(context.Background(), d)
+	return n, ended && err == nil
+}
+
+// AskResult is `gyrum heartbeat ask --json`.
+type AskResult struct {
+	Ticket string `json:"ticket"`
+	Epoch  int64  `json:"epoch"`
+	Ended  bool   `json:"ended"`
+	// Notice is what the agent is told when the lease ended.
+	Notice  *gyrumdir.LeaseEnded `json:"notice,omitempty"`
+	Message string               `json:"message,omitempty"`
+}
+
+func (a *App) heartbeatAskCommand() *cobra.Command {
+	var dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ask [--dir D] [--json]",
+		Short: "Ask warp whether the worktree's lease still holds (what the hook asks when the loop is silent)",
+		Long: `Ask warp whether the lease in the worktree's lease.json still holds, and if not, how it
+ended, as the agent would be told. The hook asks this itself, at most once a minute, when the
+worktree's loop is gone or its state stopped moving (a full disk) and no notice waits.
+Exit 0 whether the lease holds or not; 1 when warp cannot be asked.`,
+		Example: `  gyrum heartbeat ask
+  gyrum heartbeat ask --dir ../wt-T-42 --json   # {"ticket":"T-42","epoch":3,"ended":false}`,
+		Args: cobra.NoArgs,
+		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
+			d, err := a.findDir(dir)
+			if err != nil {
+				return err
+			}
+			l, n, ended, err := a.askLease(cmd.Context(), d)
+			if err != nil {
+				return fmt.Errorf("ask warp about the lease of %s: %w", d.Worktree, err)
+			}
+			r := AskResult{Ticket: l.Ticket, Epoch: l.Epoch, Ended: ended}
+			if ended {
+				r.Notice, r.Message = &n, n.Message(d.Worktree)
+			}
+			if asJSON {
+				return clikit.PrintJSON(a.Stdout, r)
+			}
+			if !ended {
+				_, err = fmt.Fprintf(a.Stdout, "%s epoch %d: held\n", clikit.Clean(l.Ticket), l.Epoch)
+				return err
+			}
+			_, err = fmt.Fprintln(a.Stdout, clikit.Clean(r.Message))
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -304,8 +304,13 @@ func TestWorktreeThroughASymlink(t *testing.T) {
 // gone. It is released at the end of the test.
 func leaseWithoutLoop(t *testing.T, e *env, ticket string) string {
 	t.Helper()
+	return leaseWithoutLoopIn(t, e, ticket, mkdir(t))
+}
+
+// leaseWithoutLoopIn is leaseWithoutLoop in the worktree wt.
+func leaseWithoutLoopIn(t *testing.T, e *env, ticket, wt string) string {
+	t.Helper()
 	e.ws.Create(ticket)
-	wt := mkdir(t)
 	_, w := agent(t, "sleep", "1000")
 	e.startResult(e.gyrum(wt, "", "start-work", ticket, "--watch-pid", strconv.Itoa(w.PID), "--json"))
 	t.Cleanup(func() { e.gyrum(wt, "", "release") })

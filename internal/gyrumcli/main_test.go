@@ -129,9 +129,16 @@ type result struct {
 // closed them, so a detached loop that kept them would hang it (10 s limit).
 func (e *env) gyrum(dir, stdin string, args ...string) result {
 	e.t.Helper()
+	return e.binary(gyrumBin, dir, stdin, args...)
+}
+
+// binary runs bin (gyrum, or gyrum-hook beside it) in dir with the env's
+// variables and stdin.
+func (e *env) binary(bin, dir, stdin string, args ...string) result {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gyrumBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = e.environ()
 	cmd.Stdin = strings.NewReader(stdin)

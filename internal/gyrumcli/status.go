@@ -77,6 +77,12 @@ which restores the record the hook needs, or release the ticket.`,
 				hs.Loops = append(hs.Loops, s)
 			}
 			a.addUnregistered(&hs, entries)
+			for _, s := range hs.Loops {
+				if s.Problem != "" {
+					hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Problem,
+						Fix: "free space on that file system (df -h " + shellquote.Quote(s.Dir) + "); the loop writes again at its next attempt"})
+				}
+			}
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, hs)
 			}

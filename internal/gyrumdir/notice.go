@@ -150,5 +150,6 @@ func (d Dir) TakeNotice() (n LeaseEnded, ok bool) {
 	if err := os.Remove(d.file(NoticeFile)); err != nil {
 		return LeaseEnded{}, false
 	}
+	_ = d.MarkTold(time.Now()) // no hook asks warp about this lease again
 	return n, true
 }

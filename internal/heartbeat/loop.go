@@ -167,6 +167,9 @@ type Loop struct {
 	// corruptTicks counts the ticks in a row that found lease.json
 	// unreadable (see facts).
 	corruptTicks int
+	// untold is the lease-ended notice the loop could not write (see
+	// keepTelling); nil when there is none.
+	untold *gyrumdir.LeaseEnded
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -304,6 +307,9 @@ func (l *Loop) Run(ctx context.Context) (Exit, error) {
 			wake = ctx // woken by the exit: tick now, and sleep plainly after
 		}
 		exit = l.tick(ctx, false)
+	}
+	if l.untold != nil && exit != ExitSignal {
+		l.keepTelling(ctx)
 	}
 	l.log.Info("loop exits", "reason", string(exit), "posts", l.state.Posts, "skips", l.state.Skips, "failures", l.state.Failures)
 	return exit, nil
@@ -975,12 +981,10 @@ func (l *Loop) exitReport(ctx context.Context, d Decision, measured time.Time) {
 // it on the next tool call). how is what the heartbeat's answer implies; a
 // 410 says how the lease ended in its detail (an older server's is refined
 // by asking warp). A lease.json that no longer names the lease means the
-// agent moved on: nothing to tell.
+// agent moved on: nothing to tell. A notice that cannot be written (a full
+// disk) is kept for keepTelling.
 func (l *Loop) tellAgent(ctx context.Context, how string, answer *client.APIError) {
-	// Not when lease.json is gone or names another lease: the agent has
-	// moved on. An unreadable one is still this loop's worktree.
-	cur, err := l.dir.ReadLease()
-	if errors.Is(err, fs.ErrNotExist) || err == nil && (cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch) {
+	if !l.stillOurs() {
 		return
 	}
 	n := gyrumdir.LeaseEnded{Ticket: l.lease.Ticket, Epoch: l.lease.Epoch, How: how, At: l.now()}
@@ -993,23 +997,89 @@ func (l *Loop) tellAgent(ctx context.Context, how string, answer *client.APIErro
 		}
 		n.Reason = answer.DetailValue(client.DetailEndReason)
 	} else if how == gyrumdir.EndLapsed {
-		if t, err := l.api.Ticket(ctx, l.lease.Ticket); err == nil && t.Lease != nil && t.Lease.Epoch == l.lease.Epoch {
-			switch t.Lease.State {
-			case client.LeaseReleased:
-				n.How = gyrumdir.EndReleased
-			case client.LeaseCompleted:
-				n.How = gyrumdir.EndCompleted
+		if t, err := l.api.Ticket(ctx, l.lease.Ticket); err == nil {
+			if asked, ended := EndOf(t, l.lease, n.At); ended {
+				n = asked
 			}
-			n.Reason = t.Lease.EndReason
-		} else if err == nil && t.Lease != nil && t.Lease.Epoch > l.lease.Epoch {
-			n.How = gyrumdir.EndTakenOver
 		}
 	}
 	if err := l.dir.WriteNotice(n); err != nil {
-		l.log.Warn("write the lease-ended notice", "err", err)
+		l.log.Warn("write the lease-ended notice: will try again until it is written", "err", err)
+		l.untold = &n
 		return
 	}
 	l.log.Info("the agent will be told on its next tool call", "how", n.How, "reason", n.Reason)
+}
+
+// stillOurs reports whether lease.json still concerns this loop's lease:
+// it names it, or it is unreadable (still this loop's worktree). Gone or
+// naming another lease, the agent has moved on.
+func (l *Loop) stillOurs() bool {
+	cur, err := l.dir.ReadLease()
+	return err != nil && !errors.Is(err, fs.ErrNotExist) || err == nil && cur.Ticket == l.lease.Ticket && cur.Epoch == l.lease.Epoch
+}
+
+// NoticeRetry is how often a loop tries again to write a lease-ended
+// notice it could not write (at most; the interval when shorter).
+const NoticeRetry = 5 * time.Second
+
+// keepTelling tries to write the notice tellAgent could not until it is
+// written, the agent is gone, lease.json no longer concerns the lease, or
+// ctx ends: after a full disk gets space back, the agent is told within
+// NoticeRetry. Meanwhile the hook may learn the end from warp itself
+// (the loop's state stops moving: see gyrumdir.Dir.LoopSilent).
+func (l *Loop) keepTelling(ctx context.Context) {
+	every := min(l.cfg.Durations.Interval, NoticeRetry)
+	for l.untold != nil {
+		if l.sleep(ctx, every) != nil || !l.watch.Alive() || !l.stillOurs() {
+			return
+		}
+		if err := l.dir.WriteNotice(*l.untold); err == nil {
+			l.log.Info("the lease-ended notice is written at last: the agent will be told on its next tool call", "how", l.untold.How)
+			l.untold = nil
+		}
+	}
+}
+
+// AskEnd asks warp through api whether lease l has ended: the notice for
+// its agent (dated at) and true when it has. A ticket warp does not know
+// (its own 404, not a proxy's) ended as EndUnknown.
+func AskEnd(ctx context.Context, api API, l gyrumdir.Lease, at time.Time) (gyrumdir.LeaseEnded, bool, error) {
+	t, err := api.Ticket(ctx, l.Ticket)
+	var apiErr *client.APIError
+	if errors.Is(err, client.ErrNotFound) && errors.As(err, &apiErr) && !apiErr.Guessed {
+		return gyrumdir.LeaseEnded{Ticket: l.Ticket, Epoch: l.Epoch, How: gyrumdir.EndUnknown, At: at}, true, nil
+	}
+	if err != nil {
+		return gyrumdir.LeaseEnded{}, false, err
+	}
+	n, ended := EndOf(t, l, at)
+	return n, ended, nil
+}
+
+// EndOf says from warp's ticket t whether lease l ended, and how: the
+// notice for its agent, with at as its time. A held lease of l's epoch has
+// not ended; a later epoch took over; a ticket without a lease of its own
+// (ended and reopened) lapsed.
+func EndOf(t client.Ticket, l gyrumdir.Lease, at time.Time) (gyrumdir.LeaseEnded, bool) {
+	n := gyrumdir.LeaseEnded{Ticket: l.Ticket, Epoch: l.Epoch, How: gyrumdir.EndLapsed, At: at}
+	switch {
+	case t.Lease == nil || t.Lease.Epoch < l.Epoch:
+		return n, true
+	case t.Lease.Epoch > l.Epoch:
+		n.How = gyrumdir.EndTakenOver
+		return n, true
+	}
+	switch t.Lease.State {
+	case client.LeaseHeld:
+		return gyrumdir.LeaseEnded{}, false
+	case client.LeaseReleased:
+		n.How = gyrumdir.EndReleased
+	case client.LeaseCompleted:
+		n.How = gyrumdir.EndCompleted
+	}
+	n.Reason = t.Lease.EndReason
+	return n, true
 }
 
 // State returns the loop's latest state (what heartbeat.state holds).

@@ -3,6 +3,9 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +191,54 @@ func offsets(ts []time.Time, from time.Time) []time.Duration {
 		out = append(out, t.Sub(from).Round(time.Second))
 	}
 	return out
+}
+
+// A full disk does not swallow the lease-ended notice: the loop that
+// cannot write it keeps trying, and once space returns the agent is told.
+// Before, the loop exited on the failed write and the agent heard nothing
+// (0 notices in 42 tool calls, none 15 s after space returned).
+func TestNoticeSurvivesAFullDisk(t *testing.T) {
+	fs := warptest.SmallFS(t, "4m")
+	ws := newWarp(t)
+	_, parent := watched(t)
+	root := filepath.Join(fs, "wt")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := worktreeIn(t, root, ws, "T-full", ws.Claim("T-full", "A"), parent)
+	r := startLoop(t, d, nil)
+	waitFor(t, "a heartbeat", func() bool { return ws.Count() >= 1 })
+	free := warptest.FillDisk(t, fs)
+	lease, err := d.ReadLease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Svc.Release(context.Background(), "T-full", lease.Epoch, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	n := ws.Count()
+	waitFor(t, "the 410", func() bool {
+		for _, b := range ws.Answered()[n:] {
+			if b.Status == http.StatusGone {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := d.ReadNotice(); err == nil {
+		t.Fatal("a notice was written on a full disk: the test's disk is not full")
+	}
+	// Several retries fail while the disk stays full; the loop lives on.
+	slept := r.sleepCount()
+	waitFor(t, "the loop to sleep between retries", func() bool { return r.sleepCount() >= slept+3 })
+	if e := r.exited(); e != "" {
+		t.Fatalf("loop exited (%s) with its notice unwritten", e)
+	}
+	free()
+	if e := r.wait(); e != heartbeat.ExitLeaseEnded {
+		t.Fatalf("exit %q, want %q", e, heartbeat.ExitLeaseEnded)
+	}
+	if nt, err := d.ReadNotice(); err != nil || nt.How != gyrumdir.EndReleased {
+		t.Fatalf("notice %+v, %v: want the release told once space returned", nt, err)
+	}
 }

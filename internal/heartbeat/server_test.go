@@ -34,7 +34,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // fresh activity.
 func worktree(t testing.TB, ws *warpServer, ticket string, epoch int64, parent proc.Identity) gyrumdir.Dir {
 	t.Helper()
-	d, err := gyrumdir.Create(t.TempDir())
+	return worktreeIn(t, t.TempDir(), ws, ticket, epoch, parent)
+}
+
+// worktreeIn is worktree in the directory root.
+func worktreeIn(t testing.TB, root string, ws *warpServer, ticket string, epoch int64, parent proc.Identity) gyrumdir.Dir {
+	t.Helper()
+	d, err := gyrumdir.Create(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,6 +365,12 @@ type Options struct {
 	Cwd string
 	// Now is the time written to the signals.
 	Now time.Time
+	// Ask, when set, asks warp whether the lease of worktree d has ended,
+	// and if so returns the notice for the agent. A Post event calls it
+	// when no notice waits, the worktree's loop is silent (gone, or its
+	// state stopped moving: a full disk) and the agent was not told yet,
+	// at most once a minute per worktree (gyrumdir.Dir.ShouldAsk).
+	Ask func(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool)
 }
 
 // Result is what the hook has to tell the agent: the messages of leases
@@ -396,7 +402,13 @@ func Apply(p Payload, o Options) (Result, error) {
 		if ev := canonical(p.Event); ev != EventPostToolUse && ev != EventPostToolUseFailure {
 			continue
 		}
-		if n, ok := d.TakeNotice(); ok {
+		n, ok := d.TakeNotice()
+		if !ok && o.Ask != nil && d.LoopSilent(o.Now) && d.ShouldAsk(o.Now) {
+			if n, ok = o.Ask(d); ok {
+				_ = d.MarkTold(o.Now)
+			}
+		}
+		if ok {
 			res.Notices = append(res.Notices, n.Message(d.Worktree))
 			if links != nil {
 				// Told: the agent's tool calls no longer concern that lease.

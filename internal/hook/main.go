@@ -1,8 +1,12 @@
 package hook
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +23,9 @@ type Env struct {
 	Getenv func(string) string
 	Getwd  func() (string, error)
 	Now    time.Time
+	// Ask asks warp whether a worktree's lease ended (Options.Ask); nil:
+	// the hook never asks.
+	Ask func(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool)
 }
 
 // Main is the hook as a process runs it — `gyrum touch-activity [--dir D]`
@@ -28,7 +35,7 @@ type Env struct {
 // the agent's tool call: whatever happens, the caller exits 0.
 func Main(args []string, env Env) {
 	defer func() { _ = recover() }()
-	o := Options{Now: env.Now}
+	o := Options{Now: env.Now, Ask: env.Ask}
 	for i := 0; i < len(args); i++ {
 		s := args[i]
 		if s == "--dir" || s == "-dir" {
@@ -81,4 +88,55 @@ func indexed(x gyrumdir.AgentIndex) bool {
 	defer f.Close()
 	names, _ := f.Readdirnames(1)
 	return len(names) > 0
+}
+
+// AskTimeout bounds AskByExec's run of gyrum: its start, and its question
+// to warp (heartbeat.AskTimeout).
+const AskTimeout = 4 * time.Second
+
+// AskByExec returns an Ask that runs `GYRUM heartbeat ask --dir D --json`
+// (gyrum-hook links no HTTP client: it costs every tool call milliseconds
+// of start-up, and the question is rare). gyrum is the gyrum beside this
+// executable, else the one on PATH; none, and the hook never asks.
+func AskByExec() func(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool) {
+	return func(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool) {
+		bin := ""
+		if self, err := os.Executable(); err == nil {
+			if p := filepath.Join(filepath.Dir(self), "gyrum"); isExecutable(p) {
+				bin = p
+			}
+		}
+		if bin == "" {
+			p, err := exec.LookPath("gyrum")
+			if err != nil {
+				return gyrumdir.LeaseEnded{}, false
+			}
+			bin = p
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), AskTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "heartbeat", "ask", "--dir", d.Worktree, "--json")
+		cmd.Stdin, cmd.Stderr = nil, nil
+		out, err := cmd.Output()
+		if err != nil {
+			return gyrumdir.LeaseEnded{}, false
+		}
+		var a struct {
+			Ended  bool                 `json:"ended"`
+			Notice *gyrumdir.LeaseEnded `json:"notice"`
+		}
+		if json.Unmarshal(out, &a) != nil || !a.Ended || a.Notice == nil {
+			return gyrumdir.LeaseEnded{}, false
+		}
+		// Only a notice about the lease lease.json names is gyrum's word.
+		if l, err := d.ReadLease(); err != nil || l.Ticket != a.Notice.Ticket || l.Epoch != a.Notice.Epoch {
+			return gyrumdir.LeaseEnded{}, false
+		}
+		return *a.Notice, true
+	}
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
