@@ -1,15 +1,13 @@
 package agenttest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"testing"
 )
 
-// NewAnthropic starts a fake of the Anthropic Messages API (Claude Code:
+// anthropic is the shape of the Anthropic Messages API (NewAnthropic; Claude Code:
 // give it URL as ANTHROPIC_BASE_URL). It answers POST /v1/messages,
 // streaming (SSE) or plain JSON as the request asks.
 //
@@ -27,11 +25,6 @@ import (
 // "end_turn". A background Bash call takes three turns: the call, the turn
 // that ends while it runs, and the answer to the wake-up request the CLI
 // sends when it ends.
-func NewAnthropic(t testing.TB, turns ...Turn) *FakeModel {
-	t.Helper()
-	return newFake(t, anthropic{}, turns)
-}
-
 type anthropic struct{}
 
 // anthropicContent is a message's content: the API accepts a string or a
@@ -55,12 +48,7 @@ type anthropicBlock struct {
 
 // UnmarshalJSON accepts a string or a list of blocks.
 func (c *anthropicContent) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
+	if s, ok := jsonString(data); ok {
 		*c = anthropicContent{{Type: "text", Text: s}}
 		return nil
 	}

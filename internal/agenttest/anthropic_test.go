@@ -13,9 +13,7 @@ import (
 
 // mainBody is a minimal main-conversation request body of Claude Code.
 func mainBody(stream bool, messages ...any) map[string]any {
-	if messages == nil {
-		messages = []any{map[string]any{"role": "user", "content": "hi"}}
-	}
+	messages = orHi(messages, map[string]any{"role": "user", "content": "hi"})
 	return map[string]any{
 		"model":    "claude-test",
 		"stream":   stream,

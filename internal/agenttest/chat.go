@@ -1,16 +1,14 @@
 package agenttest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"testing"
 	"time"
 )
 
-// NewChat starts a fake of the OpenAI chat completions API, the shape most
+// chat is the shape of the OpenAI chat completions API, the shape most
 // agent CLIs speak to an "OpenAI-compatible" provider: give them
 // URL()+"/v1" as the base URL. It answers POST .../chat/completions as
 // the request asks: streamed (stream: true) as `data: <chunk>` events,
@@ -28,11 +26,6 @@ import (
 // message's tool_calls, their results as role "tool" messages naming the
 // call in tool_call_id. The system (or developer) messages that open the
 // conversation are Request.System, not Messages.
-func NewChat(t testing.TB, turns ...Turn) *FakeModel {
-	t.Helper()
-	return newFake(t, chat{}, turns)
-}
-
 type chat struct{}
 
 // chatContent is a message's content: a string, a list of parts
@@ -41,12 +34,7 @@ type chatContent []string
 
 // UnmarshalJSON accepts a string, a list of parts or null.
 func (c *chatContent) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
+	if s, ok := jsonString(data); ok {
 		*c = chatContent{s}
 		return nil
 	}

@@ -10,9 +10,7 @@ import (
 
 // chatRequest is a minimal chat completions request of an agent CLI.
 func chatRequest(stream, usage bool, messages ...any) map[string]any {
-	if messages == nil {
-		messages = []any{map[string]any{"role": "user", "content": "hi"}}
-	}
+	messages = orHi(messages, map[string]any{"role": "user", "content": "hi"})
 	body := map[string]any{
 		"model":    "qwen-test",
 		"stream":   stream,

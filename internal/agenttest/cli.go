@@ -97,6 +97,22 @@ func (c *CLI) Require(t testing.TB) string {
 	return p
 }
 
+// VersionField returns a CLI.VersionOf that takes the i-th field of the
+// output (counted from the end when i < 0): `claude --version` prints
+// "2.1.328 (Claude Code)" (0), `codex --version` "codex-cli 0.169.0" (-1).
+func VersionField(i int) func(out string) string {
+	return func(out string) string {
+		f := strings.Fields(out)
+		if i < 0 {
+			i += len(f)
+		}
+		if i < 0 || i >= len(f) {
+			return ""
+		}
+		return f[i]
+	}
+}
+
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0

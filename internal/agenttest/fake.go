@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -253,6 +254,20 @@ type FakeModel struct {
 	oneThread bool
 	thread    string
 }
+
+// NewAnthropic starts a fake of the Anthropic Messages API (Claude Code):
+// see anthropic.go.
+func NewAnthropic(t testing.TB, turns ...Turn) *FakeModel { return newFake(t, anthropic{}, turns) }
+
+// NewResponses starts a fake of the OpenAI Responses API as Codex uses it:
+// see responses.go.
+func NewResponses(t testing.TB, turns ...Turn) *FakeModel { return newFake(t, responses{}, turns) }
+
+// NewGemini starts a fake of the Gemini API (Gemini CLI): see gemini.go.
+func NewGemini(t testing.TB, turns ...Turn) *FakeModel { return newFake(t, gemini{}, turns) }
+
+// NewChat starts a fake of the OpenAI chat completions API: see chat.go.
+func NewChat(t testing.TB, turns ...Turn) *FakeModel { return newFake(t, chat{}, turns) }
 
 func newFake(t testing.TB, s shape, turns []Turn) *FakeModel {
 	t.Helper()
@@ -518,6 +533,14 @@ func (m *FakeModel) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.shape.write(w, req, turn)
+}
+
+// jsonString decodes data when it is a JSON string (a message content the
+// APIs accept as a string or as a list of parts).
+func jsonString(data []byte) (string, bool) {
+	var s string
+	data = bytes.TrimSpace(data)
+	return s, len(data) > 0 && data[0] == '"' && json.Unmarshal(data, &s) == nil
 }
 
 // writeJSON answers v as JSON with status.

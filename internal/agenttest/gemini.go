@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"testing"
 )
 
-// NewGemini starts a fake of the Gemini API (Gemini CLI: give it URL as
+// gemini is the shape of the Gemini API (Gemini CLI: give it URL as
 // GOOGLE_GEMINI_BASE_URL).
 //
 // What the CLI calls, measured on 0.61.0 (docs/agents/gemini-cli.md): with
@@ -25,11 +24,6 @@ import (
 // No model listing, no countTokens (answered anyway), no other traffic
 // (404). A turn's functionCall parts carry an id; the CLI sends it back on
 // the functionResponse, so the fake tells which call a result belongs to.
-func NewGemini(t testing.TB, turns ...Turn) *FakeModel {
-	t.Helper()
-	return newFake(t, gemini{}, turns)
-}
-
 type gemini struct{}
 
 // geminiContent is one message of a Gemini conversation.

@@ -9,9 +9,7 @@ import (
 
 // geminiRequest is a minimal request of Gemini CLI.
 func geminiRequest(contents ...any) map[string]any {
-	if contents == nil {
-		contents = []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "hi"}}}}
-	}
+	contents = orHi(contents, map[string]any{"role": "user", "parts": []any{map[string]any{"text": "hi"}}})
 	return map[string]any{"contents": contents,
 		"systemInstruction": map[string]any{"role": "user", "parts": []any{map[string]any{"text": "SYSTEM"}}},
 		"tools":             []any{map[string]any{"functionDeclarations": []any{map[string]any{"name": "run_shell_command"}}}}}

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"testing"
 )
 
-// NewResponses starts a fake of the OpenAI Responses API as Codex uses it
+// responses is the shape of the OpenAI Responses API as Codex uses it
 // (give Codex URL()+"/v1" as a provider's base_url with wire_api
 // "responses"). It answers POST .../responses with a streamed (SSE)
 // response; any other request gets 404.
@@ -18,11 +17,6 @@ import (
 // true, with the whole history in "input". A function_call item with JSON
 // arguments is a tool call; its result comes back in the next request as
 // a function_call_output item with the same call_id.
-func NewResponses(t testing.TB, turns ...Turn) *FakeModel {
-	t.Helper()
-	return newFake(t, responses{}, turns)
-}
-
 type responses struct{}
 
 // responsesItem is one item of a request's "input".

@@ -9,9 +9,7 @@ import (
 
 // responsesRequest is a minimal request of Codex in thread.
 func responsesRequest(thread string, input ...any) map[string]any {
-	if input == nil {
-		input = []any{map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "hi"}}}}
-	}
+	input = orHi(input, map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "hi"}}})
 	return map[string]any{"model": "gpt-test", "stream": true, "instructions": "INSTRUCTIONS", "input": input,
 		"tools":           []any{map[string]any{"type": "function", "name": "exec_command"}},
 		"client_metadata": map[string]any{"thread_id": thread}}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,6 +32,11 @@ type Agent struct {
 	// at the session's fake model. o has its defaults (Binary, Prompt,
 	// Home) filled in.
 	Prepare func(t testing.TB, s *Session, o Options) Launch
+	// IsAgent, when set, tells the agent's own process among the session's
+	// (a native binary below its launcher, a relaunched child); nil means
+	// the process that runs Binary (argv[0], or argv[1] of an interpreter
+	// running it). See Session.AgentPid.
+	IsAgent func(s *Session) func(Proc) bool
 }
 
 // Launch is how an agent runs one session: what its Prepare returns.
@@ -146,6 +152,29 @@ type Session struct {
 	Model *FakeModel
 	// Home is its HOME.
 	Home Home
+
+	mu       sync.Mutex
+	agentPid int
+}
+
+// AgentPid returns the pid of the agent's own process (Agent.IsAgent): the
+// started process when it is the agent, else its first descendant that is
+// (below a launcher, or below the wrapper of Options.Wrap); 0 while there
+// is none. The first pid found is kept, so it stays known after the
+// session ended.
+func (s *Session) AgentPid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agentPid == 0 {
+		is := func(p Proc) bool {
+			return (len(p.Args) > 0 && p.Args[0] == s.Bin) || (len(p.Args) > 1 && p.Args[1] == s.Bin)
+		}
+		if s.Agent.IsAgent != nil {
+			is = s.Agent.IsAgent(s)
+		}
+		s.agentPid = s.Find(is)
+	}
+	return s.agentPid
 }
 
 // Start runs the agent's CLI in o.Dir against model: in a hermetic HOME

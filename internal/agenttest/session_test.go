@@ -150,8 +150,8 @@ wait`)
 }
 
 // Options.Wrap runs the CLI under a wrapper command: the wrapper is the
-// process started (Pid), Find finds the CLI below it, and the CLI gets its
-// usual arguments.
+// process started (Pid), Find and AgentPid find the CLI below it, and the
+// CLI gets its usual arguments.
 func TestSessionWrap(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("Find reads /proc")
@@ -173,6 +173,9 @@ func TestSessionWrap(t *testing.T) {
 	}
 	if p, ok := Lookup(cli); !ok || p.PPID != s.Pid() {
 		t.Errorf("the CLI %d is not the wrapper's child: %+v", cli, p)
+	}
+	if a := s.AgentPid(); a != cli {
+		t.Errorf("AgentPid %d, want the CLI %d below the wrapper", a, cli)
 	}
 	if s.Find(func(p Proc) bool { return p.PID == s.Pid() }) != s.Pid() {
 		t.Error("Find does not try the started process first")
@@ -244,5 +247,22 @@ func TestProcessTree(t *testing.T) {
 	}
 	if !strings.Contains(Tree(procs, self.PID), "agenttest") {
 		t.Errorf("tree:\n%s", Tree(procs, self.PID))
+	}
+}
+
+func TestVersionField(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		i    int
+		want string
+	}{
+		{"2.1.328 (Claude Code)\n", 0, "2.1.328"},
+		{"codex-cli 0.169.0\n", -1, "0.169.0"},
+		{"", 0, ""},
+		{"x", -2, ""},
+	} {
+		if got := VersionField(tc.i)(tc.out); got != tc.want {
+			t.Errorf("VersionField(%d)(%q) = %q, want %q", tc.i, tc.out, got, tc.want)
+		}
 	}
 }

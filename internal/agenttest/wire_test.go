@@ -99,3 +99,12 @@ func sameJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// orHi returns list, or when it is empty the one message hi: the user's
+// "hi" in the API's shape.
+func orHi(list []any, hi any) []any {
+	if len(list) == 0 {
+		return []any{hi}
+	}
+	return list
+}

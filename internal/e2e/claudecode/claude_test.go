@@ -36,14 +36,7 @@ var claude = &agenttest.Agent{
 		EnvBinary: "GYRUM_TEST_CLAUDE",
 		Cache:     ".cache/claude-code/node_modules/.bin/claude",
 		Install:   ".ci/install-claude",
-		// `claude --version` prints "2.1.328 (Claude Code)".
-		VersionOf: func(out string) string {
-			f := strings.Fields(out)
-			if len(f) == 0 {
-				return ""
-			}
-			return f[0]
-		},
+		VersionOf: agenttest.VersionField(0), // "2.1.328 (Claude Code)"
 	},
 	ConfigDir: ".claude",
 	ConfigVar: "CLAUDE_CONFIG_DIR",
@@ -84,7 +77,9 @@ var claude = &agenttest.Agent{
 	},
 }
 
-// Session is one run of the real CLI.
+// Session is one run of the real CLI; AgentPid is the claude process (the
+// started one, or below the wrapper of Options.Wrap), what it prints is
+// stream-json (Events).
 type Session struct{ *agenttest.Session }
 
 // start runs the CLI in project against model.
@@ -92,17 +87,6 @@ func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest
 	t.Helper()
 	o.Dir = project
 	return &Session{claude.Start(t, model, o)}
-}
-
-// ClaudePid returns the pid of the claude process: Pid, or with
-// Options.Wrap the descendant of the wrapper that runs the claude binary
-// (0 while there is none).
-func (s *Session) ClaudePid() int {
-	// The binary is argv[0], or argv[1] of an interpreter running it (a
-	// script standing in for the CLI).
-	return s.Find(func(p agenttest.Proc) bool {
-		return (len(p.Args) > 0 && p.Args[0] == s.Bin) || (len(p.Args) > 1 && p.Args[1] == s.Bin)
-	})
 }
 
 // Event is one line of the CLI's stream-json output.

@@ -756,7 +756,7 @@ func TestPointWrapModeKillsAgentWithWrapper(t *testing.T) {
 	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60),
 		Wrap: []string{gyrumBin, "start-work", "T-7", "--json", "--"}})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
-	claudePid := s.ClaudePid()
+	claudePid := s.AgentPid()
 	if claudePid == 0 || claudePid == s.Pid() {
 		t.Fatalf("no claude below the wrapper %d:\n%s", s.Pid(), s.TreeString())
 	}

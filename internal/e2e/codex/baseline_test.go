@@ -38,13 +38,13 @@ func TestBaseline(t *testing.T) {
 	fail := Shell("echo failing; exit 3")
 	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(fail), agenttest.Text("Done with T-1."))
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
 	sr := e2etest.StartResultOf(t, model, claim)
-	codexPid := s.CodexPid()
+	codexPid := s.AgentPid()
 	if sr.WatchedPID != codexPid || sr.Watched != "codex" || sr.WatchedHow != "ancestor" || sr.Dir != project {
 		t.Errorf("start-work watches pid %d %q (%s) in %s; want the native codex %d via the ancestor walk in %s\n%s",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, sr.Dir, codexPid, project, s.TreeString())

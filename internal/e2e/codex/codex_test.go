@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +25,7 @@ const Model = "gpt-5.1-codex"
 // With Options.Terminal it runs the interactive app instead (`codex -m
 // Model PROMPT`, the prompt submitted at start), on a terminal of its own;
 // the provider and the approvals then come from CODEX_HOME/config.toml
-// (trustProject). Quit it with Interrupt or Kill.
+// (trustProject). Quit it with Kill.
 var codex = &agenttest.Agent{
 	CLI: agenttest.CLI{
 		Title:     "Codex",
@@ -36,14 +34,7 @@ var codex = &agenttest.Agent{
 		EnvBinary: "GYRUM_TEST_CODEX",
 		Cache:     ".cache/codex/node_modules/.bin/codex",
 		Install:   ".ci/install-codex",
-		// `codex --version` prints "codex-cli 0.169.0".
-		VersionOf: func(out string) string {
-			f := strings.Fields(out)
-			if len(f) == 0 {
-				return ""
-			}
-			return f[len(f)-1]
-		},
+		VersionOf: agenttest.VersionField(-1), // "codex-cli 0.169.0"
 	},
 	ConfigDir: ".codex",
 	ConfigVar: "CODEX_HOME",
@@ -58,6 +49,16 @@ var codex = &agenttest.Agent{
 		}
 		return agenttest.Launch{Args: append(append(args, o.Args...), o.Prompt)}
 	},
+	// The agent is the native codex process: the started one when the npm
+	// launcher (a node script) exec'd it, else the launcher's child. Its
+	// kernel name alone does not tell: the launcher script is "codex" too
+	// until its #!/usr/bin/env has exec'd node.
+	IsAgent: func(*agenttest.Session) func(agenttest.Proc) bool {
+		return func(p agenttest.Proc) bool {
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+			return err == nil && filepath.Base(exe) == "codex"
+		}
+	},
 }
 
 // providerArgs are the -c overrides that point codex at model: a custom
@@ -65,39 +66,6 @@ var codex = &agenttest.Agent{
 func providerArgs(model *agenttest.FakeModel) []string {
 	return []string{"-c", "model_provider=agenttest", "-c",
 		fmt.Sprintf(`model_providers.agenttest={name="agenttest",base_url=%q,env_key="OPENAI_API_KEY",wire_api="responses"}`, model.URL()+"/v1")}
-}
-
-// Session is one run of the real CLI: the npm launcher `codex` (a node
-// script that runs the native binary as its child, or execs it on a node
-// with process.execve).
-type Session struct {
-	*agenttest.Session
-	mu       sync.Mutex
-	codexPid int
-}
-
-// start runs the CLI in o.Dir against model.
-func start(t *testing.T, model *agenttest.FakeModel, o agenttest.Options) *Session {
-	t.Helper()
-	return &Session{Session: codex.Start(t, model, o)}
-}
-
-// CodexPid returns the pid of the native codex process: Pid itself when
-// the launcher exec'd it, else the launcher's descendant running the
-// native binary (0 while there is none; Linux /proc). The first pid found
-// is kept, so it stays known after the session ended.
-func (s *Session) CodexPid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.codexPid == 0 {
-		// Its kernel name alone does not tell: the launcher script is
-		// "codex" too until its #!/usr/bin/env has exec'd node.
-		s.codexPid = s.Find(func(p agenttest.Proc) bool {
-			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
-			return err == nil && filepath.Base(exe) == "codex"
-		})
-	}
-	return s.codexPid
 }
 
 // ShellOption adjusts the arguments of an exec_command call.

@@ -78,7 +78,7 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Text("Done with T-1.")).OneThread()
 	trustProject(t, home, project, model)
 	tag := startDaemon(t, home, e2etest.AgentEnv(t, other.URL(), interval, 30, 60))
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true,
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true,
 		Env: e2etest.AgentEnv(t, ws.URL(), interval, 30, 60)})
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
@@ -86,7 +86,7 @@ func TestInteractiveOnDaemon(t *testing.T) {
 	sr := e2etest.StartResultOf(t, model, claim)
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 
-	tui := s.CodexPid()
+	tui := s.AgentPid()
 	if sr.WatchedHow != "app-server-client" || sr.WatchedPID != tui {
 		t.Fatalf("start-work watches pid %d %q (%s); want the TUI %d as app-server-client\n%s",
 			sr.WatchedPID, sr.Watched, sr.WatchedHow, tui, s.TreeString())
@@ -170,10 +170,10 @@ func TestDaemonQuietStepHeld(t *testing.T) {
 	daemonEnv["WARP_URL"] = other.URL()
 	startDaemon(t, home, daemonEnv)
 	w := e2etest.WatchTicket(t, ws, "T-1")
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true, Env: env})
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Terminal: true, Env: env})
 	model.WaitRequests(e2etest.SessionTimeout, "the claim's output", func(rs []agenttest.Request) bool { _, ok := model.ToolResult(claim.ID); return ok })
-	if sr := e2etest.StartResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.CodexPid() {
-		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.CodexPid())
+	if sr := e2etest.StartResultOf(t, model, claim); sr.WatchedHow != "app-server-client" || sr.WatchedPID != s.AgentPid() {
+		t.Fatalf("start-work watches pid %d (%s); want the TUI %d as app-server-client", sr.WatchedPID, sr.WatchedHow, s.AgentPid())
 	}
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
 	e2etest.Poll(t, "the long call's marker", func() bool { return e2etest.Exists(marker) })

@@ -50,7 +50,7 @@ func TestForegroundStepHeld(t *testing.T) {
 	long := Shell(fmt.Sprintf("sleep %d; echo slept", int(step.Seconds())), YieldAfter(25*time.Second))
 	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(long), agenttest.Text("Done with T-2."))
 	w := e2etest.WatchTicket(t, ws, "T-2")
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	// The marker's life is the call's, PreToolUse to PostToolUse.
 	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(long.ID))
 	e2etest.Poll(t, "the long call's marker", func() bool { return e2etest.Exists(marker) })
@@ -115,7 +115,7 @@ func TestDeniedCallThenWedge(t *testing.T) {
 	denied := Shell("echo BLOCK-ME")
 	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(denied), agenttest.Stall())
 	w := e2etest.WatchTicket(t, ws, "T-3")
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	model.WaitRequests(e2etest.SessionTimeout, "the stalled request after the denied call", func(r []agenttest.Request) bool { return len(r) >= 3 })
 	out, ok := model.ToolResult(denied.ID)
 	if !ok || strings.Contains(out.Content, "exited with code 0") {
@@ -196,7 +196,7 @@ func TestOperatorReleaseToldOnNextCall(t *testing.T) {
 	held := Shell("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
 	next := Shell("echo next")
 	model := agenttest.NewResponses(t, agenttest.Calls(claim), agenttest.Calls(held), agenttest.Calls(next), agenttest.Text("Stopping."))
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
 	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
 	sr := e2etest.StartResultOf(t, model, claim)
 

@@ -48,15 +48,15 @@ func TestStartWorkWorktreeWithCd(t *testing.T) {
 	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 1)
 	env["GYRUM_WORKTREE_ROOT"] = root
 	w := e2etest.WatchTicket(t, ws, "T-5")
-	s := start(t, model, agenttest.Options{Dir: project, Home: home, Env: env})
-	e2etest.Poll(t, "the native codex process", func() bool { return s.CodexPid() != 0 })
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: env})
+	e2etest.Poll(t, "the native codex process", func() bool { return s.AgentPid() != 0 })
 	wd, _ := gyrumdir.At(wt)
 	e2etest.LogLoopOnFailure(t, wd)
 	s.WaitOK(e2etest.SessionTimeout)
 
 	sr := e2etest.StartResultOf(t, model, claim)
-	if sr.Dir != wt || sr.WatchedPID != s.CodexPid() {
-		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and codex %d", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.CodexPid())
+	if sr.Dir != wt || sr.WatchedPID != s.AgentPid() {
+		t.Fatalf("start-work: dir %s, watches %d (%s); want %s and codex %d", sr.Dir, sr.WatchedPID, sr.WatchedHow, wt, s.AgentPid())
 	}
 	if !e2etest.Exists(filepath.Join(wt, "notes.md")) {
 		t.Error("the call that cd'd into the worktree did not write notes.md there")

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +56,21 @@ var gemini = &agenttest.Agent{
 		}
 		return agenttest.Launch{Args: append(args, o.Args...), Env: map[string]string{"GOOGLE_GEMINI_BASE_URL": s.Model.URL()}}
 	},
+	// The agent is the node child the launcher relaunched (`node
+	// --max-old-space-size=N <binary> ...`, GEMINI_CLI_NO_RELAUNCH=true in
+	// its environment): a process running the binary whose parent runs it
+	// too. With GEMINI_CLI_NO_RELAUNCH set the launcher runs the session
+	// and there is none.
+	IsAgent: func(s *agenttest.Session) func(agenttest.Proc) bool {
+		runs := map[int]bool{}
+		return func(p agenttest.Proc) bool {
+			if !slices.Contains(p.Args, s.Bin) {
+				return false
+			}
+			runs[p.PID] = true
+			return runs[p.PPID]
+		}
+	},
 }
 
 // trustFolder records dir in geminiDir/trustedFolders.json as the CLI's
@@ -84,39 +98,11 @@ func trustFolder(t testing.TB, geminiDir, dir string) {
 	agenttest.WriteFile(t, p, data, 0o600)
 }
 
-// Session is one run of the real CLI: the node launcher, or the wrapper of
-// Options.Wrap.
-type Session struct{ *agenttest.Session }
-
 // start runs the CLI in project against model.
-func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest.Options) *Session {
+func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest.Options) *agenttest.Session {
 	t.Helper()
 	o.Dir = project
-	return &Session{gemini.Start(t, model, o)}
-}
-
-// AgentPid returns the pid of the process that runs the session: the node
-// child the launcher relaunched (`node --max-old-space-size=N <binary>
-// ...`, GEMINI_CLI_NO_RELAUNCH=true in its environment), a process running
-// the binary whose parent runs it too. 0 while there is none (not yet, or
-// GEMINI_CLI_NO_RELAUNCH set: then the launcher runs the session).
-func (s *Session) AgentPid() int {
-	runs := map[int]bool{}
-	return s.Find(func(p agenttest.Proc) bool {
-		if !slices.Contains(p.Args, s.Bin) {
-			return false
-		}
-		runs[p.PID] = true
-		return runs[p.PPID]
-	})
-}
-
-// KillAgent sends SIGKILL to the relaunched agent child alone (a crash of
-// the CLI); the launcher then exits with it.
-func (s *Session) KillAgent() {
-	if pid := s.AgentPid(); pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+	return gemini.Start(t, model, o)
 }
 
 // Shell returns a run_shell_command call of command, the CLI's shell tool
