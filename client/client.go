@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,51 @@ type Client struct {
 	http    *http.Client
 	// leaseSecret is sent in HeaderLeaseSecret with every request.
 	leaseSecret string
+	retry       Retry
+}
+
+// Retry says how a client retries requests warp refused for now: 429 (too
+// many connections, too many hosts) and 503 (a database that does not
+// answer, a server at its connection limit). Both come before the request
+// is applied, so any request may be sent again.
+type Retry struct {
+	// Max is how many times a refused request is sent again; 0: never.
+	Max int
+	// MaxWait caps each wait; the answer's Retry-After (seconds or an
+	// HTTP date) sets it, 1 s when it says nothing. 0: 10 s.
+	MaxWait time.Duration
+	// Notify, when set, is called before each wait: the answer, the wait
+	// and the attempt about to be made (2 for the first retry).
+	Notify func(err *APIError, wait time.Duration, attempt int)
+}
+
+// WithRetry returns a copy of c that retries refused requests as r says.
+// Clients that retry on their own schedule (a heartbeat loop) leave it
+// off.
+func (c *Client) WithRetry(r Retry) *Client {
+	cc := *c
+	cc.retry = r
+	return &cc
+}
+
+// retryAfter is the wait an answer asks for: its Retry-After in seconds or
+// as an HTTP date, else 1 s, capped at limit.
+func retryAfter(h http.Header, now time.Time, limit time.Duration) time.Duration {
+	wait := time.Second
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			wait = time.Duration(n) * time.Second
+		} else if t, err := http.ParseTime(v); err == nil {
+			wait = t.Sub(now)
+		}
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	if wait > limit {
+		wait = limit
+	}
+	return wait
 }
 
 // NewClient returns a client for the server at baseURL ("" → DefaultURL)
@@ -72,20 +118,55 @@ func (c *Client) BaseURL() string { return c.baseURL }
 // Do sends a JSON request and decodes a JSON answer into out (when not nil).
 // An error answer becomes an *APIError; a transport failure is returned
 // wrapped as is.
+//
+// A client WithRetry sends a request warp answered 429 or 503 again, after
+// the wait the answer asks for, up to its Max times while ctx allows; the
+// last answer is the error.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var b []byte
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
+	}
+	maxWait := c.retry.MaxWait
+	if maxWait <= 0 {
+		maxWait = 10 * time.Second
+	}
+	for attempt := 1; ; attempt++ {
+		h, err := c.do(ctx, method, path, b, in != nil, out)
+		var apiErr *APIError
+		if attempt > c.retry.Max || !errors.As(err, &apiErr) ||
+			apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusServiceUnavailable {
+			return err
+		}
+		wait := retryAfter(h, time.Now(), maxWait)
+		if c.retry.Notify != nil {
+			c.retry.Notify(apiErr, wait, attempt+1)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// do sends one request and returns the answer's header (nil without an
+// answer).
+func (c *Client) do(ctx context.Context, method, path string, b []byte, hasBody bool, out any) (http.Header, error) {
+	var body io.Reader
+	if hasBody {
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("build request: %w", err)
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -97,14 +178,14 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	return Decode(method, path, resp.StatusCode, data, out)
+	return resp.Header, Decode(method, path, resp.StatusCode, data, out)
 }
 
 // CreateTicket creates a ticket.

@@ -3,8 +3,10 @@ package gyrumcli_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,38 @@ func TestStatusSaysDiskFull(t *testing.T) {
 	}
 	if r := e.gyrum(wt, "", "heartbeat", "status"); !strings.Contains(r.stdout, "problem   disk full") {
 		t.Fatalf("heartbeat status on a full disk: %+v", r)
+	}
+}
+
+// start-work and release retry a request warp refuses for now (429 from
+// its per-client connection cap, 503): before, 46 of 500 start-work calls
+// of a busy fleet failed outright on 429 too_many_connections.
+func TestClientCommandsRetryRefusals(t *testing.T) {
+	e := newEnv(t)
+	front := warptest.StartRefusing(t, e.ws.URL())
+	e.vars["WARP_URL"] = front.URL()
+	e.vars["HEARTBEAT_INTERVAL_SECS"] = "600" // only the loop's start POST goes through the front
+	e.ws.Create("T-busy")
+	wt := mkdir(t)
+	_, w := agent(t, "sleep", "1000")
+	front.Refuse(http.StatusTooManyRequests, 2)
+	r := e.gyrum(wt, "", "start-work", "T-busy", "--watch-pid", strconv.Itoa(w.PID), "--json")
+	e.startResult(r)
+	if front.Refused() != 2 || !strings.Contains(r.stderr, "retrying in 0s, attempt 2 of 4") {
+		t.Fatalf("start-work through two 429s: refused %d, %+v", front.Refused(), r)
+	}
+	waitFor(t, "the loop's start POST", func() bool { return e.ws.Count() >= 1 })
+	front.Refuse(http.StatusServiceUnavailable, 1)
+	if r := e.gyrum(wt, "", "release"); r.code != 0 || front.Refused() != 3 {
+		t.Fatalf("release through a 503: refused %d, %+v", front.Refused(), r)
+	}
+	if v := e.ws.Ticket("T-busy"); v.Ticket.State != "open" {
+		t.Fatalf("ticket %s after release, want open", v.Ticket.State)
+	}
+	// More refusals than retries: the command fails and says why.
+	front.Refuse(http.StatusTooManyRequests, 10)
+	r = e.gyrum(wt, "", "start-work", "T-busy", "--watch-pid", strconv.Itoa(w.PID))
+	if r.code == 0 || !strings.Contains(r.stderr, "too_many_connections") || front.Refused() != 3+4 {
+		t.Fatalf("start-work through 10 refusals: refused %d, %+v", front.Refused()-3, r)
 	}
 }

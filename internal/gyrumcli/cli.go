@@ -251,7 +251,7 @@ func (a *App) client(serverURL string) *client.Client {
 		token = ""
 		a.withheld = clikit.Clean(serverURL)
 	}
-	return client.NewClient(serverURL, token)
+	return client.NewClient(serverURL, token).WithRetry(apiclient.Retry(a.Stderr, "gyrum"))
 }
 
 // findDir returns the .gyrum/ of --dir (which must hold one) or the nearest

@@ -187,7 +187,7 @@ func (c *CLI) client(cmd *cobra.Command, o *clientOptions) (*client.Client, erro
 	if !apiclient.ValidURL(u) {
 		return nil, clikit.Usagef("server URL %q is invalid: want http://HOST:PORT (set WARP_URL or --url)", u)
 	}
-	return client.NewClient(u, tok), nil
+	return client.NewClient(u, tok).WithRetry(apiclient.Retry(c.Stderr, "warp")), nil
 }
 
 // fail marks err as a failure talking to cl's server.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 const (
@@ -454,5 +456,23 @@ func TestStaleUnlockUsesTheServersView(t *testing.T) {
 	}
 	if _, err := c.Release(ctx, "B", client.ReleaseRequest{Epoch: 1, IdleForS: -1}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("negative idle_for_s: %v, want invalid", err)
+	}
+}
+
+// The operator CLI retries a request warp refuses for now (429, 503), at
+// most three times, saying so on stderr; a refusal that lasts is the error.
+func TestOperatorCommandsRetryRefusals(t *testing.T) {
+	s := startServer(t, nil)
+	front := warptest.StartRefusing(t, s.URL())
+	env := map[string]string{"WARP_URL": front.URL()}
+	front.Refuse(http.StatusServiceUnavailable, 3)
+	r := s.run(t, env, "ticket", "create", "T-r").mustSucceed(t)
+	if front.Refused() != 3 || strings.Count(r.stderr, "warp: the server refused for now") != 3 {
+		t.Fatalf("create through three 503s: refused %d, stderr %q", front.Refused(), r.stderr)
+	}
+	front.Refuse(http.StatusTooManyRequests, 4)
+	s.run(t, env, "ticket", "show", "T-r").mustFail(t, 1, "too_many_connections")
+	if front.Refused() != 7 {
+		t.Fatalf("show through four 429s: %d requests refused, want 4 (one try and three retries)", front.Refused()-3)
 	}
 }

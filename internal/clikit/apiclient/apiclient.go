@@ -7,9 +7,11 @@ package apiclient
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gyrum-labs/warp/client"
@@ -69,4 +71,18 @@ func CheckTicketID(id string) error {
 		return nil
 	}
 	return clikit.Usagef("ticket id %q is invalid: want 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", id)
+}
+
+// Retries is how many times the CLIs send a request warp refused for now
+// (429, 503) again; with Retry-After capped at 10 s, a command waits at
+// most 30 s more before it reports the refusal.
+const Retries = 3
+
+// Retry is the CLIs' retry of refused requests: Retries times, each wait
+// said on w ("NAME: the server refused for now (...): retrying in 1s, attempt 2
+// of 4").
+func Retry(w io.Writer, name string) client.Retry {
+	return client.Retry{Max: Retries, Notify: func(err *client.APIError, wait time.Duration, attempt int) {
+		fmt.Fprintf(w, "%s: the server refused for now (%s): retrying in %s, attempt %d of %d\n", name, clikit.Clean(Message(err)), wait, attempt, Retries+1)
+	}}
 }
