@@ -112,7 +112,9 @@ func Start(svc *warp.Service, cfg Config) *Committer {
 	go func() {
 		wg.Wait()
 		// The counts of the last batches, answered before quit.
-		if err := svc.FlushCounts(context.Background()); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), warp.DatabaseTimeout)
+		defer cancel()
+		if err := svc.FlushCounts(ctx); err != nil {
 			cfg.Logger.Error("write adoption counts at shutdown: lost", "err", err)
 		}
 		close(c.done)
@@ -246,9 +248,11 @@ func (c *Committer) flush() {
 		case <-c.quit:
 			return
 		case <-t.C:
-			if err := c.svc.FlushCounts(context.Background()); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), warp.DatabaseTimeout)
+			if err := c.svc.FlushCounts(ctx); err != nil {
 				c.cfg.Logger.Warn("write adoption counts: kept for the next flush", "err", err)
 			}
+			cancel()
 		}
 	}
 }

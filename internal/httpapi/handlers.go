@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -172,6 +173,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	var res warp.HeartbeatResult
 	if err == nil {
 		res, err = s.svc.Heartbeat(r.Context(), h)
+		err = notAnswering(r.Context(), err)
 	}
 	if s.cfg.OnHeartbeat != nil {
 		if err != nil {
@@ -251,9 +253,13 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readyz pings the database within ReadyTimeout: a database that does
+// not answer makes it answer 503 within a second, not hang with the ping.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	if err := s.svc.Ping(r.Context()); err != nil {
-		if !errors.Is(err, warp.ErrUnavailable) {
+	ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+	defer cancel()
+	if err := s.svc.Ping(ctx); err != nil {
+		if err = notAnswering(ctx, err); !errors.Is(err, warp.ErrUnavailable) {
 			err = fmt.Errorf("%w: ping: %w", warp.ErrUnavailable, err)
 		}
 		return err

@@ -56,6 +56,45 @@ type ServerConfig struct {
 	// SignInPage renders the sign-in form (the dashboard's); a bare form
 	// when nil.
 	SignInPage SignInPage
+	// DatabaseTimeout bounds the database work of one API request: a
+	// database that does not answer within it gets the request a 503
+	// (DefaultDatabaseTimeout when zero; negative: no bound).
+	DatabaseTimeout time.Duration
+}
+
+// DefaultDatabaseTimeout bounds the database work of an API request: far
+// above what a request costs a database that answers (milliseconds; the
+// waits SQLite's busy timeout and a PostgreSQL connection attempt bound,
+// 5 s each, fit in it and report their own failure), well within the
+// answer's own bound (the server's write timeout, 30 s) and the heartbeat
+// loop's (30 s at the default interval). PUT /v1/mode, which rewrites
+// every held lease in one transaction, is not bound by it.
+const DefaultDatabaseTimeout = warp.DatabaseTimeout
+
+// ReadyTimeout bounds the database ping of GET /readyz: it answers 503
+// "the database is not answering" when the ping takes longer, so that the
+// probe answers within a second whatever the database does.
+const ReadyTimeout = 500 * time.Millisecond
+
+// errNotAnswering is what a request whose database work ran out of time
+// (DatabaseTimeout, ReadyTimeout, or the client gone) failed with: the
+// database did not answer in time, a 503 like any other unavailability.
+var errNotAnswering = warp.Errorf(warp.ErrUnavailable, "the database is not answering")
+
+// notAnswering returns err as errNotAnswering when it is the failure of
+// database work whose context ran out (ctx, the request's): an error of
+// the context itself, or any error that is no domain answer (500) once
+// the context is done (a driver reports an interrupted statement its own
+// way).
+func notAnswering(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, errNotAnswering) {
+		return err
+	}
+	if _, status := httpkit.ErrorStatus(err); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		ctx.Err() != nil && status == http.StatusInternalServerError {
+		return fmt.Errorf("%w: %w", errNotAnswering, err)
+	}
+	return err
 }
 
 // Server is the warp HTTP API. It implements http.Handler.
@@ -93,6 +132,9 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("httpapi: token %d: its secret is also configured as %s: one secret, one role", i, r)
 		}
 		roles[t.Secret] = t.Role
+	}
+	if cfg.DatabaseTimeout == 0 {
+		cfg.DatabaseTimeout = DefaultDatabaseTimeout
 	}
 	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
 		tokens: newTokenIndex(cfg.Tokens), adminIDs: map[string]bool{}, sameOrigin: http.NewCrossOriginProtection()}
@@ -134,8 +176,25 @@ func (s *Server) routes() {
 // returns the error to answer with.
 type apiHandler func(w http.ResponseWriter, r *http.Request) error
 
+// unboundedRoutes are the API routes whose database work DatabaseTimeout
+// does not bound: PUT /v1/mode rewrites every held lease in one
+// transaction, which a large fleet's takes longer. Only the client bounds
+// them.
+var unboundedRoutes = map[string]bool{"PUT /v1/mode": true}
+
+// handle registers an API route, its database work bound by
+// DatabaseTimeout (unless unboundedRoutes names it).
 func (s *Server) handle(pattern string, h apiHandler, role Role) {
+	bound := s.cfg.DatabaseTimeout
+	if unboundedRoutes[pattern] {
+		bound = 0
+	}
 	s.Mount(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bound > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), bound)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		if err := h(w, r); err != nil {
 			s.WriteError(w, r, err)
 		}
@@ -302,25 +361,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // WriteError answers err in the wire format, with the code and status of
 // httpkit.ErrorStatus. Database connection failures count as warp.ErrUnavailable
-// (503). 5xx answers are logged, with the internal detail kept out of the
+// (503), and so does database work that ran out of the request's time
+// (notAnswering); a 503 carries Retry-After: 1. 5xx answers are logged
+// (unless the client has gone), with the internal detail kept out of the
 // answer; 4xx are not. Mounted handlers use it too.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	err = notAnswering(r.Context(), err)
 	if isUnavailable(err) && !errors.Is(err, warp.ErrUnavailable) {
 		err = fmt.Errorf("%w: %w", warp.ErrUnavailable, err)
 	}
 	code, status := httpkit.ErrorStatus(err)
 	msg := warp.ErrorMessage(err)
 	switch {
+	case status == http.StatusServiceUnavailable && errors.Is(err, errNotAnswering):
+		msg = "the database is not answering; retry later"
 	case status == http.StatusServiceUnavailable:
 		msg = "the database is unavailable; retry later"
 	case status >= 500:
 		msg = "internal error; the server log has the detail"
 	}
-	if status >= 500 && r.Context().Err() == nil {
+	if status >= 500 && !errors.Is(r.Context().Err(), context.Canceled) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="warp"`)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	var detail map[string]string
 	var we *warp.Error

@@ -18,13 +18,17 @@ import (
 
 // proxy is a TCP forwarder between the store and PostgreSQL that the test
 // can cut, as a network outage or a database going away would: open
-// connections are closed and new ones are dropped at once.
+// connections are closed and new ones are dropped at once (setDown). Or it
+// can blackhole the path, as a partition that drops packets does: open
+// connections stay open and new ones are accepted, but nothing passes
+// either way and nothing is answered (setBlackhole).
 type proxy struct {
 	ln     net.Listener
 	target string
 
 	mu    sync.Mutex
 	down  bool
+	hole  bool
 	conns map[net.Conn]bool
 	wg    sync.WaitGroup
 }
@@ -54,9 +58,16 @@ func (p *proxy) serve() {
 			return
 		}
 		p.mu.Lock()
-		if p.down {
+		switch {
+		case p.down:
 			p.mu.Unlock()
 			c.Close()
+			continue
+		case p.hole: // accepted, never answered
+			p.conns[c] = true
+			p.wg.Add(1)
+			p.mu.Unlock()
+			go p.pipe(io.Discard, c)
 			continue
 		}
 		up, err := net.Dial("tcp", p.target)
@@ -68,14 +79,33 @@ func (p *proxy) serve() {
 		p.conns[c], p.conns[up] = true, true
 		p.wg.Add(2)
 		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			defer p.wg.Done()
-			_, _ = io.Copy(dst, src)
-			dst.Close()
-			src.Close()
+		go p.pipe(up, c)
+		go p.pipe(c, up)
+	}
+}
+
+// pipe copies src to dst, dropping what it reads while the path is
+// blackholed, until either end closes.
+func (p *proxy) pipe(dst io.Writer, src net.Conn) {
+	defer p.wg.Done()
+	defer src.Close()
+	if c, ok := dst.(net.Conn); ok {
+		defer c.Close()
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		hole := p.hole
+		p.mu.Unlock()
+		if n > 0 && !hole {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
 		}
-		go pipe(up, c)
-		go pipe(c, up)
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -85,11 +115,27 @@ func (p *proxy) setDown(down bool) {
 	defer p.mu.Unlock()
 	p.down = down
 	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
+		p.closeAllLocked()
 	}
+}
+
+// setBlackhole blackholes (true) or restores (false) the path to the
+// database. Restoring closes the connections the hole held: bytes were
+// lost on them.
+func (p *proxy) setBlackhole(hole bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hole = hole
+	if !hole {
+		p.closeAllLocked()
+	}
+}
+
+func (p *proxy) closeAllLocked() {
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
 }
 
 // via returns u with its host replaced by the proxy's address.

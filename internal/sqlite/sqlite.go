@@ -195,7 +195,10 @@ func (db *DB) Update(ctx context.Context, fn func(warp.Tx) error) error {
 	switch {
 	case err == nil:
 		db.writeErr.Store(nil)
-	case errors.Is(err, warp.ErrUnavailable) && ctx.Err() == nil:
+	case errors.Is(err, warp.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		// The database refused (full, locked past the busy timeout by
+		// another process, gone), whether or not the caller still waits:
+		// /readyz says so until a write succeeds.
 		db.writeErr.Store(&err)
 	}
 	return err

@@ -85,7 +85,9 @@ func (s *Service) applyBatch(batch []QueuedHeartbeat, countsInTx bool) []Heartbe
 	order := ticketOrder(batch)
 	var run *batchRun
 	began := time.Now()
-	err := s.store.Update(context.Background(), func(tx Tx) error {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	err := s.store.Update(ctx, func(tx Tx) error {
 		run = s.newBatchRun(tx, batch, now) // a store may run fn again
 		if err := run.read(order); err != nil {
 			return err
@@ -114,6 +116,32 @@ func (s *Service) applyBatch(batch []QueuedHeartbeat, countsInTx bool) []Heartbe
 	return answers
 }
 
+// batchContext is what a batch's transaction runs under: its requests'
+// latest deadline, after which none of them waits for the answer (a
+// database that does not answer fails the batch then, instead of holding
+// every later heartbeat behind it); no deadline when one of them has none.
+func batchContext(batch []QueuedHeartbeat) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, q := range batch {
+		d, ok := time.Time{}, false
+		if q.Ctx != nil {
+			d, ok = q.Ctx.Deadline()
+		}
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		latest = later(latest, d)
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // ticketOrder returns the indexes of batch in ticket order.
 func ticketOrder(batch []QueuedHeartbeat) []int {
 	order := make([]int, len(batch))
@@ -135,7 +163,9 @@ func (s *Service) committed(run *batchRun) {
 	}
 	s.counts.add(run.buffered)
 	if s.counts.pending() >= maxPendingCounts {
-		if err := s.FlushCounts(context.Background()); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DatabaseTimeout)
+		defer cancel()
+		if err := s.FlushCounts(ctx); err != nil {
 			s.log.Warn("write adoption counts: kept for the next flush", "err", err, "rows", s.counts.pending())
 		}
 	}

@@ -2,6 +2,7 @@ package warp
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -52,12 +53,14 @@ type countBuffer struct {
 	at map[countKey]int
 	cs []HeartbeatCount
 	// flushing serialises flushes, so a flush that failed and put its
-	// counts back cannot race one that took newer counts.
-	flushing sync.Mutex
+	// counts back cannot race one that took newer counts. It is a channel
+	// so that a reader waiting behind a flush the database does not
+	// answer gives up with its own context.
+	flushing chan struct{}
 }
 
 func newCountBuffer() *countBuffer {
-	return &countBuffer{at: map[countKey]int{}}
+	return &countBuffer{at: map[countKey]int{}, flushing: make(chan struct{}, 1)}
 }
 
 // add sums cs into the buffer: N added, At the latest of the two.
@@ -118,8 +121,12 @@ func sortCounts(cs []HeartbeatCount) {
 // a failed flush keeps the counts for the next one.
 func (s *Service) FlushCounts(ctx context.Context) error {
 	c := s.counts
-	c.flushing.Lock()
-	defer c.flushing.Unlock()
+	select {
+	case c.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the flush under way: %w", ctx.Err())
+	}
+	defer func() { <-c.flushing }()
 	cs := c.take()
 	if len(cs) == 0 {
 		return nil

@@ -33,6 +33,13 @@ func addSaturating(a, b int64) int64 {
 // not an idle agent.
 const MaxActivityAge = 366 * 24 * 3600.0
 
+// DatabaseTimeout bounds what warp waits on its database for one piece of
+// work: a request's (internal/httpapi's default bound), or one nobody waits
+// for (a flush of the adoption counts). A database that does not answer
+// then fails the work instead of holding it, and all that queues behind
+// it, for as long as the connection takes to break.
+const DatabaseTimeout = 10 * time.Second
+
 // Limits of listings.
 const (
 	DefaultListLimit = 100
@@ -867,7 +874,9 @@ func (s *Service) Heartbeat(ctx context.Context, h Heartbeat) (HeartbeatResult, 
 // Close writes the adoption counts still buffered. A group commit
 // composed with the Service stops before it.
 func (s *Service) Close() error {
-	if err := s.FlushCounts(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), DatabaseTimeout)
+	defer cancel()
+	if err := s.FlushCounts(ctx); err != nil {
 		s.log.Error("write adoption counts at shutdown: lost", "err", err, "rows", s.counts.pending())
 		return err
 	}

@@ -82,6 +82,9 @@ type ServeConfig struct {
 	// MaxHostsPerToken bounds the distinct hosts one agent token may report
 	// within a day (--max-hosts-per-token); 0: no bound.
 	MaxHostsPerToken int
+	// DatabaseTimeout bounds the database work of one API request
+	// (httpapi.DefaultDatabaseTimeout when zero; no flag: tests shorten it).
+	DatabaseTimeout time.Duration
 
 	// Now is the service's wall clock (tests inject one, taken as it is).
 	// Nil: the database's clock on PostgreSQL, time.Now on SQLite, either
@@ -263,7 +266,7 @@ func (m *Main) startAPI(ctx context.Context, tokens []httpapi.Token) error {
 	// Sessions live in the served database: every replica accepts them,
 	// and a restart keeps them.
 	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure,
-		Sessions: m.Store, SessionTTL: m.Config.SessionTTL}
+		Sessions: m.Store, SessionTTL: m.Config.SessionTTL, DatabaseTimeout: m.Config.DatabaseTimeout}
 	m.Ops.Hook(&apiCfg)
 	if m.API, err = httpapi.NewServer(m.Service, apiCfg); err != nil {
 		return err
