@@ -75,6 +75,7 @@ const (
 	NameBatchSize              = "warp_heartbeat_batch_size"
 	NameBatchDuration          = "warp_heartbeat_batch_duration_seconds"
 	NameBatchFailures          = "warp_heartbeat_batch_failures_total"
+	NameClockAhead             = "warp_clock_ahead_seconds"
 )
 
 // New returns the metrics of svc, registered on a fresh registry together
@@ -137,8 +138,13 @@ func New(svc *warp.Service, cfg Config) (*Metrics, error) {
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route", "code"})
 
+	clockAhead := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: NameClockAhead,
+		Help: "How far warp's clock runs ahead of the system clock (the database's on PostgreSQL) after that clock stepped back, until the lead is slewed away.",
+	}, func() float64 { return svc.ClockAhead().Seconds() })
+
 	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
-		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration,
+		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration, clockAhead,
 		newStoreCollector(m), newBatchCollector(svc),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m, nil
