@@ -1139,7 +1139,18 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 			break
 		}
 	}
-	err := s.store.Update(ctx, func(tx Tx) error {
+	err := s.recordSweep(ctx, now)
+	res.Duration = time.Since(start)
+	return res, err
+}
+
+// recordSweep records the sweep at now (last_sweep, by this instance) and
+// prunes what it prunes, in a transaction of its own. The sweep's
+// transactions are not bound by DatabaseTimeout: after an outage its
+// prunes may take longer, and a sweep that could never record itself would
+// reopen the gap grace at every tick. The job's stop ends them.
+func (s *Service) recordSweep(ctx context.Context, now time.Time) error {
+	return s.store.Update(ctx, func(tx Tx) error {
 		if err := tx.SetMeta(ctx, MetaLastSweep, formatTime(now)); err != nil {
 			return err
 		}
@@ -1151,8 +1162,6 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 		return tx.PruneVerdictCounts(ctx, pruneVerdictBatch)
 	})
-	res.Duration = time.Since(start)
-	return res, err
 }
 
 // openGapGrace opens a grace (Policy.GapGrace) when the last recorded
