@@ -9,6 +9,7 @@
 package agent
 
 import (
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -26,6 +27,10 @@ type Agent struct {
 	// ShellTool is what the agent calls its shell tool, for the
 	// instructions setup writes ("Bash"); "" when it has none.
 	ShellTool string
+	// Instructions is the project instructions file the agent reads
+	// ("CLAUDE.md", "AGENTS.md"), where `gyrum setup --instructions=FILE`
+	// puts gyrum's snippet; "" when it reads none by itself.
+	Instructions string
 	// Executables are the base names its processes go by: the kernel's
 	// name, argv[0], or the script an interpreter runs.
 	Executables []string
@@ -86,6 +91,11 @@ type Hooks struct {
 	// $HomeEnv/File when HomeEnv is set in the environment, else
 	// $HOME/UserDir/File.
 	ProjectDir, UserDir, HomeEnv, File string
+	// Layers are the files under a project's ProjectDir the agent reads
+	// on top of the user's File, lowest precedence first (Claude Code:
+	// settings.json, settings.local.json); doctor looks for the hook in
+	// all of them. Empty: File alone.
+	Layers []string
 	// Notes, when set, says what the user must still do for the hook to
 	// run after setup wrote the file (trust it, turn hooks on).
 	Notes func(NoteInput) []string
@@ -99,6 +109,66 @@ type NoteInput struct {
 	Project string // --project's directory, "" for the user's settings
 	// IsHookCommand recognises a command that runs gyrum's hook.
 	IsHookCommand func(string) bool
+}
+
+// Path returns the settings file gyrum setup edits: <project>/ProjectDir/
+// File when project is set, else $HomeEnv/File when getenv has it, else
+// <home>/UserDir/File.
+func (h *Hooks) Path(project, home string, getenv func(string) string) string {
+	switch {
+	case project != "":
+		return filepath.Join(project, h.ProjectDir, h.File)
+	case h.HomeEnv != "" && getenv != nil && getenv(h.HomeEnv) != "":
+		return filepath.Join(getenv(h.HomeEnv), h.File)
+	}
+	return filepath.Join(home, h.UserDir, h.File)
+}
+
+// Files returns the settings files that apply in project dir cwd, lowest
+// precedence first: the user's (Path with no project), then each of
+// Layers under cwd/ProjectDir (File alone when Layers is empty). cwd ""
+// gives the user's alone.
+func (h *Hooks) Files(cwd, home string, getenv func(string) string) []string {
+	files := []string{h.Path("", home, getenv)}
+	if cwd == "" {
+		return files
+	}
+	layers := h.Layers
+	if len(layers) == 0 {
+		layers = []string{h.File}
+	}
+	for _, f := range layers {
+		files = append(files, filepath.Join(cwd, h.ProjectDir, f))
+	}
+	return files
+}
+
+// Default returns the agent gyrum setup always wires, whose hook doctor
+// checks and runs: Claude Code, whose hook contract the others' payloads
+// are mapped to (Hooks.Flag "").
+func Default() Agent {
+	for _, a := range all {
+		if a.Hooks != nil && a.Hooks.Flag == "" {
+			return a
+		}
+	}
+	panic("agent: no agent is wired by default")
+}
+
+// InstructionFiles returns each instructions file some agent reads, in the
+// order of the agents, with the titles of the agents that read it.
+func InstructionFiles() (files []string, readers map[string][]string) {
+	readers = map[string][]string{}
+	for _, a := range all {
+		if a.Instructions == "" {
+			continue
+		}
+		if _, ok := readers[a.Instructions]; !ok {
+			files = append(files, a.Instructions)
+		}
+		readers[a.Instructions] = append(readers[a.Instructions], a.Title)
+	}
+	return files, readers
 }
 
 // Wired returns the agents `gyrum setup --agents` can wire, by their

@@ -6,10 +6,11 @@ import "strings"
 // (and codex.js for node, and the platform binaries the npm package
 // ships). Its hooks.json uses Claude Code's event names and output.
 var codex = Agent{
-	Name:      "codex",
-	Product:   "codex",
-	Title:     "Codex",
-	ShellTool: "its shell, exec_command",
+	Name:         "codex",
+	Product:      "codex",
+	Title:        "Codex",
+	Instructions: "AGENTS.md",
+	ShellTool:    "its shell, exec_command",
 	Executables: []string{"codex", "codex.js", "codex-linux-x64", "codex-darwin-arm64",
 		"codex-x86_64-unknown-linux-musl", "codex-aarch64-apple-darwin"},
 	Packages: []string{"@openai/codex/"},

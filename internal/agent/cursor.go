@@ -5,13 +5,14 @@ package agent
 // postToolUse, postToolUseFailure), and it reads a top-level
 // additional_context.
 var cursor = Agent{
-	Name:        "cursor-agent",
-	Product:     "cursor",
-	Title:       "Cursor",
-	ShellTool:   "the terminal",
-	Executables: []string{"cursor-agent"},
-	Events:      map[string]string{"preToolUse": "PreToolUse", "postToolUse": "PostToolUse", "postToolUseFailure": "PostToolUseFailure"},
-	Notice:      NoticeTopLevel,
+	Name:         "cursor-agent",
+	Product:      "cursor",
+	Title:        "Cursor",
+	Instructions: "AGENTS.md",
+	ShellTool:    "the terminal",
+	Executables:  []string{"cursor-agent"},
+	Events:       map[string]string{"preToolUse": "PreToolUse", "postToolUse": "PostToolUse", "postToolUseFailure": "PostToolUseFailure"},
+	Notice:       NoticeTopLevel,
 	// hooks.json, as documented at https://cursor.com/docs/agent/hooks:
 	// {"version": 1, "hooks": {EVENT: [{"command": "...", "timeout": 5}]}},
 	// a flat list of handlers per event (timeout in seconds), in

@@ -12,14 +12,15 @@ import (
 // child. Its hooks are BeforeTool and AfterTool, with no tool_use_id; it
 // reads Claude Code's output shape.
 var geminiCLI = Agent{
-	Name:        "gemini",
-	Product:     "gemini-cli",
-	Title:       "Gemini CLI",
-	ShellTool:   "run_shell_command",
-	Executables: []string{"gemini", "gemini.js"},
-	Packages:    []string{"@google/gemini-cli/"},
-	Events:      map[string]string{"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"},
-	Notice:      NoticeHookSpecific,
+	Name:         "gemini",
+	Product:      "gemini-cli",
+	Title:        "Gemini CLI",
+	Instructions: "GEMINI.md",
+	ShellTool:    "run_shell_command",
+	Executables:  []string{"gemini", "gemini.js"},
+	Packages:     []string{"@google/gemini-cli/"},
+	Events:       map[string]string{"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"},
+	Notice:       NoticeHookSpecific,
 	// settings.json hooks, as documented at
 	// https://geminicli.com/docs/hooks/reference: event → {matcher, hooks:
 	// [{name, type, command, timeout}]}, timeout in milliseconds, matcher

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agent/trust"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -68,13 +69,11 @@ type Report struct {
 
 // Options configures Run.
 type Options struct {
-	// Home is the user's home directory; ClaudeConfigDir is
-	// $CLAUDE_CONFIG_DIR ("" → Home/.claude).
-	Home            string
-	ClaudeConfigDir string
+	// Home is the user's home directory.
+	Home string
 	// Getenv reads the variables that move an agent's files
-	// ($CODEX_HOME, where Codex keeps its hooks and their trust); nil
-	// reads none.
+	// ($CLAUDE_CONFIG_DIR; $CODEX_HOME, where Codex keeps its hooks and
+	// their trust); nil reads none.
 	Getenv func(string) string
 	// Cwd is the project whose .claude/settings.json and
 	// .claude/settings.local.json count too, and where a local lease is
@@ -130,20 +129,10 @@ func Run(ctx context.Context, o Options) Report {
 	return rep
 }
 
-// settingsFiles returns the Claude Code settings files that apply in cwd,
-// lowest precedence first.
+// settingsFiles returns the settings files of the default agent
+// (agent.Default, Claude Code) that apply in cwd, lowest precedence first.
 func settingsFiles(o Options) []string {
-	dir := o.ClaudeConfigDir
-	if dir == "" {
-		dir = filepath.Join(o.Home, ".claude")
-	}
-	files := []string{filepath.Join(dir, "settings.json")}
-	if o.Cwd != "" {
-		files = append(files,
-			filepath.Join(o.Cwd, ".claude", "settings.json"),
-			filepath.Join(o.Cwd, ".claude", "settings.local.json"))
-	}
-	return files
+	return agent.Default().Hooks.Files(o.Cwd, o.Home, o.Getenv)
 }
 
 // hookEntries reads our hook entries from every settings file that applies;
@@ -155,7 +144,7 @@ func hookEntries(o Options) []hookSettings {
 		if err != nil {
 			continue
 		}
-		if m, err := setup.ClaudeHookEntries(path, data); err == nil {
+		if m, err := setup.HookEntries(path, data); err == nil {
 			out = append(out, hookSettings{byEvent: m, project: i > 0}) // settingsFiles: the user's first
 		}
 	}
@@ -184,7 +173,7 @@ func checkHook(o Options) (Check, []string) {
 			c.Status, c.Detail, c.Fix = StatusFail, fmt.Sprintf("cannot read %s: %v", path, err), "make the file readable by this user"
 			return c, commands
 		}
-		byEvent, err := setup.ClaudeHookCommands(path, data)
+		byEvent, err := setup.HookCommands(path, data)
 		if err != nil {
 			c.Status, c.Detail, c.Fix = StatusFail, err.Error(), "fix the file (Claude Code cannot read it either), then run gyrum setup"
 			return c, commands
@@ -201,7 +190,7 @@ func checkHook(o Options) (Check, []string) {
 		}
 	}
 	var missing []string
-	for _, ev := range setup.ClaudeHookEvents() {
+	for _, ev := range setup.HookEvents() {
 		if !found[ev] {
 			missing = append(missing, ev)
 		}
@@ -218,7 +207,7 @@ func checkHook(o Options) (Check, []string) {
 		return c, commands
 	}
 	c.Status = StatusOK
-	c.Detail = fmt.Sprintf("gyrum's hook wired for %s %s", strings.Join(setup.ClaudeHookEvents(), ", "), where)
+	c.Detail = fmt.Sprintf("gyrum's hook wired for %s %s", strings.Join(setup.HookEvents(), ", "), where)
 	return c, commands
 }
 

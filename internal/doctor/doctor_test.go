@@ -614,7 +614,7 @@ func (h *host) wireHookIn(dir, bin string, secs int) {
 	}
 	entry += `}`
 	var evs []string
-	for _, ev := range setup.ClaudeHookEvents() {
+	for _, ev := range setup.HookEvents() {
 		evs = append(evs, `"`+ev+`":[{"matcher":"*","hooks":[`+entry+`]}]`)
 	}
 	os.MkdirAll(dir, 0o755)

@@ -47,7 +47,7 @@ func hookCommands(files []hookSettings) []hookRun {
 	var out []hookRun
 	idx := map[string]int{}
 	for _, f := range files {
-		for _, ev := range setup.ClaudeHookEvents() {
+		for _, ev := range setup.HookEvents() {
 			for _, e := range f.byEvent[ev] {
 				i, ok := idx[e.Command]
 				if !ok {

@@ -48,14 +48,13 @@ Exit 1 when something is wrong; warnings alone exit 0.`,
 			}
 			cwd, _ := a.getwd()
 			rep := doctor.Run(cmd.Context(), doctor.Options{
-				Home:            home,
-				ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
-				Getenv:          a.getenv,
-				Cwd:             cwd,
-				WarpURL:         a.getenv("WARP_URL"),
-				WarpToken:       a.getenv("WARP_TOKEN"),
-				Registry:        reg,
-				Prepared:        gyrumdir.NewPrepared(filepath.Dir(reg.Dir())),
+				Home:      home,
+				Getenv:    a.getenv,
+				Cwd:       cwd,
+				WarpURL:   a.getenv("WARP_URL"),
+				WarpToken: a.getenv("WARP_TOKEN"),
+				Registry:  reg,
+				Prepared:  gyrumdir.NewPrepared(filepath.Dir(reg.Dir())),
 			})
 			if asJSON {
 				err = doctor.WriteJSON(a.Stdout, rep)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/setup"
 )
@@ -27,18 +28,26 @@ func (a *App) homeDir() (string, error) {
 	return h, nil
 }
 
+// setupExample lists, with the usual runs, the instructions file of every
+// agent package agent knows.
+func setupExample() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  gyrum setup --agents %s\n  gyrum setup --project . --dry-run\n", strings.Join(setup.Agents(), ","))
+	files, readers := agent.InstructionFiles()
+	for _, f := range files {
+		fmt.Fprintf(&b, "  %-42s # %s\n", "gyrum setup --instructions="+f, strings.Join(readers[f], ", "))
+	}
+	fmt.Fprintf(&b, "  %-42s # print the snippet", "gyrum setup --instructions")
+	return b.String()
+}
+
 func (a *App) setupCommand() *cobra.Command {
 	var fl setupFlags
 	cmd := &cobra.Command{
-		Use:   "setup [--project DIR] [--watchdog auto|systemd|cron|none] [--uninstall] [--dry-run] [--agents codex,gemini,cursor] [--instructions[=FILE]]",
-		Short: "Wire the touch-activity hook into the agents, schedule the watchdog, write agent instructions",
-		Long:  setupLong,
-		Example: `  gyrum setup --agents codex,gemini,cursor
-  gyrum setup --project . --dry-run
-  gyrum setup --instructions=CLAUDE.md       # Claude Code
-  gyrum setup --instructions=AGENTS.md       # Codex, Cursor
-  gyrum setup --instructions=GEMINI.md       # Gemini CLI
-  gyrum setup --instructions                # print the snippet`,
+		Use:     "setup [--project DIR] [--watchdog auto|systemd|cron|none] [--uninstall] [--dry-run] [--agents " + strings.Join(setup.Agents(), ",") + "] [--instructions[=FILE]]",
+		Short:   "Wire the touch-activity hook into the agents, schedule the watchdog, write agent instructions",
+		Long:    setupLong,
+		Example: setupExample(),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -65,7 +74,8 @@ func (a *App) setupCommand() *cobra.Command {
 	f.BoolVar(&fl.uninstall, "uninstall", false, "remove what setup added")
 	f.BoolVar(&fl.dryRun, "dry-run", false, "print every change, make none")
 	f.StringSliceVar(&fl.agents, "agents", nil, fmt.Sprintf("other agents to wire too: %s", strings.Join(setup.Agents(), ", ")))
-	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE (CLAUDE.md, AGENTS.md, GEMINI.md) once")
+	files, _ := agent.InstructionFiles()
+	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE ("+strings.Join(files, ", ")+") once")
 	f.Lookup("instructions").NoOptDefVal = instructionsStdout
 	f.BoolVar(&fl.json, "json", false, "print {changed, schedule, backups, warnings} instead of one line per change")
 	return cmd
@@ -89,15 +99,14 @@ func (a *App) setupOptions(fl setupFlags) (setup.Options, error) {
 		return setup.Options{}, err
 	}
 	o := setup.Options{
-		Home:            home,
-		ClaudeConfigDir: a.getenv("CLAUDE_CONFIG_DIR"),
-		Getenv:          a.getenv,
-		XDGConfigHome:   a.getenv("XDG_CONFIG_HOME"),
-		Watchdog:        fl.watchdog,
-		Uninstall:       fl.uninstall,
-		DryRun:          fl.dryRun,
-		Now:             a.now,
-		Out:             a.Stdout,
+		Home:          home,
+		Getenv:        a.getenv,
+		XDGConfigHome: a.getenv("XDG_CONFIG_HOME"),
+		Watchdog:      fl.watchdog,
+		Uninstall:     fl.uninstall,
+		DryRun:        fl.dryRun,
+		Now:           a.now,
+		Out:           a.Stdout,
 	}
 	for _, ag := range fl.agents {
 		for _, s := range strings.Split(ag, ",") {

@@ -1,11 +1,7 @@
 package setup
 
 import (
-	"path/filepath"
-	"strings"
-
 	"github.com/gyrum-labs/warp/internal/agent"
-	"github.com/gyrum-labs/warp/internal/clikit"
 )
 
 // Agents returns the names Options.Agents accepts: the agents package
@@ -27,33 +23,22 @@ func formatOf(h *agent.Hooks) hookFormat {
 	return f
 }
 
-// claudeFormat is Claude Code's settings.json hooks.
-func claudeFormat() hookFormat {
-	a, _ := agent.ByName("claude")
-	return formatOf(a.Hooks)
-}
+// defaultFormat is the hooks format of the agent setup always wires
+// (agent.Default: Claude Code's settings.json).
+func defaultFormat() hookFormat { return formatOf(agent.Default().Hooks) }
 
-// agentTarget returns the settings file and format of one of the other
-// agents of Options.Agents.
-func agentTarget(o Options, flag string) (hookTarget, error) {
-	a, ok := agent.ByFlag(flag)
-	if !ok {
-		return hookTarget{}, clikit.Usagef("--agents: unknown agent %q (want %s)", flag, strings.Join(Agents(), ", "))
-	}
+// agentTarget returns the settings file and format of agent a.
+func agentTarget(o Options, a agent.Agent) hookTarget {
 	h := a.Hooks
-	path := filepath.Join(o.Home, h.UserDir, h.File)
-	switch {
-	case o.Project != "":
-		path = filepath.Join(o.Project, h.ProjectDir, h.File)
-	case h.HomeEnv != "" && o.Getenv != nil && o.Getenv(h.HomeEnv) != "":
-		path = filepath.Join(o.Getenv(h.HomeEnv), h.File)
-	}
 	f := formatOf(h)
-	t := hookTarget{agent: flag, path: path, install: f.install, uninstall: f.uninstall}
+	t := hookTarget{agent: a.Name, path: h.Path(o.Project, o.Home, o.Getenv), install: f.install, uninstall: f.uninstall}
+	if h.Flag != "" {
+		t.agent = h.Flag
+	}
 	if h.Notes != nil {
 		t.notes = func(path string, data []byte, changed bool) []string {
 			return h.Notes(agent.NoteInput{Path: path, Data: data, Changed: changed, Project: o.Project, IsHookCommand: IsHookCommand})
 		}
 	}
-	return t, nil
+	return t
 }

@@ -318,20 +318,26 @@ func TestRefusalChangesNothingElse(t *testing.T) {
 func TestUserScopeSettingsPath(t *testing.T) {
 	home := t.TempDir()
 	o := setup.Options{Home: home}
-	if got, want := o.ClaudeSettingsPath(), filepath.Join(home, ".claude", "settings.json"); got != want {
+	if got, want := o.SettingsPath(), filepath.Join(home, ".claude", "settings.json"); got != want {
 		t.Errorf("default path = %s, want %s", got, want)
 	}
-	o.ClaudeConfigDir = filepath.Join(home, "cc")
-	if got, want := o.ClaudeSettingsPath(), filepath.Join(home, "cc", "settings.json"); got != want {
+	cc := filepath.Join(home, "cc")
+	o.Getenv = func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return cc
+		}
+		return ""
+	}
+	if got, want := o.SettingsPath(), filepath.Join(home, "cc", "settings.json"); got != want {
 		t.Errorf("CLAUDE_CONFIG_DIR path = %s, want %s", got, want)
 	}
 	o.Project = "/srv/proj"
-	if got, want := o.ClaudeSettingsPath(), "/srv/proj/.claude/settings.json"; got != want {
+	if got, want := o.SettingsPath(), "/srv/proj/.claude/settings.json"; got != want {
 		t.Errorf("project path = %s, want %s", got, want)
 	}
 
 	// A user-scope install creates the file under CLAUDE_CONFIG_DIR.
-	o = setup.Options{Binary: testBinary, Home: home, ClaudeConfigDir: filepath.Join(home, "cc"), Watchdog: setup.WatchdogNone}
+	o = setup.Options{Binary: testBinary, Home: home, Getenv: o.Getenv, Watchdog: setup.WatchdogNone}
 	if _, err := setup.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func FuzzClaudeSettings(f *testing.F) {
 	}
 	addSpliceSeeds(f)
 	const cmd = "/usr/local/bin/gyrum touch-activity"
-	format := claudeFormat()
+	format := defaultFormat()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, _, err := format.install("settings.json", data, cmd)
 		if err != nil {
@@ -46,7 +46,7 @@ func FuzzClaudeSettings(f *testing.F) {
 			t.Fatalf("second install: changed %v err %v\n%q\n%q", changed, err, out, again)
 		}
 		cmds, err := format.commands("settings.json", out)
-		if err != nil || len(cmds) != len(ClaudeHookEvents()) {
+		if err != nil || len(cmds) != len(HookEvents()) {
 			t.Fatalf("commands after install: %v %v", cmds, err)
 		}
 		removed, _, err := format.uninstall("settings.json", out)

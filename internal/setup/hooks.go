@@ -15,10 +15,11 @@ import (
 // returns in milliseconds, and a hung hook must never block the agent long.
 const HookTimeoutSecs = 5
 
-// ClaudeHookEvents returns the Claude Code events setup wires the hook to:
-// PreToolUse creates the in-flight marker, PostToolUse and
-// PostToolUseFailure remove it and touch last-activity.
-func ClaudeHookEvents() []string { return append([]string(nil), claudeFormat().events...) }
+// HookEvents returns the events setup wires the hook to in the default
+// agent's settings (agent.Default): PreToolUse creates the in-flight
+// marker, PostToolUse and PostToolUseFailure remove it and touch
+// last-activity.
+func HookEvents() []string { return append([]string(nil), defaultFormat().events...) }
 
 // HookBinaryName is the small hook binary a release ships beside gyrum: the
 // hook alone, which starts several times faster than the whole CLI.
@@ -452,16 +453,18 @@ func (f hookFormat) entries(path string, data []byte) (map[string][]HookEntry, e
 	return out, nil
 }
 
-// ClaudeHookEntries returns, per Claude Code event setup wires, the gyrum
+// HookEntries returns, per event setup wires in the default agent's
+// settings, the gyrum
 // touch-activity hooks of data (the settings file at path) with their
 // timeouts. A file that does not parse is a *ParseError.
-func ClaudeHookEntries(path string, data []byte) (map[string][]HookEntry, error) {
-	return claudeFormat().entries(path, data)
+func HookEntries(path string, data []byte) (map[string][]HookEntry, error) {
+	return defaultFormat().entries(path, data)
 }
 
-// ClaudeHookCommands returns, per Claude Code event setup wires, the
+// HookCommands returns, per event setup wires in the default agent's
+// settings, the
 // commands of the gyrum touch-activity hooks in data (the settings file at
 // path). A file that does not parse is a *ParseError; an empty one has none.
-func ClaudeHookCommands(path string, data []byte) (map[string][]string, error) {
-	return claudeFormat().commands(path, data)
+func HookCommands(path string, data []byte) (map[string][]string, error) {
+	return defaultFormat().commands(path, data)
 }

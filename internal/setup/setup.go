@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
@@ -40,18 +41,17 @@ type Options struct {
 	Binary string
 	// Home is the user's home directory, for the default locations.
 	Home string
-	// Project, when set, selects DIR/.claude/settings.json (and the project
-	// files of the other agents) instead of the user's settings.
+	// Project, when set, selects each agent's project settings
+	// (DIR/.claude/settings.json, ...) instead of the user's.
 	Project string
-	// ClaudeConfigDir is the user-scope Claude Code directory
-	// ($CLAUDE_CONFIG_DIR); "" → Home/.claude.
-	ClaudeConfigDir string
-	// Agents lists the other agents to wire besides Claude Code (Agents()):
-	// each in its settings file under Home (or a directory its variable
-	// names, as $CODEX_HOME), or under Project (package agent says where).
+	// Agents lists the agents to wire besides the default one
+	// (agent.Default, always wired), by their names in Agents(): each in
+	// its settings file under Home (or a directory its variable names, as
+	// $CODEX_HOME or $CLAUDE_CONFIG_DIR), or under Project (package agent
+	// says where).
 	Agents []string
 	// Getenv reads the variables that move an agent's settings
-	// ($CODEX_HOME); nil reads none.
+	// ($CLAUDE_CONFIG_DIR, $CODEX_HOME); nil reads none.
 	Getenv func(string) string
 	// Watchdog is auto (default), systemd, cron or none.
 	Watchdog string
@@ -74,16 +74,10 @@ type Options struct {
 	Out io.Writer
 }
 
-// ClaudeSettingsPath returns the Claude Code settings file that o selects.
-func (o Options) ClaudeSettingsPath() string {
-	if o.Project != "" {
-		return filepath.Join(o.Project, ".claude", "settings.json")
-	}
-	dir := o.ClaudeConfigDir
-	if dir == "" {
-		dir = filepath.Join(o.Home, ".claude")
-	}
-	return filepath.Join(dir, "settings.json")
+// SettingsPath returns the settings file of the default agent
+// (agent.Default) that o selects.
+func (o Options) SettingsPath() string {
+	return agent.Default().Hooks.Path(o.Project, o.Home, o.Getenv)
 }
 
 // UnitDir returns the directory of the systemd user units.
@@ -146,9 +140,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	if !o.Uninstall && !filepath.IsAbs(o.Binary) {
 		return Report{}, clikit.Usagef("gyrum binary path %q is not absolute", o.Binary)
-	}
-	if o.Home == "" && (o.Project == "" || o.ClaudeConfigDir == "") {
-		return Report{}, clikit.Usagef("no home directory to find the settings in")
 	}
 
 	var rep Report
@@ -254,12 +245,19 @@ type hookTarget struct {
 }
 
 func hookTargets(o Options) ([]hookTarget, error) {
-	claude := claudeFormat()
-	targets := []hookTarget{{agent: "claude", path: o.ClaudeSettingsPath(), install: claude.install, uninstall: claude.uninstall}}
-	for _, a := range o.Agents {
-		t, err := agentTarget(o, a)
-		if err != nil {
-			return nil, err
+	agents := []agent.Agent{agent.Default()}
+	for _, flag := range o.Agents {
+		a, ok := agent.ByFlag(flag)
+		if !ok {
+			return nil, clikit.Usagef("--agents: unknown agent %q (want %s)", flag, strings.Join(Agents(), ", "))
+		}
+		agents = append(agents, a)
+	}
+	var targets []hookTarget
+	for _, a := range agents {
+		t := agentTarget(o, a)
+		if !filepath.IsAbs(t.path) {
+			return nil, clikit.Usagef("no home directory to find the settings of %s in (set HOME, or give --project)", a.Title)
 		}
 		targets = append(targets, t)
 	}

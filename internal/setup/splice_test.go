@@ -12,7 +12,7 @@ import (
 
 // allFormats are the hook formats of every agent setup wires.
 func allFormats() map[string]hookFormat {
-	m := map[string]hookFormat{"claude": claudeFormat()}
+	m := map[string]hookFormat{"claude": defaultFormat()}
 	for _, a := range agent.Wired() {
 		m[a.Hooks.Flag] = formatOf(a.Hooks)
 	}
@@ -219,7 +219,7 @@ func TestSpliceRestoresFileWithoutHooks(t *testing.T) {
 	// follow, so install writes the document anew, and uninstall, which
 	// leaves the object empty again, writes it "{}": the whitespace
 	// that was inside it is not known any more.
-	_, removed := installUninstall(t, claudeFormat(), []byte("{ \n }\n"))
+	_, removed := installUninstall(t, defaultFormat(), []byte("{ \n }\n"))
 	if string(removed) != "{}\n" {
 		t.Errorf("install + uninstall of an empty object with spaces gave %q, want %q", removed, "{}\n")
 	}
