@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,16 +33,22 @@ type dbClock struct {
 	db    time.Time // the database's clock at local
 	local time.Time // this process's clock then (with its monotonic reading)
 
-	start  sync.Once
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// The readings' goroutine; run has a lock of its own, never db.mu,
+	// which the sweep lock holds across calls to the database.
+	run     sync.Mutex
+	started atomic.Bool // read without run on every Now
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // Now returns the database's clock (see ClockResample): the time of its
 // last reading moved on by the monotonic time since. The first call starts
 // the readings; Close stops them.
 func (db *DB) Now() time.Time {
-	db.clock.start.Do(db.startClock)
+	if !db.clock.started.Load() {
+		db.startClock()
+	}
 	db.clock.mu.Lock()
 	defer db.clock.mu.Unlock()
 	return db.clock.db.Add(time.Since(db.clock.local))
@@ -64,13 +71,16 @@ func (db *DB) readClock(ctx context.Context) error {
 	return nil
 }
 
-// startClock reads the database's clock every ClockResample until Close.
+// startClock starts reading the database's clock every ClockResample
+// until Close, unless it runs or stopped already.
 func (db *DB) startClock() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
+	c := &db.clock
+	c.run.Lock()
+	defer c.run.Unlock()
+	if c.started.Load() || c.stopped {
 		return
 	}
+	c.started.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	db.clock.cancel = cancel
 	db.clock.wg.Add(1)
@@ -91,13 +101,15 @@ func (db *DB) startClock() {
 	}()
 }
 
-// stopClock stops the readings, if they started.
+// stopClock stops the readings, if they started, for good.
 func (db *DB) stopClock() {
-	db.mu.Lock()
-	cancel := db.clock.cancel
-	db.mu.Unlock()
+	c := &db.clock
+	c.run.Lock()
+	c.stopped = true
+	cancel := c.cancel
+	c.run.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	db.clock.wg.Wait()
+	c.wg.Wait()
 }
