@@ -41,6 +41,9 @@ func startServer(tb testing.TB, opts ...option) *server {
 	var admin string
 	s := warpclitest.Start(tb, func(c *warpcli.ServeConfig) {
 		c.Policy.StartupGrace = 0
+		// The pages show an exit report's lease going exited, then
+		// lapsing: what warp does without --release-on-exit.
+		c.ReleaseOnExit = false
 		for _, o := range opts {
 			o(c)
 		}

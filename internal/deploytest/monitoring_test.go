@@ -465,6 +465,7 @@ func liveWarpMetrics(t *testing.T) exposed {
 	const admin = "deploytest-admin"
 	m := warpclitest.Start(t, func(c *warpcli.ServeConfig) {
 		c.Policy.StartupGrace = 0
+		c.ReleaseOnExit = false // an exit report's lease lapses (agent-exited), one of the reasons counted
 		c.AdminToken = admin
 	})
 	ctx := context.Background()

@@ -27,6 +27,7 @@ func startServer(t *testing.T) *warpclitest.Server {
 	t.Helper()
 	return warpclitest.Start(t, func(c *warpcli.ServeConfig) {
 		c.Policy.StartupGrace = 0
+		c.ReleaseOnExit = false // an exit report's lease lapses (agent-exited), one of the reasons counted
 		c.AdminToken = adminToken
 	})
 }

@@ -116,6 +116,10 @@ func DefaultServeConfig() ServeConfig {
 		MaxConns:          httpapi.DefaultMaxConns,
 		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
 		MaxHostsPerToken:  DefaultMaxHostsPerToken,
+		// A loop's exit report frees its ticket at once: the loop watches
+		// the agent, never a tool call's shell (an unknown agent is
+		// watched above its call's shells), so a live agent sends none.
+		ReleaseOnExit: true,
 	}
 }
 
@@ -606,7 +610,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 	clikit.IntVar(f, &cfg.MaxConns, "max-conns", cfg.MaxConns, "most connections open at once; more get 503 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxConnsPerClient, "max-conns-per-client", cfg.MaxConnsPerClient, "most connections open at once from one client IP; more get 429 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxHostsPerToken, "max-hosts-per-token", cfg.MaxHostsPerToken, "most distinct hosts one agent token may report within a day; more get 429 (0: no limit)")
-	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", false, "release a lease as soon as its loop reports the agent exited")
+	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", cfg.ReleaseOnExit, "release a lease as soon as its loop reports the agent exited (false: it lapses one lease window later)")
 	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
