@@ -350,6 +350,14 @@ func tailVerdicts(l warp.Lease, p warp.Policy, from, end time.Time) []verdictAt 
 	if l.LastHeartbeatAt.After(t) {
 		t = l.LastHeartbeatAt
 	}
+	// Thresholds are exclusive: at the very instant a recorded change
+	// began (its since) the columns still give the verdict before it, and
+	// the tail would draw the lease back in it to the end (a silent lease
+	// drawn stalled, issue 46). The verdict from there on is the one just
+	// after it (or the one at the end, when that is sooner).
+	if t = t.Add(time.Nanosecond); t.After(end) {
+		t = end
+	}
 	var out []verdictAt
 	for i := 0; i < 6 && !t.After(end); i++ {
 		v := p.Verdict(l, t)

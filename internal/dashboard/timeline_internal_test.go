@@ -136,3 +136,39 @@ func TestTimelineEscapesAgentValues(t *testing.T) {
 		t.Errorf("the agent's name is not shown escaped:\n%s", out)
 	}
 }
+
+// A lapsed lease that went stalled, then silent (both recorded by the
+// verdict pass), is drawn silent to its end: the columns' verdict at the
+// instant silence began is still stalled (thresholds are exclusive), and
+// the picture drew the last span stalled, "not recorded", against its own
+// marker and the events (issue 46).
+func TestTimelineSilentLeaseIsNotDrawnStalled(t *testing.T) {
+	p := tlPolicy()
+	l := heldLease(1, tlT0, tlT0.Add(5*time.Minute))
+	l.LastActivityAt = tlT0.Add(2 * time.Minute) // the last activity at 12:02
+	stalled := warp.ProgressAt(l).Add(p.StallAfter) // 12:17
+	// Stale reports kept the loop visible past the stall, then it went quiet.
+	l.LastHeartbeatAt = tlT0.Add(25 * time.Minute)
+	silent := l.LastHeartbeatAt.Add(p.SilentAfter) // 12:34
+	end := tlT0.Add(60 * time.Minute)
+	l.State, l.EndedAt, l.EndReason = warp.LeaseLapsed, end, warp.LapseNoActivity
+	ev := func(id int64, from, to warp.Verdict, at, since time.Time) warp.Event {
+		return warp.Event{ID: id, Ticket: "T", Epoch: 1, Kind: warp.EventVerdictChanged, At: at,
+			Data: map[string]any{"from": string(from), "to": string(to), "since": since.Format(time.RFC3339Nano)}}
+	}
+	h := warp.History{Ticket: warp.Ticket{ID: "T", Epoch: 1}, Leases: []warp.Lease{l}, Now: end.Add(time.Minute), Events: []warp.Event{
+		ev(1, warp.VerdictActive, warp.VerdictStalled, stalled.Add(time.Second), stalled),
+		ev(2, warp.VerdictStalled, warp.VerdictSilent, silent.Add(time.Second), silent),
+	}}
+	ln := buildTimeline(h, p).Lanes[0]
+	if ln.Verdicts != "active,stalled,silent" {
+		t.Fatalf("segments %s, want active,stalled,silent", ln.Verdicts)
+	}
+	last := ln.Segments[len(ln.Segments)-1]
+	if !strings.Contains(last.Title, "recorded by the verdict pass") {
+		t.Errorf("the silent span should be the recorded one: %q", last.Title)
+	}
+	if b := xs(t, last.X) + xs(t, last.W); b < xs(t, ln.Bar.X)+xs(t, ln.Bar.W)-0.6 {
+		t.Errorf("the silent span ends at %v, before the lease's end", b)
+	}
+}
