@@ -145,7 +145,7 @@ func TestTimelineEscapesAgentValues(t *testing.T) {
 func TestTimelineSilentLeaseIsNotDrawnStalled(t *testing.T) {
 	p := tlPolicy()
 	l := heldLease(1, tlT0, tlT0.Add(5*time.Minute))
-	l.LastActivityAt = tlT0.Add(2 * time.Minute) // the last activity at 12:02
+	l.LastActivityAt = tlT0.Add(2 * time.Minute)    // the last activity at 12:02
 	stalled := warp.ProgressAt(l).Add(p.StallAfter) // 12:17
 	// Stale reports kept the loop visible past the stall, then it went quiet.
 	l.LastHeartbeatAt = tlT0.Add(25 * time.Minute)
