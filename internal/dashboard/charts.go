@@ -28,7 +28,7 @@ import (
 // DefaultChartsTTL is how long the charts' store tallies are reused.
 const DefaultChartsTTL = 5 * time.Second
 
-// ChartsPath is the route of the charts fragment.
+// ChartsPath is the route of the charts page and fragment.
 const ChartsPath = "/charts"
 
 // chartWindow is the span every chart covers.
@@ -141,9 +141,32 @@ type legendView struct {
 	Total        string
 }
 
-// charts serves GET /charts: the charts section alone, for the script to swap in.
+// ChartsFragment is the query that asks GET /charts for the section
+// alone (what charts.js swaps in); without it the charts are a page.
+const ChartsFragment = "fragment"
+
+// chartsPageData is the charts page: the layout around the section.
+type chartsPageData struct {
+	page
+	Charts chartsData
+}
+
+// charts serves GET /charts: a page of its own (the layout, its title and
+// style, the live script) for a browser opening it, or with ?fragment=1
+// the charts section alone, for the script to swap in.
 func (d *Dashboard) charts(w http.ResponseWriter, r *http.Request) {
-	d.renderTemplate(w, http.StatusOK, "charts.html", "charts", d.chartsData(r.Context()))
+	if r.URL.Query().Has(ChartsFragment) {
+		d.renderTemplate(w, http.StatusOK, "charts.html", "charts", d.chartsData(r.Context()))
+		return
+	}
+	data := chartsPageData{}
+	var err error
+	if data.page, err = d.newPage(r.Context(), "warp · charts", "charts"); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Charts = d.chartsData(r.Context())
+	d.render(w, r, http.StatusOK, "chartspage.html", data)
 }
 
 // chartsData draws the charts. When the store cannot be read, the
@@ -151,7 +174,7 @@ func (d *Dashboard) charts(w http.ResponseWriter, r *http.Request) {
 // not: the main page's tickets matter more than its charts.
 func (d *Dashboard) chartsData(ctx context.Context) chartsData {
 	now := d.svc.Now()
-	data := chartsData{Path: ChartsPath, At: now, Started: d.started}
+	data := chartsData{Path: ChartsPath + "?" + ChartsFragment + "=1", At: now, Started: d.started}
 	since := "since this server started at " + data.Started.UTC().Format("15:04Z")
 	data.Memory = []chartView{
 		lineChart("chart-latency", "Heartbeat request latency per minute", now, d.latency.since(now),

@@ -99,7 +99,7 @@ func TestChartsWithoutTheStore(t *testing.T) {
 		t.Errorf("latency legend %+v, want max 3 ms (the other route left out)", l)
 	}
 	rec := httptest.NewRecorder()
-	d.charts(rec, httptest.NewRequest(http.MethodGet, ChartsPath, nil))
+	d.charts(rec, httptest.NewRequest(http.MethodGet, ChartsPath+"?"+ChartsFragment+"=1", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="charts-problem"`) {
 		t.Errorf("GET /charts without the store: %d\n%s", rec.Code, rec.Body.String())
 	}

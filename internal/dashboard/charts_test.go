@@ -34,17 +34,17 @@ func TestChartsFragment(t *testing.T) {
 	const secret = "charts-admin"
 	s := startServer(t, withToken(secret), withDashboard(dashboard.Config{ChartsTTL: -1}))
 
-	if code, _, _ := get(t, &http.Client{}, s.url+"/charts"); code != http.StatusUnauthorized {
+	if code, _, _ := get(t, &http.Client{}, s.url+"/charts?fragment=1"); code != http.StatusUnauthorized {
 		t.Errorf("/charts without a token: got %d, want 401", code)
 	}
-	code, body, h := getAs(t, secret, s.url+"/charts")
+	code, body, h := getAs(t, secret, s.url+"/charts?fragment=1")
 	if code != http.StatusOK {
 		t.Fatalf("/charts: got %d\n%s", code, body)
 	}
 	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe") {
 		t.Errorf("/charts CSP %q", csp)
 	}
-	mustContain(t, "empty charts", body, `<section id="charts"`, `data-charts="/charts"`,
+	mustContain(t, "empty charts", body, `<section id="charts"`, `data-charts="/charts?fragment=1"`,
 		"No verdict changes in the last 24 h.", "No lapses in the last 24 h.", "No heartbeats in the last 24 h.",
 		"a restart empties them")
 	for _, bad := range []string{"<script", " style=", "<main", "<html"} {
@@ -58,7 +58,7 @@ func TestChartsFragment(t *testing.T) {
 	if res := s.Sweep(t); len(res.Lapsed) != 5 {
 		t.Fatalf("sweep: %d lapses, want 5", len(res.Lapsed))
 	}
-	_, body, _ = getAs(t, secret, s.url+"/charts")
+	_, body, _ = getAs(t, secret, s.url+"/charts?fragment=1")
 	for _, id := range []string{"chart-verdicts", "chart-lapses", "chart-adoption", "chart-latency", "chart-sweeps"} {
 		mustContain(t, id, body, `id="`+id+`" data-empty="false"`)
 	}
@@ -80,4 +80,25 @@ func TestChartsFragment(t *testing.T) {
 			t.Errorf("%s: got %d", a, code)
 		}
 	}
+}
+
+// GET /charts opened alone is a page of its own (issue 46): the layout's
+// title, style and navigation around the same section, its script and
+// style; the main page links to it.
+func TestChartsPage(t *testing.T) {
+	const secret = "charts-admin"
+	s := startServer(t, withToken(secret), withDashboard(dashboard.Config{ChartsTTL: -1}))
+	code, body, h := getAs(t, secret, s.url+"/charts")
+	if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		t.Fatalf("/charts: got %d %s\n%s", code, h.Get("Content-Type"), body)
+	}
+	mustContain(t, "charts page", body, "<title>warp · charts</title>", `href="/assets/style.css"`, `href="/assets/charts.css"`,
+		`<script src="/assets/charts.js" defer></script>`, `<script src="/assets/live.js" defer></script>`,
+		`<a href="/charts" aria-current="page">Charts</a>`, `data-page="charts"`, "<h1>Charts</h1>",
+		`<section id="charts"`, `data-charts="/charts?fragment=1"`, "No lapses in the last 24 h.")
+	if i, j := strings.Index(body, "</main>"), strings.Index(body, `<section id="charts"`); i < 0 || j < i {
+		t.Errorf("the charts are not after </main> (at %d and %d)", i, j)
+	}
+	_, page, _ := getAs(t, secret, s.url+"/")
+	mustContain(t, "the main page's link", page, `<a href="/charts">Charts</a>`)
 }

@@ -178,6 +178,11 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("dashboard: parse charts.html: %w", err)
 	}
 	pages["charts.html"] = charts
+	chartsPage, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/chartspage.html", "templates/charts.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: parse chartspage.html: %w", err)
+	}
+	pages["chartspage.html"] = chartsPage
 	return pages, nil
 }
 
@@ -273,7 +278,7 @@ func (d *Dashboard) OnSweep(res warp.SweepResult) {
 // page is what every page's layout needs.
 type page struct {
 	Title   string
-	Nav     string // "tickets" or "hosts"
+	Nav     string // "tickets", "hosts" or "charts"
 	Now     time.Time
 	NowMS   int64
 	Mode    warp.Mode

@@ -106,6 +106,7 @@
       return;
     }
     var page = body.dataset.page;
+    if (page === 'charts') return; // charts.js follows the update itself
     if (page === 'hosts') {
       scheduleRefresh(5000);
       return;
