@@ -5,7 +5,6 @@ package faults_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
+	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 var warpBin string
@@ -191,40 +191,12 @@ func readyz(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-// fill writes a file into dir until the file system is full; removing the
-// returned path frees the space again.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return p
-			}
-			t.Fatal(err)
-		}
-	}
-}
-
 // SQLite on a full file system for 1.5× the window while its agents work:
 // writes fail cleanly meanwhile, and once space returns no healthy lease
 // lapses; a dead one lapses once the gap's grace ends. Needs root (a
 // small tmpfs); CI runs as root.
 func TestSQLiteDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: mounting a small tmpfs needs root")
-	}
-	fs := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", fs).CombinedOutput(); err != nil {
-		t.Skipf("skipping: cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", fs).Run() })
+	fs := warptest.SmallFS(t, "16m")
 	p := serve(t, filepath.Join(fs, "warp.db"))
 	c := client.NewClient(p.URL, "")
 	var agents []*agent
@@ -236,7 +208,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 	claim(t, c, "DEAD")
 	time.Sleep(time.Second)
 
-	filler := fill(t, fs)
+	free := warptest.FillDisk(t, fs)
 	// SQLite may still have room inside its files: write until it has none.
 	n := 0
 	for ; n < 5000; n++ {
@@ -261,9 +233,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 		t.Errorf("warp serve on a full file system: %v, output:\n%s\nwant a failure that says no space left", err, out)
 	}
 	time.Sleep(window * 3 / 2)
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	freed := time.Now()
 
 	var once sync.Once
