@@ -22,6 +22,8 @@ type Client struct {
 	// leaseSecret is sent in HeaderLeaseSecret with every request.
 	leaseSecret string
 	retry       Retry
+	// probe sends HeaderProbe with every request (ProbeHeartbeat).
+	probe bool
 }
 
 // Retry says how a client retries requests warp refused for now: 429 (too
@@ -176,6 +178,9 @@ func (c *Client) do(ctx context.Context, method, path string, b []byte, hasBody 
 	if c.leaseSecret != "" {
 		req.Header.Set(HeaderLeaseSecret, c.leaseSecret)
 	}
+	if c.probe {
+		req.Header.Set(HeaderProbe, ProbeValue)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
@@ -314,6 +319,19 @@ func (c *Client) Heartbeat(ctx context.Context, r HeartbeatRequest) (HeartbeatRe
 	var hr HeartbeatResponse
 	err := c.Do(ctx, http.MethodPost, "/v1/heartbeat", r, &hr)
 	return hr, err
+}
+
+// ProbeHeartbeat sends r to /v1/heartbeat as a probe (HeaderProbe): warp
+// answers whether it takes the token and understands the body, as it
+// would a heartbeat's, and applies and counts nothing. An older server
+// applies it as a heartbeat: then the answer's Probe is false, or its
+// error is the heartbeat's (a probe of an unknown ticket gets ErrNotFound).
+func (c *Client) ProbeHeartbeat(ctx context.Context, r HeartbeatRequest) (HeartbeatProbe, error) {
+	var p HeartbeatProbe
+	cc := *c
+	cc.probe = true
+	err := cc.Do(ctx, http.MethodPost, "/v1/heartbeat", r, &p)
+	return p, err
 }
 
 // Adoption returns the per-host schema adoption over window (0: server default).

@@ -33,6 +33,9 @@ func fakeWarp(answers map[string]string) *httptest.Server {
 		if s := r.Header.Get(client.HeaderLeaseSecret); s != "" {
 			fmt.Printf(" (%s: %s)", client.HeaderLeaseSecret, s)
 		}
+		if s := r.Header.Get(client.HeaderProbe); s != "" {
+			fmt.Printf(" (%s: %s)", client.HeaderProbe, s)
+		}
 		fmt.Println()
 		answer, ok := answers[key]
 		if !ok {
@@ -287,6 +290,29 @@ func ExampleClient_Heartbeat() {
 	// Output:
 	// warp got POST /v1/heartbeat {"schema_version":2,"ticket":"T-1","epoch":1,"activity_age_s":12,"hook_seen":true} (Warp-Lease-Secret: c3410dbd)
 	// active extended: true retry within 9m0s
+}
+
+// A probe checks that warp takes this token's heartbeats and understands
+// v2, and leaves no trace: what gyrum doctor sends.
+func ExampleClient_ProbeHeartbeat() {
+	srv := fakeWarp(map[string]string{
+		"POST /v1/heartbeat": `{"probe":true,"schema_version":2,"ticket":"gyrum-doctor-probe"}`,
+	})
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "AGENT-TOKEN")
+
+	p, err := c.ProbeHeartbeat(context.Background(), client.NewHeartbeat("gyrum-doctor-probe", 1, 0))
+	switch {
+	case errors.Is(err, client.ErrUnsupportedSchema):
+		fmt.Println("this warp does not speak v2")
+	case err != nil && !errors.Is(err, client.ErrNotFound): // an older warp applies it: an unknown ticket
+		fmt.Println(err)
+	case p.Probe:
+		fmt.Println("warp takes v2 heartbeats with this token")
+	}
+	// Output:
+	// warp got POST /v1/heartbeat {"schema_version":2,"ticket":"gyrum-doctor-probe","epoch":1,"activity_age_s":0} (Warp-Probe: 1)
+	// warp takes v2 heartbeats with this token
 }
 
 func ExampleClient_Adoption() {

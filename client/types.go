@@ -163,6 +163,28 @@ type HeartbeatResponse struct {
 	ExpiresInS float64 `json:"expires_in_s,omitempty"`
 }
 
+// HeaderProbe, set to ProbeValue on a heartbeat, makes it a probe: warp
+// checks the token and the body as it checks a heartbeat's and answers
+// HeartbeatProbe, but applies nothing and counts nothing (no lease, no
+// adoption count, no heartbeat metric). gyrum doctor probes this way.
+// A server from before probes (2026-12-07) ignores the header and applies
+// the heartbeat as any other.
+const HeaderProbe = "Warp-Probe"
+
+// ProbeValue is the one value HeaderProbe takes.
+const ProbeValue = "1"
+
+// HeartbeatProbe is the 200 answer to a probe heartbeat (HeaderProbe).
+type HeartbeatProbe struct {
+	// Probe is true from a server that knows probes; false when an older
+	// server applied the body as a heartbeat (its answer was a
+	// HeartbeatResponse, of which Ticket is read here).
+	Probe bool `json:"probe"`
+	// SchemaVersion is the version the body was read as (1 or 2).
+	SchemaVersion int    `json:"schema_version,omitempty"`
+	Ticket        string `json:"ticket"`
+}
+
 // Event is one history entry on the wire.
 type Event struct {
 	ID     int64          `json:"id"`

@@ -168,6 +168,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	if v, probe := r.Header[HeaderProbe]; probe {
+		return s.probeHeartbeat(w, r, v)
+	}
 	h, err := DecodeHeartbeat(r.Body)
 	out := apihook.HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
 	var res warp.HeartbeatResult
@@ -191,6 +194,26 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 		Mode: string(res.Mode), Extended: res.Extended, Note: res.Note, MaxRetryGapS: res.MaxRetryGap.Seconds(),
 		ExpiresInS: max(res.ExpiresAt.Sub(s.svc.Now()), 0).Seconds(),
 	})
+	return nil
+}
+
+// probeHeartbeat answers a probe (HeaderProbe): the token was checked as
+// a heartbeat's (the route's role), the body is decoded and validated as
+// a heartbeat's, and nothing is applied, recorded or counted — gyrum
+// doctor's check that warp takes its heartbeats leaves no trace in the
+// metrics (warp_heartbeats_total) or the database.
+func (s *Server) probeHeartbeat(w http.ResponseWriter, r *http.Request, values []string) error {
+	if len(values) != 1 || values[0] != ProbeValue {
+		return warp.Errorf(warp.ErrInvalid, "header %s must be %q, got %q", HeaderProbe, ProbeValue, values)
+	}
+	h, err := DecodeHeartbeat(r.Body)
+	if err == nil {
+		err = warp.ValidateHeartbeat(h)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, HeartbeatProbe{Probe: true, SchemaVersion: h.SchemaVersion, Ticket: h.Ticket})
 	return nil
 }
 

@@ -578,6 +578,20 @@ func docCases() []docCase {
 				t.Errorf("stale report answered %s, want extended false and a note", body)
 			}
 		}
+		add(route, 200, "", "probe", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: hp, token: agentToken, body: hbv2("gyrum-doctor-probe", 1, 0, nil),
+				header: map[string]string{httpapi.HeaderProbe: httpapi.ProbeValue}}
+		})
+		cs[len(cs)-1].check = func(t *testing.T, body []byte) {
+			var r httpapi.HeartbeatProbe
+			if err := json.Unmarshal(body, &r); err != nil || !r.Probe || r.Ticket != "gyrum-doctor-probe" {
+				t.Errorf("probe answered %s, want probe true for its ticket", body)
+			}
+		}
+		add(route, 400, "invalid", "probe header other than 1", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: hp, token: agentToken, body: hbv2("T-1", 1, 0, nil),
+				header: map[string]string{httpapi.HeaderProbe: "true"}}
+		})
 		add(route, 200, "", "exit report", hb(func(f *docFixture) (string, string) {
 			id, e, sec := f.claimed()
 			return hbv2(id, e, 1800, map[string]any{"exit": "parent-exited", "hook_seen": true, "hook_events": 0}), sec

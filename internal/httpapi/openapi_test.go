@@ -497,6 +497,7 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		{nil, "ReleaseRequest", httpapi.ReleaseRequest{}, false},
 		{nil, "CompleteRequest", httpapi.CompleteRequest{}, false},
 		{nil, "HeartbeatResponse", httpapi.HeartbeatResponse{}, true},
+		{nil, "HeartbeatProbe", httpapi.HeartbeatProbe{}, true},
 		{nil, "Event", httpapi.Event{}, true},
 		{nil, "EventList", httpapi.EventList{}, true},
 		{nil, "HostAdoption", httpapi.HostAdoption{}, true},

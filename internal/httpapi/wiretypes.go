@@ -16,6 +16,7 @@ type (
 	CompleteRequest     = client.CompleteRequest
 	HeartbeatRequest    = client.HeartbeatRequest
 	HeartbeatResponse   = client.HeartbeatResponse
+	HeartbeatProbe      = client.HeartbeatProbe
 	Event               = client.Event
 	EventList           = client.EventList
 	HostAdoption        = client.HostAdoption
@@ -36,4 +37,6 @@ type (
 const (
 	HeaderLeaseSecret = client.HeaderLeaseSecret
 	LeaseSecretNew    = client.LeaseSecretNew
+	HeaderProbe       = client.HeaderProbe
+	ProbeValue        = client.ProbeValue
 )
