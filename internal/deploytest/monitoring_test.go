@@ -400,6 +400,15 @@ func checkAgainst(e promExpr, ex exposed) []string {
 		problems = append(problems, fmt.Sprintf("%s: names no metric", e.where))
 	}
 	for _, s := range refs.Selectors {
+		if s.Metric == "up" {
+			// Prometheus' own series of each scrape: the target labels alone.
+			for _, m := range s.Matchers {
+				if !targetLabels[m.Label] {
+					problems = append(problems, fmt.Sprintf("%s: up has no label %s (only the scrape's job and instance)", e.where, m.Label))
+				}
+			}
+			continue
+		}
 		if !strings.HasPrefix(s.Metric, "warp_") {
 			problems = append(problems, fmt.Sprintf("%s: %s is not a warp metric", e.where, s.Metric))
 			continue
@@ -539,13 +548,37 @@ func TestExprsUseLiveMetrics(t *testing.T) {
 	}
 }
 
+// TestExprsUseFreshMetrics checks the same against a warp that has seen
+// nothing yet: every metric, label and label value the dashboard and the
+// alerts name exists from the first scrape (issue 46: a fresh warp had no
+// warp_lapses_total, warp_verdict_changes_total or warp_heartbeats_total
+// at all, and four panels said "No data"), as Prometheus' guidance on
+// initialising known label values asks.
+func TestExprsUseFreshMetrics(t *testing.T) {
+	const admin = "deploytest-admin"
+	m := warpclitest.Start(t, func(c *warpcli.ServeConfig) { c.AdminToken = admin })
+	ex := scrapeExposed(t, m, admin)
+	for _, e := range append(loadDashboard(t).exprs(), loadAlerts(t).exprs()...) {
+		for _, p := range checkAgainst(e, ex) {
+			t.Error(p)
+		}
+	}
+	// What the refused-heartbeats panel and the lapse alert read.
+	for name, label := range map[string]string{"warp_heartbeats_total": "outcome", "warp_lapses_total": "reason", "warp_verdict_changes_total": "to"} {
+		if len(ex[name][label]) < 3 {
+			t.Errorf("%s on a fresh warp: %s values %v, want every known one", name, label, ex[name][label])
+		}
+	}
+}
+
 // TestCheckAgainstCatchesMistakes shows that TestExprsUseLiveMetrics fails
 // on each kind of mistake, against the same live warp.
 func TestCheckAgainstCatchesMistakes(t *testing.T) {
 	ex := liveWarpMetrics(t)
 	for _, c := range []struct{ expr, want string }{
 		{`warp_sweeps_totl`, "warp_sweeps_totl is not on warp's /metrics"},
-		{`up == 0`, "up is not a warp metric"},
+		{`up{verdict="stalled"} == 0`, "up has no label verdict"},
+		{`process_cpu_seconds_total`, "process_cpu_seconds_total is not a warp metric"},
 		{`go_goroutines`, "go_goroutines is not a warp metric"},
 		{`warp_sweep_duration_seconds`, "warp_sweep_duration_seconds is not on warp's /metrics"},
 		{`warp_claimed_leases{verdicts="stalled"}`, "has no label verdicts"},
@@ -564,6 +597,7 @@ func TestCheckAgainstCatchesMistakes(t *testing.T) {
 		`histogram_quantile(0.99, sum by (le) (rate(warp_sweep_duration_seconds_bucket{job=~"$job"}[5m])))`,
 		`sum by (reason) (warp_lapses_total{reason!="no-activity"})`,
 		`max without (instance) (warp_hosts{schema_version=~"1|other"})`,
+		`max without (instance) (up{job=~"warp.*"}) == 0`,
 	} {
 		if problems := checkAgainst(promExpr{where: "test", expr: good}, ex); len(problems) > 0 {
 			t.Errorf("%s: %q", good, problems)

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -143,11 +144,62 @@ func New(svc *warp.Service, cfg Config) (*Metrics, error) {
 		Help: "How far warp's clock runs ahead of the system clock (the database's on PostgreSQL) after that clock stepped back, until the lead is slewed away.",
 	}, func() float64 { return svc.ClockAhead().Seconds() })
 
+	m.initLabels()
 	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
 		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration, clockAhead,
 		newStoreCollector(m), newBatchCollector(svc),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m, nil
+}
+
+// HeartbeatOutcomes are the outcomes a heartbeat of schema version 1 or 2
+// can have: ok and the error codes its answer can carry (401 and 403 are
+// answered before the heartbeat is read, and are not counted).
+var HeartbeatOutcomes = []string{"ok", client.CodeInvalid, client.CodeNotFound, client.CodeStaleEpoch,
+	client.CodeNotHolder, client.CodeLeaseEnded, client.CodeTooManyHosts, client.CodeUnavailable, client.CodeInternal}
+
+// otherSchemaOutcomes are the outcomes of a heartbeat whose schema
+// version is neither 1 nor 2 (or that could not be decoded).
+var otherSchemaOutcomes = []string{client.CodeUnsupportedSchema, client.CodeInvalid, client.CodeBodyTooLarge}
+
+// LapseReasons are the reasons the sweep lapses a lease with.
+var LapseReasons = []string{warp.LapseNoActivity, warp.LapseNoHeartbeat, warp.LapseAgentExited}
+
+// heartbeatRoutes are the routes whose request durations exist from the
+// first scrape.
+var heartbeatRoutes = []string{"POST /v1/heartbeat", "POST /heartbeat"}
+
+// initLabels creates every counter's series of the label values known in
+// advance, at 0, so that each metric the Grafana dashboard and the alert
+// rules read exists from the first scrape (Prometheus' guidance: a series
+// that appears only with its first event makes rate() and increase() miss
+// that event, and panels say "No data" on a healthy fleet).
+func (m *Metrics) initLabels() {
+	for _, sv := range []string{"1", "2"} {
+		for _, o := range HeartbeatOutcomes {
+			m.heartbeats.WithLabelValues(sv, o)
+		}
+		m.notExtended.WithLabelValues(sv)
+	}
+	for _, o := range otherSchemaOutcomes {
+		m.heartbeats.WithLabelValues("other", o)
+	}
+	for _, e := range []string{warp.ExitParentExited, warp.ExitWorktreeGone} {
+		m.exitReports.WithLabelValues(e)
+	}
+	for _, r := range LapseReasons {
+		m.lapses.WithLabelValues(r)
+	}
+	for _, from := range warp.Verdicts() {
+		for _, to := range warp.Verdicts() {
+			if from != to {
+				m.verdicts.WithLabelValues(string(from), string(to))
+			}
+		}
+	}
+	for _, r := range heartbeatRoutes {
+		m.httpDuration.WithLabelValues(r, "200")
+	}
 }
 
 // Registry returns the registry the metrics live in.

@@ -225,10 +225,11 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", k, v, w)
 		}
 	}
-	// No other heartbeat outcome or verdict-change series exist.
+	// Every other heartbeat outcome, verdict-change and lapse series is
+	// still at 0 (they exist from the start: TestMetricsExistFromTheFirstScrape).
 	for k := range got {
 		if (strings.HasPrefix(k, metrics.NameHeartbeats+"{") || strings.HasPrefix(k, metrics.NameVerdictChanges+"{") ||
-			strings.HasPrefix(k, metrics.NameLapses+"{")) && want[k] == 0 {
+			strings.HasPrefix(k, metrics.NameLapses+"{")) && want[k] == 0 && got[k] != 0 {
 			t.Errorf("unexpected series %s = %v", k, got[k])
 		}
 	}
@@ -277,5 +278,48 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	m := startServer(t)
 	if _, err := metrics.New(m.Service, metrics.Config{AdoptionWindow: -time.Hour}); !errors.Is(err, warp.ErrInvalid) {
 		t.Errorf("negative window: got %v, want ErrInvalid", err)
+	}
+}
+
+// TestMetricsExistFromTheFirstScrape: a warp that has seen nothing exposes
+// every counter with its known label values at 0 (issue 46: Grafana said
+// "No data" on a fresh warp, and rate() misses a series' first event).
+func TestMetricsExistFromTheFirstScrape(t *testing.T) {
+	got := scrape(t, startServer(t))
+	var want []string
+	for _, sv := range []string{"1", "2"} {
+		for _, o := range metrics.HeartbeatOutcomes {
+			want = append(want, `warp_heartbeats_total{outcome="`+o+`",schema_version="`+sv+`"}`)
+		}
+		want = append(want, `warp_heartbeats_not_extended_total{schema_version="`+sv+`"}`)
+	}
+	want = append(want, `warp_heartbeats_total{outcome="unsupported_schema_version",schema_version="other"}`,
+		`warp_exit_reports_total{exit="parent-exited"}`, `warp_exit_reports_total{exit="worktree-gone"}`,
+		`warp_lapses_fallback_extended_total`, `warp_sweep_errors_total`, `warp_sweep_due_leases`, `warp_hosts_in_alarm`,
+		`warp_http_request_duration_seconds_count{code="200",route="POST /v1/heartbeat"}`)
+	for _, r := range metrics.LapseReasons {
+		want = append(want, `warp_lapses_total{reason="`+r+`"}`)
+	}
+	n := 0
+	for _, from := range warp.Verdicts() {
+		for _, to := range warp.Verdicts() {
+			if from != to {
+				want = append(want, `warp_verdict_changes_total{from="`+string(from)+`",to="`+string(to)+`"}`)
+				n++
+			}
+		}
+	}
+	if n != 20 {
+		t.Errorf("%d verdict pairs, want 20 (5 verdicts)", n)
+	}
+	for _, k := range []string{`warp_sweeps_total`, `warp_sweep_duration_seconds_count`} { // warp serve sweeps at its start
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s: missing on a fresh warp", k)
+		}
+	}
+	for _, k := range want {
+		if v, ok := got[k]; !ok || v != 0 {
+			t.Errorf("%s: %v, %v on a fresh warp; want 0", k, v, ok)
+		}
 	}
 }
