@@ -12,6 +12,7 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 )
 
@@ -116,6 +117,32 @@ type LoopStatus struct {
 	// a state that stopped moving: gyrumdir.Dir.WriteTrouble); empty when
 	// nothing says so.
 	Problem string `json:"problem,omitempty"`
+	// Gone says what ended the worktree's work when the watched agent
+	// exited or the loop is gone, and Next what to do about it; both
+	// empty while the loop and the agent live.
+	Gone string `json:"gone,omitempty"`
+	Next string `json:"next,omitempty"`
+}
+
+// whatNext fills s.Gone and s.Next for a lease whose agent exited (no loop
+// can bring it back: release the ticket, or start the work again from a
+// new agent session) or whose loop is gone while its agent lives
+// (restart the loop, or release).
+func whatNext(s *LoopStatus) {
+	if s.Ticket == "" {
+		return
+	}
+	q := shellquote.Quote(s.Dir)
+	release := "gyrum release --dir " + q
+	switch {
+	case s.ParentPID != 0 && !s.ParentOK:
+		s.Gone = fmt.Sprintf("the agent it watched (pid %d) has exited; no heartbeat loop can bring it back", s.ParentPID)
+		s.Next = release + " hands the ticket back and clears the worktree (a lease warp already ended counts as released); " +
+			"to go on with the work, start a new agent session there and run gyrum start-work " + shellquote.Quote(s.Ticket) + " from it"
+	case s.LoopPID != 0 && !s.LoopAlive || s.LoopPID == 0 && s.ParentOK:
+		s.Gone = "its heartbeat loop is gone while the agent lives: nothing extends the lease"
+		s.Next = "restart the loop: nohup gyrum heartbeat run --dir " + q + " >/dev/null 2>&1 &, or hand the ticket back: " + release
+	}
 }
 
 // inspect reads everything gyrum knows locally about worktree d.
@@ -181,6 +208,7 @@ func (a *App) heartbeatStatusCommand() *cobra.Command {
 				e, err := reg.Read(s.LoopPID)
 				s.Registered = err == nil && gyrumdir.SamePath(e.Dir, d.Worktree)
 			}
+			whatNext(&s)
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, s)
 			}
@@ -204,6 +232,9 @@ func (a *App) printStatusLong(w io.Writer, s LoopStatus) error {
 	if err == nil && s.Problem != "" {
 		_, err = fmt.Fprintf(w, "problem   %s\n", c(s.Problem))
 	}
+	if err == nil && s.Next != "" {
+		_, err = fmt.Fprintf(w, "gone      %s\nnext      %s\n", c(s.Gone), c(s.Next))
+	}
 	return err
 }
 
@@ -214,7 +245,7 @@ func pidState(pid int, alive bool) string {
 	case alive:
 		return fmt.Sprintf("pid %d alive", pid)
 	}
-	return fmt.Sprintf("pid %d DEAD", pid)
+	return fmt.Sprintf("pid %d exited", pid)
 }
 
 func activityText(s LoopStatus) string {

@@ -83,6 +83,19 @@ which restores the record the hook needs, or release the ticket.`,
 						Fix: "free space on that file system (df -h " + shellquote.Quote(s.Dir) + "); the loop writes again at its next attempt"})
 				}
 			}
+			// An agent that exited, a loop that is gone: what to do next,
+			// unless a problem above already says it for the worktree.
+			for i := range hs.Loops {
+				s := &hs.Loops[i]
+				whatNext(s)
+				said := false
+				for _, p := range hs.Problems {
+					said = said || gyrumdir.SamePath(p.Dir, s.Dir)
+				}
+				if s.Next != "" && !said {
+					hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Gone, Fix: s.Next})
+				}
+			}
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, hs)
 			}
