@@ -12,8 +12,8 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 func (a *App) heartbeatCommand() *cobra.Command {
