@@ -99,6 +99,11 @@ type Hooks struct {
 	// Notes, when set, says what the user must still do for the hook to
 	// run after setup wrote the file (trust it, turn hooks on).
 	Notes func(NoteInput) []string
+	// Announce: the hook cannot tell the agent from its payload (GitHub
+	// Copilot CLI sends Claude Code's event names but reads another
+	// output), so setup writes `--agent Flag` after the hook command and
+	// the hook answers in the agent's Notice shape.
+	Announce bool
 }
 
 // NoteInput is what Hooks.Notes looks at.
@@ -206,10 +211,13 @@ const (
 	NoticeHookSpecific Notice = iota
 	// NoticeTopLevel is {"additional_context":TEXT} (Cursor).
 	NoticeTopLevel
+	// NoticeAdditionalContext is {"additionalContext":TEXT} (GitHub
+	// Copilot CLI).
+	NoticeAdditionalContext
 )
 
 // all lists the agents, one file each.
-var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider}
+var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, qwenCode, copilotCLI}
 
 // All returns every agent gyrum knows.
 func All() []Agent { return append([]Agent(nil), all...) }

@@ -23,7 +23,7 @@ func TestLookups(t *testing.T) {
 		"/usr/local/lib/node_modules/@openai/codex/bin/codex.js":         "codex",
 		"/home/u/.npm/lib/node_modules/@google/gemini-cli/dist/index.js": "gemini",
 		"/opt/venv/lib/python3.11/site-packages/aider/main.py":           "aider",
-		"/opt/qwen/node_modules/@qwen-code/qwen-code/cli.js":             "",
+		"/opt/qwen/node_modules/@qwen-code/qwen-code/cli.js":             "qwen",
 	} {
 		if a, _ := agent.ByPackage(script); a.Name != want {
 			t.Errorf("ByPackage(%q) = %q, want %q", script, a.Name, want)

@@ -282,9 +282,9 @@ func (a *App) touchActivity(args []string) {
 }
 
 func (a *App) touchActivityCommand() *cobra.Command {
-	var dir string
+	var dir, agentName string
 	cmd := &cobra.Command{
-		Use:   "touch-activity [--dir D]",
+		Use:   "touch-activity [--dir D] [--agent NAME]",
 		Short: "The agent's tool-call hook: record activity for the heartbeat loop",
 		Example: `  gyrum touch-activity < payload.json        # what the agent's hook runs, payload on stdin
   gyrum touch-activity --dir ../wt-T-42 < /dev/null`,
@@ -306,14 +306,16 @@ worktree, a FIFO or symlink in .gyrum/), so it can never break the agent. It
 prints nothing, except once after the lease ended without the agent asking:
 on the next PostToolUse/PostToolUseFailure it prints Claude Code's hook output
 {"hookSpecificOutput":{"hookEventName":...,"additionalContext":"gyrum: your
-lease on ticket ... "}}, which Claude Code shows the model.`,
+lease on ticket ... "}}, which Claude Code shows the model (with --agent, that
+agent's shape: GitHub Copilot CLI reads a top-level "additionalContext").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.touchActivity([]string{"--dir", dir})
+			a.touchActivity([]string{"--dir", dir, "--agent", agentName})
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "worktree to start the search from")
+	cmd.Flags().StringVar(&agentName, "agent", "", "the agent running the hook, where its payload does not say (gyrum setup writes it: copilot)")
 	return cmd
 }
 

@@ -636,16 +636,29 @@ func readable(r io.Reader) bool {
 // there is nothing to tell; else Claude Code's hook output object, whose
 // hookSpecificOutput.additionalContext the client adds to what the model
 // sees next (Post events); for an agent that reads another shape
-// (agent.NoticeTopLevel: Cursor), that one.
-func Output(event string, res Result) []byte {
+// (agent.NoticeTopLevel: Cursor), that one. The hook's --agent picks the
+// shape instead (OutputAs) where the event name does not tell.
+func Output(event string, res Result) []byte { return OutputAs(agent.NoticeFor(event), event, res) }
+
+// OutputAs is Output in the notice shape n, for a hook told its agent
+// (`--agent`: an agent whose event names do not say which it is).
+func OutputAs(n agent.Notice, event string, res Result) []byte {
 	if len(res.Notices) == 0 {
 		return nil
 	}
-	if agent.NoticeFor(event) == agent.NoticeTopLevel {
-		// Cursor documents a top-level additional_context instead.
-		data, err := json.Marshal(struct {
+	switch n {
+	case agent.NoticeTopLevel, agent.NoticeAdditionalContext:
+		// Cursor documents a top-level additional_context, GitHub Copilot
+		// CLI a top-level additionalContext.
+		var v any = struct {
 			AdditionalContext string `json:"additional_context"`
-		}{strings.Join(res.Notices, "\n\n")})
+		}{strings.Join(res.Notices, "\n\n")}
+		if n == agent.NoticeAdditionalContext {
+			v = struct {
+				AdditionalContext string `json:"additionalContext"`
+			}{strings.Join(res.Notices, "\n\n")}
+		}
+		data, err := json.Marshal(v)
 		if err != nil {
 			return nil
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
@@ -36,9 +37,19 @@ type Env struct {
 func Main(args []string, env Env) {
 	defer func() { _ = recover() }()
 	o := Options{Now: env.Now, Ask: env.Ask}
+	announced := ""
 	for i := 0; i < len(args); i++ {
 		s := args[i]
-		if s == "--dir" || s == "-dir" {
+		if s == "--agent" {
+			// Written by gyrum setup for an agent the payload does not
+			// name (agent.Hooks.Announce).
+			if i+1 < len(args) {
+				announced = args[i+1]
+				i++
+			}
+		} else if v, ok := strings.CutPrefix(s, "--agent="); ok {
+			announced = v
+		} else if s == "--dir" || s == "-dir" {
 			if i+1 < len(args) {
 				o.Dir = args[i+1]
 				i++
@@ -73,7 +84,11 @@ func Main(args []string, env Env) {
 		}
 	}
 	res, _ := Run(env.Stdin, o)
-	if out := Output(res.Event, res); out != nil && env.Stdout != nil {
+	notice := agent.NoticeFor(res.Event)
+	if a, ok := agent.ByFlag(announced); ok {
+		notice = a.Notice // an unknown --agent is ignored
+	}
+	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
 		_, _ = env.Stdout.Write(out)
 	}
 }

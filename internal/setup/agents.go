@@ -35,6 +35,23 @@ func agentTarget(o Options, a agent.Agent) hookTarget {
 	if h.Flag != "" {
 		t.agent = h.Flag
 	}
+	if len(f.header) > 0 {
+		// A file left with its header alone held nothing but gyrum's
+		// hooks: it goes, as a file that holds nothing does.
+		t.uninstall = func(path string, data []byte) ([]byte, bool, error) {
+			out, changed, err := f.uninstall(path, data)
+			if err == nil && changed && f.headerOnly(out) {
+				return []byte("{}\n"), true, nil
+			}
+			return out, changed, err
+		}
+	}
+	if h.Announce {
+		// The hook cannot tell this agent from its payload: say it.
+		t.install = func(path string, data []byte, command string) ([]byte, bool, error) {
+			return f.install(path, data, AnnouncedCommand(command, h.Flag))
+		}
+	}
 	if h.Notes != nil {
 		t.notes = func(path string, data []byte, changed bool) []string {
 			return h.Notes(agent.NoteInput{Path: path, Data: data, Changed: changed, Project: o.Project, IsHookCommand: IsHookCommand})

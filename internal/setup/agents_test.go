@@ -17,9 +17,11 @@ import (
 
 // agentFile is where each agent's project-scope file lives.
 var agentFile = map[string]string{
-	"codex":  filepath.Join(".codex", "hooks.json"),
-	"gemini": filepath.Join(".gemini", "settings.json"),
-	"cursor": filepath.Join(".cursor", "hooks.json"),
+	"codex":   filepath.Join(".codex", "hooks.json"),
+	"gemini":  filepath.Join(".gemini", "settings.json"),
+	"cursor":  filepath.Join(".cursor", "hooks.json"),
+	"qwen":    filepath.Join(".qwen", "settings.json"),
+	"copilot": filepath.Join(".github", "hooks", "gyrum.json"),
 }
 
 // Each agent's file, installed into from nothing, from a file with the
@@ -52,6 +54,17 @@ func TestAgentsGolden(t *testing.T) {
 		{agent: "cursor", input: "cursor-other", name: "cursor-other", restores: true, changes: true},
 		{agent: "cursor", input: "cursor-old-path", name: "cursor-old-path", changes: true},
 		{agent: "cursor", input: "cursor-previous", name: "cursor-previous", changes: true},
+		// Qwen Code: project hooks need the folder's trust when its folder
+		// trust is on; every hook is off with "disableAllHooks".
+		{agent: "qwen", name: "qwen-missing", changes: true, warnOnce: "folder trust"},
+		{agent: "qwen", input: "qwen-other", name: "qwen-other", restores: true, changes: true, warnOnce: "folder trust"},
+		{agent: "qwen", input: "qwen-disabled", name: "qwen-disabled", restores: true, changes: true,
+			warn: `"disableAllHooks": true`, warnOnce: "folder trust"},
+		// GitHub Copilot CLI: gyrum's own file, --agent copilot in each
+		// command; a repository's hooks need the folder's trust.
+		{agent: "copilot", name: "copilot-missing", changes: true, warnOnce: "trust the folder"},
+		{agent: "copilot", input: "copilot-other", name: "copilot-other", restores: true, changes: true, warnOnce: "trust the folder"},
+		{agent: "copilot", input: "copilot-previous", name: "copilot-previous", changes: true, warnOnce: "trust the folder"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,6 +182,8 @@ func TestAgentsUserScopePaths(t *testing.T) {
 		filepath.Join(home, "codex-home", "hooks.json"),
 		filepath.Join(home, ".gemini", "settings.json"),
 		filepath.Join(home, ".cursor", "hooks.json"),
+		filepath.Join(home, ".qwen", "settings.json"),
+		filepath.Join(home, ".copilot", "hooks", "gyrum.json"),
 	} {
 		data, err := os.ReadFile(p)
 		if err != nil {

@@ -440,6 +440,20 @@ func TestHookCommandRecognition(t *testing.T) {
 		{`"$HOME/bin/gyrum" touch-activity`, false, ""},
 		{"env A=1 /x/gyrum touch-activity", false, ""},
 		{"/x/gyrum-hook 2>/dev/null", false, ""},
+		// --agent NAME, as setup writes it for an agent it announces
+		// (GitHub Copilot CLI), is gyrum's too; anything else after it is not.
+		{"/opt/gyrum/bin/gyrum-hook --agent copilot", true, "/opt/gyrum/bin/gyrum-hook"},
+		{"'/a b/gyrum-hook'  --agent   copilot ", true, "/a b/gyrum-hook"},
+		{"/x/gyrum touch-activity --agent copilot", true, "/x/gyrum"},
+		{"/x/gyrum-hook --agent", false, ""},
+		{"/x/gyrum-hook --agent copilot x", false, ""},
+		{"/x/gyrum-hook --agent $X", false, ""},
+		{"/x/gyrum-hook --agent --dir", false, ""},
+		{"/x/gyrum-hook --agent=copilot", false, ""},
+		{"/x/gyrum-hook--agent copilot", false, ""},
+		{"/x/gyrum-hook --agent copilot --agent copilot", false, ""},
+		{"--agent copilot", false, ""},
+		{"cd /w && /x/gyrum-hook --agent copilot", false, ""},
 	}
 	for _, tc := range cases {
 		if got := setup.IsHookCommand(tc.cmd); got != tc.ours {
@@ -452,6 +466,9 @@ func TestHookCommandRecognition(t *testing.T) {
 	}
 	if got := setup.HookCommand("/Users/Dev Name/gyrum"); got != `'/Users/Dev Name/gyrum' touch-activity` {
 		t.Errorf("HookCommand with a space = %s", got)
+	}
+	if bin, ok := setup.HookBinary(setup.AnnouncedCommand(setup.HookCommand("/it's/gyrum"), "copilot")); !ok || bin != "/it's/gyrum" {
+		t.Errorf("announced quote round trip = %q, %v", bin, ok)
 	}
 	if bin, ok := setup.HookBinary(setup.HookCommand("/it's/gyrum")); !ok || bin != "/it's/gyrum" {
 		t.Errorf("quote round trip = %q, %v", bin, ok)

@@ -33,10 +33,12 @@ func TestHookFormatEntries(t *testing.T) {
 // the order they are written.
 func TestHookFormatHandler(t *testing.T) {
 	cases := map[string]string{
-		"claude": `{"type": "command", "command": "c", "timeout": 5}`,
-		"codex":  `{"type": "command", "command": "c", "timeout": 5}`,
-		"gemini": `{"name": "gyrum-touch-activity", "type": "command", "command": "c", "timeout": 5000}`,
-		"cursor": `{"command": "c", "timeout": 5}`,
+		"claude":  `{"type": "command", "command": "c", "timeout": 5}`,
+		"codex":   `{"type": "command", "command": "c", "timeout": 5}`,
+		"gemini":  `{"name": "gyrum-touch-activity", "type": "command", "command": "c", "timeout": 5000}`,
+		"cursor":  `{"command": "c", "timeout": 5}`,
+		"qwen":    `{"type": "command", "command": "c", "timeout": 5}`,
+		"copilot": `{"type": "command", "command": "c", "timeout": 5}`,
 	}
 	e := encoder{layout: defaultLayout}
 	for name, f := range allFormats() {

@@ -58,10 +58,21 @@ func IsHookCommand(cmd string) bool {
 	return ok
 }
 
+// AgentArg is the argument setup writes after the hook command for an
+// agent the hook cannot tell from its payload (agent.Hooks.Announce):
+// `--agent FLAG`.
+const AgentArg = "--agent"
+
+// AnnouncedCommand returns command followed by `--agent flag`.
+func AnnouncedCommand(command, flag string) string { return command + " " + AgentArg + " " + flag }
+
 // HookBinary returns the program of a hook command written by HookCommand
 // (the path with its shell quoting removed), ok false when cmd is not one.
+// A trailing `--agent NAME` (AnnouncedCommand, NAME a plain word) is part
+// of gyrum's command.
 func HookBinary(cmd string) (string, bool) {
 	s := strings.TrimSpace(cmd)
+	s = cutAgentArg(s)
 	if p, ok := shellWord(s); ok && filepath.Base(p) == HookBinaryName {
 		return p, true
 	}
@@ -77,6 +88,26 @@ func HookBinary(cmd string) (string, bool) {
 		return p, true
 	}
 	return "", false
+}
+
+// cutAgentArg returns s without a trailing `--agent NAME`, where NAME is
+// a plain word (letters, digits, '-', '_'); s itself when it has none.
+func cutAgentArg(s string) string {
+	i := strings.LastIndexAny(s, " \t")
+	if i < 0 {
+		return s
+	}
+	name := s[i+1:]
+	if name == "" || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) >= 0 || strings.HasPrefix(name, "-") {
+		return s
+	}
+	rest, ok := strings.CutSuffix(strings.TrimRight(s[:i], " \t"), AgentArg)
+	if !ok || rest == "" || (rest[len(rest)-1] != ' ' && rest[len(rest)-1] != '\t') {
+		return s
+	}
+	return strings.TrimRight(rest, " \t")
 }
 
 // shellWord returns what the shell makes of s when s is exactly one word
@@ -387,6 +418,26 @@ func (f hookFormat) uninstall(path string, data []byte) ([]byte, bool, error) {
 		doc.del("hooks")
 	}
 	return spliceDocument(data, doc), true, nil
+}
+
+// headerOnly reports whether data, a settings document, holds nothing but
+// the header members setup adds (Cursor's and Copilot's "version": 1)
+// with their values: what uninstall leaves of a file setup created.
+func (f hookFormat) headerOnly(data []byte) bool {
+	if len(f.header) == 0 {
+		return false
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(data, &doc) != nil || len(doc) != len(f.header) {
+		return false
+	}
+	for _, m := range f.header {
+		v, ok := doc[m.key]
+		if !ok || !bytes.Equal(bytes.TrimSpace(v), m.val.scalar) {
+			return false
+		}
+	}
+	return true
 }
 
 // commands returns the command of every one of our hooks in data, per
