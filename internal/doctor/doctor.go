@@ -316,7 +316,9 @@ func checkWatchdog(ctx context.Context, o Options) Check {
 	return c
 }
 
-// checkWarp sends the v2 probe heartbeat.
+// checkWarp sends the v2 probe heartbeat: a probe (client.HeaderProbe),
+// which warp checks like a heartbeat — the token, the body — and neither
+// applies nor counts, so a doctor run leaves no trace in warp's metrics.
 func checkWarp(ctx context.Context, o Options) Check {
 	c := Check{Name: "warp"}
 	url := o.WarpURL
@@ -327,12 +329,15 @@ func checkWarp(ctx context.Context, o Options) Check {
 	v2 := 2
 	age := 0.0
 	host, _ := os.Hostname()
-	_, err := api.Heartbeat(ctx, client.HeartbeatRequest{SchemaVersion: &v2, Ticket: ProbeTicket, Epoch: 1, Host: host, Agent: "gyrum-doctor", ActivityAgeS: &age})
+	p, err := api.ProbeHeartbeat(ctx, client.HeartbeatRequest{SchemaVersion: &v2, Ticket: ProbeTicket, Epoch: 1, Host: host, Agent: "gyrum-doctor", ActivityAgeS: &age})
 	var ae *client.APIError
 	switch {
-	case err == nil, errors.Is(err, client.ErrNotFound), errors.Is(err, client.ErrStaleEpoch), errors.Is(err, client.ErrLeaseEnded):
-		// Any answer past validation means the v2 body was understood.
+	case err == nil && p.Probe:
 		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats", api.BaseURL())
+	case err == nil, errors.Is(err, client.ErrNotFound), errors.Is(err, client.ErrStaleEpoch), errors.Is(err, client.ErrLeaseEnded):
+		// A warp from before probes applied it as a heartbeat: any
+		// answer past validation means the v2 body was understood.
+		c.Status, c.Detail = StatusOK, fmt.Sprintf("%s answers and accepts schema_version 2 heartbeats (a warp from before probes: it counted this one as a heartbeat)", api.BaseURL())
 	case errors.Is(err, client.ErrUnsupportedSchema):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s does not speak heartbeat v2: %s", api.BaseURL(), err)
@@ -394,6 +399,13 @@ func checkLoop(e gyrumdir.Entry) Check {
 	if !id.Alive() {
 		c.Status = StatusFail
 		c.Detail = who + " is not running (its registry entry is stale)"
+		if gone := agentGone(e.Dir); gone != "" {
+			// A loop restarted for a dead agent would only report its exit.
+			c.Detail += "; " + gone
+			c.Command = sweepCmd + "; " + releaseCmd(e.Dir)
+			c.Fix = "drop the entry and hand the ticket back: " + c.Command + "; to go on with the work, start a new agent session and run gyrum start-work " + shellquote.Quote(e.Ticket) + " from it"
+			return c
+		}
 		c.Command = sweepCmd + "; " + runLoop(e.Dir)
 		c.Fix = "drop the entry and restart the loop to keep the lease: " + c.Command + " (or only " + sweepCmd + " to drop it)"
 		return c
@@ -494,10 +506,32 @@ func checkUnregistered(d gyrumdir.Dir, prepared gyrumdir.Prepared) Check {
 	}
 	c.Status = StatusFail
 	c.Detail = fmt.Sprintf("%s holds the lease of %s but no heartbeat loop runs for it%s", d.Worktree, ticket, lost)
+	if gone := agentGone(d.Worktree); gone != "" {
+		// The loop ended with its agent; restarting it cannot help.
+		c.Detail += "; " + gone
+		c.Command = releaseCmd(d.Worktree)
+		c.Fix = "hand the ticket back and clear the worktree: " + c.Command + " (a lease warp already ended counts as released); to go on with the work, start a new agent session and run gyrum start-work " + shellquote.Quote(ticket) + " from it"
+		return c
+	}
 	c.Command = runLoop(d.Worktree)
 	c.Fix = "restart the loop (it restores what $GYRUM_HOME needs): " + c.Command + " (or gyrum release --dir " + shellquote.Quote(d.Worktree) + ")"
 	return c
 }
+
+// agentGone says, when the agent process start-work watched for worktree
+// wt (.gyrum/heartbeat.parent.pid) has exited, that it has; "" while it
+// lives or when the file says nothing.
+func agentGone(wt string) string {
+	d := gyrumdir.Dir{Worktree: wt, Path: filepath.Join(wt, gyrumdir.DirName)}
+	id, err := d.ReadPID(gyrumdir.ParentPIDFile)
+	if err != nil || id.PID == 0 || id.Alive() {
+		return ""
+	}
+	return fmt.Sprintf("the agent it watched (pid %d) has exited, and no loop can bring it back", id.PID)
+}
+
+// releaseCmd is the command that hands wt's ticket back and clears it.
+func releaseCmd(wt string) string { return "gyrum release --dir " + shellquote.Quote(wt) }
 
 // WriteText writes one line per check, each failure followed by its fix,
 // and a last line with the verdict.
