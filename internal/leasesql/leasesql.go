@@ -113,6 +113,22 @@ func (w *Where) Bounds(b warp.VerdictBounds) {
 	}
 }
 
+// Labels adds the condition that ticket t carries every one of labels:
+// PostgreSQL keeps a ticket's labels in its text[] column labels, SQLite
+// in the table ticket_labels (one row a label, keyed by ticket and label).
+func (w *Where) Labels(labels []string) {
+	if len(labels) == 0 {
+		return
+	}
+	if w.Dollar {
+		w.Add("t.labels @> ?", labels)
+		return
+	}
+	for _, l := range labels {
+		w.Add("EXISTS (SELECT 1 FROM ticket_labels tl WHERE tl.ticket = t.id AND tl.label = ?)", l)
+	}
+}
+
 // TicketsQuery is both stores' listing query of f: cols of tickets t and
 // leases l, in seq order, after f.AfterSeq, at most limit (each store's
 // form of it). By default it walks tickets in seq order (the primary key,
@@ -161,5 +177,6 @@ func TicketsQuery(f warp.TicketFilter, cols string, dollar, crossJoin bool, limi
 	if f.Verdict != nil {
 		w.Bounds(*f.Verdict)
 	}
+	w.Labels(f.Labels)
 	return "SELECT " + cols + from + w.SQL() + " ORDER BY t.seq LIMIT " + w.Arg(limit), w.Args
 }

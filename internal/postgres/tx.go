@@ -161,6 +161,23 @@ func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
 	return nil
 }
 
+// EditTicket implements warp.Tx.
+func (t *tx) EditTicket(ctx context.Context, tk warp.Ticket) error {
+	labels := tk.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	tag, err := t.tx.Exec(ctx, "UPDATE tickets SET title = $2, labels = $3, updated_at = $4 WHERE id = $1",
+		tk.ID, tk.Title, labels, ts(tk.UpdatedAt))
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("ticket %s: %w", tk.ID, warp.ErrNotFound)
+	}
+	return nil
+}
+
 func (t *tx) NextOpenTicket(ctx context.Context, labels []string) (warp.Ticket, error) {
 	q := "SELECT " + ticketCols + " FROM tickets t WHERE t.state = 'open'"
 	args := []any{}
@@ -627,8 +644,8 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 
 // InsertSession implements warp.Tx.
 func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
-	_, err := t.tx.Exec(ctx, "INSERT INTO sessions (id_hash, token_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-		s.IDHash, s.TokenID, ts(s.CreatedAt), ts(s.ExpiresAt))
+	_, err := t.tx.Exec(ctx, "INSERT INTO sessions (id_hash, token_id, name, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+		s.IDHash, s.TokenID, s.Name, ts(s.CreatedAt), ts(s.ExpiresAt))
 	return translate(err)
 }
 
@@ -636,8 +653,8 @@ func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
 func (t *tx) Session(ctx context.Context, idHash string) (warp.Session, error) {
 	s := warp.Session{IDHash: idHash}
 	var created, expires pgtype.Int8
-	if err := t.tx.QueryRow(ctx, "SELECT token_id, created_at, expires_at FROM sessions WHERE id_hash = $1", idHash).
-		Scan(&s.TokenID, &created, &expires); err != nil {
+	if err := t.tx.QueryRow(ctx, "SELECT token_id, name, created_at, expires_at FROM sessions WHERE id_hash = $1", idHash).
+		Scan(&s.TokenID, &s.Name, &created, &expires); err != nil {
 		return warp.Session{}, translate(err)
 	}
 	s.CreatedAt, s.ExpiresAt = fromTS(created), fromTS(expires)

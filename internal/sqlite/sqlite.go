@@ -355,6 +355,14 @@ func (db *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("open %s: cannot switch to WAL journal mode (got %q): put the database on a local file system", db.path, journal)
 	}
 
+	// Foreign keys are off while migrations run (a pragma a transaction
+	// cannot change): a migration that builds a table again drops the old
+	// one, whose drop would otherwise delete the rows that refer to it.
+	// PRAGMA foreign_key_check runs before the commit instead.
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return db.openError(err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
 	stx, err := begin(ctx, conn, nil)
 	if err != nil {
 		return db.openError(err)
@@ -429,10 +437,34 @@ func (db *DB) migrate(ctx context.Context) error {
 			db.log.Info("sqlite: applied migration", "name", m.name, "seconds", time.Since(start).Seconds())
 		}
 	}
+	if err := foreignKeyCheck(ctx, stx); err != nil {
+		return fmt.Errorf("open %s: after the migrations: %w", db.path, err)
+	}
 	if err := stx.Commit(); err != nil {
 		return db.openError(err)
 	}
 	return nil
+}
+
+// foreignKeyCheck fails when a row refers to a row that is not there
+// (PRAGMA foreign_key_check): what the migrations, run with foreign keys
+// off, must never leave.
+func foreignKeyCheck(ctx context.Context, stx *sql.Tx) error {
+	rows, err := stx.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fk int
+		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			return err
+		}
+		return fmt.Errorf("a row of %s (rowid %v) refers to a missing row of %s", table, rowid.Int64, parent)
+	}
+	return rows.Err()
 }
 
 // openError explains a failure to read the file at open.

@@ -161,6 +161,27 @@ func (t *tx) UpdateTicket(ctx context.Context, tk warp.Ticket) error {
 	return mustAffect(res, "update ticket "+tk.ID)
 }
 
+// EditTicket implements warp.Tx: the title and updated_at in the row, the
+// labels replaced in ticket_labels.
+func (t *tx) EditTicket(ctx context.Context, tk warp.Ticket) error {
+	res, err := t.exec(ctx, `UPDATE tickets SET title = ?, updated_at = ? WHERE id = ?`, tk.Title, nanos(tk.UpdatedAt), tk.ID)
+	if err != nil {
+		return translate("edit ticket "+tk.ID, err)
+	}
+	if err := mustAffect(res, "edit ticket "+tk.ID); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM ticket_labels WHERE ticket = ?`, tk.ID); err != nil {
+		return translate("edit labels of ticket "+tk.ID, err)
+	}
+	for _, l := range tk.Labels {
+		if _, err := t.exec(ctx, qInsertLabel, tk.ID, l); err != nil {
+			return translate("edit labels of ticket "+tk.ID, err)
+		}
+	}
+	return nil
+}
+
 func mustAffect(res sql.Result, op string) error {
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -595,8 +616,8 @@ func (t *tx) SetMeta(ctx context.Context, key, value string) error {
 
 // InsertSession implements warp.Tx.
 func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
-	if _, err := t.exec(ctx, `INSERT INTO sessions (id_hash, token_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-		s.IDHash, s.TokenID, nanos(s.CreatedAt), nanos(s.ExpiresAt)); err != nil {
+	if _, err := t.exec(ctx, `INSERT INTO sessions (id_hash, token_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		s.IDHash, s.TokenID, s.Name, nanos(s.CreatedAt), nanos(s.ExpiresAt)); err != nil {
 		return translate("insert session", err)
 	}
 	return nil
@@ -606,8 +627,8 @@ func (t *tx) InsertSession(ctx context.Context, s warp.Session) error {
 func (t *tx) Session(ctx context.Context, idHash string) (warp.Session, error) {
 	s := warp.Session{IDHash: idHash}
 	var created, expires int64
-	if err := t.queryRow(ctx, `SELECT token_id, created_at, expires_at FROM sessions WHERE id_hash = ?`, idHash).
-		Scan(&s.TokenID, &created, &expires); err != nil {
+	if err := t.queryRow(ctx, `SELECT token_id, name, created_at, expires_at FROM sessions WHERE id_hash = ?`, idHash).
+		Scan(&s.TokenID, &s.Name, &created, &expires); err != nil {
 		return warp.Session{}, translate("read session", err)
 	}
 	s.CreatedAt, s.ExpiresAt = fromNanos(created), fromNanos(expires)

@@ -31,6 +31,7 @@ func testSessions(t *testing.T, open func(t *testing.T) warp.Store) {
 	}
 
 	s1 := mk(1, time.Hour)
+	s1.Name = "jane on the night shift"
 	if err := update(func(tx warp.Tx) error { return tx.InsertSession(e.ctx, s1) }); err != nil {
 		t.Fatalf("insert session: %v", err)
 	}
@@ -38,7 +39,7 @@ func testSessions(t *testing.T, open func(t *testing.T) warp.Store) {
 	if err != nil {
 		t.Fatalf("read session: %v", err)
 	}
-	if got.IDHash != s1.IDHash || got.TokenID != s1.TokenID || !got.CreatedAt.Equal(s1.CreatedAt) || !got.ExpiresAt.Equal(s1.ExpiresAt) {
+	if got.IDHash != s1.IDHash || got.TokenID != s1.TokenID || got.Name != s1.Name || !got.CreatedAt.Equal(s1.CreatedAt) || !got.ExpiresAt.Equal(s1.ExpiresAt) {
 		t.Errorf("session read back: got %+v, want %+v", got, s1)
 	}
 	err = update(func(tx warp.Tx) error { return tx.InsertSession(e.ctx, s1) })

@@ -23,6 +23,10 @@ type Caller struct {
 	// WantsSecret: a claim that asks for a lease secret (every gyrum does;
 	// an unmigrated client does not, and its lease is bound to its token).
 	WantsSecret bool
+	// Operator names the person behind an operator's write from the
+	// dashboard (the session's name); the events the write records carry
+	// it as "by". Empty for API calls.
+	Operator string
 }
 
 type callerKey struct{}

@@ -146,6 +146,8 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 		return Change{}, Errorf(ErrConflict, "ticket %s is claimed by agent %q on host %q (epoch %d): claim another with --next, or, if that agent is gone, free it with warp release %s --reason REASON", t.ID, holder.Agent, holder.Host, holder.Epoch, t.ID)
 	case TicketCompleted:
 		return Change{}, Errorf(ErrConflict, "ticket %s is completed: claim another with --next", t.ID)
+	case TicketCancelled:
+		return Change{}, Errorf(ErrConflict, "ticket %s is cancelled: claim another with --next, or have an operator reopen it (warp ticket reopen %s)", t.ID, t.ID)
 	}
 	l := Lease{
 		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,
@@ -268,6 +270,66 @@ func End(t Ticket, l Lease, state LeaseState, reason, prURL string, now time.Tim
 	t.UpdatedAt = now
 	return Change{Ticket: t, TicketDirty: true, Lease: l, LeaseDirty: true, Counts: counts,
 		Events: []Event{{Ticket: t.ID, Epoch: l.Epoch, Kind: kind, At: now, Data: data}}}
+}
+
+// CancelReason is the end reason of a lease its ticket's cancel released:
+// "cancelled", or "cancelled: REASON" with the operator's reason.
+func CancelReason(reason string) string {
+	if reason == "" {
+		return "cancelled"
+	}
+	return "cancelled: " + reason
+}
+
+// Cancel cancels ticket t at now: an open ticket turns cancelled; a
+// claimed one too, its held lease holder released first (end reason
+// CancelReason, so its loop is told how it ended, and the event
+// released). The event cancelled {from, reason} follows. A cancelled
+// ticket is never claimed (Claim, claim-next's open tickets only) until
+// it is reopened. A completed ticket is ErrConflict (reopen it first), as
+// is one already cancelled.
+func Cancel(t Ticket, holder *Lease, reason string, now time.Time) (Change, error) {
+	var ch Change
+	switch t.State {
+	case TicketOpen:
+		ch = Change{Ticket: t}
+	case TicketClaimed:
+		if holder == nil || !holder.Held() {
+			return Change{}, fmt.Errorf("cancel ticket %s: claimed without a held lease", t.ID)
+		}
+		ch = End(t, *holder, LeaseReleased, CancelReason(reason), "", now)
+	case TicketCompleted:
+		return Change{}, Errorf(ErrConflict, "ticket %s is completed: nothing to cancel (reopen it first to cancel it: warp ticket reopen %s)", t.ID, t.ID)
+	case TicketCancelled:
+		return Change{}, Errorf(ErrConflict, "ticket %s is already cancelled", t.ID)
+	default:
+		return Change{}, fmt.Errorf("cancel ticket %s: unknown state %q", t.ID, t.State)
+	}
+	ch.Ticket.State, ch.Ticket.UpdatedAt, ch.TicketDirty = TicketCancelled, now, true
+	ch.Events = append(ch.Events, Event{Ticket: t.ID, Epoch: t.Epoch, Kind: EventCancelled, At: now,
+		Data: map[string]any{"from": string(t.State), "reason": reason}})
+	return ch, nil
+}
+
+// Reopen reopens completed or cancelled ticket t at now: it turns open,
+// to be claimed again with the next epoch (its leases, all ended, stay as
+// they ended), and the event reopened {from, reason} is recorded. An open
+// ticket is ErrConflict, and so is a claimed one: taking a ticket from its
+// holder is a release.
+func Reopen(t Ticket, reason string, now time.Time) (Change, error) {
+	switch t.State {
+	case TicketCompleted, TicketCancelled:
+	case TicketOpen:
+		return Change{}, Errorf(ErrConflict, "ticket %s is already open", t.ID)
+	case TicketClaimed:
+		return Change{}, Errorf(ErrConflict, "ticket %s is claimed: reopen is for completed and cancelled tickets; to take it from its holder, release its lease (warp release %s)", t.ID, t.ID)
+	default:
+		return Change{}, fmt.Errorf("reopen ticket %s: unknown state %q", t.ID, t.State)
+	}
+	from := t.State
+	t.State, t.UpdatedAt = TicketOpen, now
+	return Change{Ticket: t, TicketDirty: true, Events: []Event{{Ticket: t.ID, Epoch: t.Epoch, Kind: EventReopened, At: now,
+		Data: map[string]any{"from": string(from), "reason": reason}}}}, nil
 }
 
 // Lapse ends held lease l, whose expiry has passed, at now under mode: it

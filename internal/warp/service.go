@@ -481,8 +481,10 @@ type ListOptions struct {
 	State   TicketState
 	Verdict Verdict // implies state claimed
 	Host    string
-	Cursor  string // from a previous page's NextCursor
-	Limit   int
+	// Labels selects tickets that carry every one of them.
+	Labels []string
+	Cursor string // from a previous page's NextCursor
+	Limit  int
 }
 
 // TicketPage is one page of ListTickets.
@@ -494,7 +496,11 @@ type TicketPage struct {
 // ListTickets lists tickets in creation order.
 func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, error) {
 	if o.State != "" && !o.State.Valid() {
-		return TicketPage{}, Errorf(ErrInvalid, "unknown state %q: want open, claimed or completed", o.State)
+		return TicketPage{}, Errorf(ErrInvalid, "unknown state %q: want open, claimed, completed or cancelled", o.State)
+	}
+	labels, err := normLabels(o.Labels)
+	if err != nil {
+		return TicketPage{}, err
 	}
 	if o.Limit == 0 {
 		o.Limit = DefaultListLimit
@@ -511,7 +517,7 @@ func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, e
 		after = n
 	}
 	now := s.now()
-	f := TicketFilter{State: o.State, Host: o.Host, AfterSeq: after, Limit: o.Limit + 1}
+	f := TicketFilter{State: o.State, Host: o.Host, Labels: labels, AfterSeq: after, Limit: o.Limit + 1}
 	if o.Verdict != VerdictNone {
 		if _, err := ParseVerdict(string(o.Verdict)); err != nil {
 			return TicketPage{}, err
@@ -524,7 +530,7 @@ func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, e
 		f.Verdict = &b
 	}
 	var page TicketPage
-	err := s.store.View(ctx, func(tx Tx) error {
+	err = s.store.View(ctx, func(tx Tx) error {
 		if err := s.chooseListing(ctx, tx, &f, o.Verdict, now); err != nil {
 			return err
 		}
@@ -946,6 +952,7 @@ func (s *Service) finish(ctx context.Context, id string, epoch int64, state Leas
 			}
 		}
 		ch := End(t, l, state, reason, prURL, now)
+		stampOperator(ctx, ch.Events)
 		if _, err := s.write(ctx, tx, ch); err != nil {
 			return err
 		}

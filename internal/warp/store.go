@@ -39,6 +39,9 @@ type Tx interface {
 	Ticket(ctx context.Context, id string) (Ticket, error)
 	// UpdateTicket writes State, Epoch and UpdatedAt of t.
 	UpdateTicket(ctx context.Context, t Ticket) error
+	// EditTicket writes Title, Labels (normalised, as CreateTicket takes
+	// them) and UpdatedAt of t. ErrNotFound when there is no such ticket.
+	EditTicket(ctx context.Context, t Ticket) error
 	// NextOpenTicket returns the open ticket with the lowest Seq carrying all
 	// labels, locked for update, skipping tickets other transactions hold.
 	// ErrNotFound when there is none.
@@ -180,7 +183,10 @@ type Session struct {
 	IDHash string
 	// TokenID is the TokenID of the admin token that signed in: the
 	// session ends when that token is no longer configured.
-	TokenID   string
+	TokenID string
+	// Name is who signed in, as the sign-in form gave it: the dashboard's
+	// writes record it in their events ("by").
+	Name      string
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
@@ -233,9 +239,11 @@ type TicketLease struct {
 
 // TicketFilter selects tickets for listing.
 type TicketFilter struct {
-	State    TicketState // empty: any
-	Verdict  *VerdictBounds
-	Host     string // held lease's host; empty: any
+	State   TicketState // empty: any
+	Verdict *VerdictBounds
+	Host    string // held lease's host; empty: any
+	// Labels: only tickets carrying every one (normalised); none: any.
+	Labels   []string
 	AfterSeq int64
 	Limit    int
 	// RareVerdict, when set (never VerdictActive), has the store read the

@@ -15,15 +15,23 @@ import (
 type TicketState string
 
 // Ticket states. A release or a lapse returns a claimed ticket to open.
+// An operator cancels an open or claimed ticket (its lease, when held, is
+// released) and reopens a completed or cancelled one.
 const (
 	TicketOpen      TicketState = "open"
 	TicketClaimed   TicketState = "claimed"
 	TicketCompleted TicketState = "completed"
+	TicketCancelled TicketState = "cancelled"
 )
+
+// TicketStates lists the ticket states, in their life-cycle order.
+func TicketStates() []TicketState {
+	return []TicketState{TicketOpen, TicketClaimed, TicketCompleted, TicketCancelled}
+}
 
 // Valid reports whether s is a known ticket state.
 func (s TicketState) Valid() bool {
-	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted
+	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted || s == TicketCancelled
 }
 
 // ValidTicketID reports whether id obeys the ticket id rule
@@ -175,6 +183,11 @@ const (
 	EventCompleted        EventKind = "completed"
 	EventVerdictChanged   EventKind = "verdict-changed"
 	EventModeChanged      EventKind = "mode-changed"
+	// An operator's changes to a ticket (Service.EditTicket, Reopen,
+	// Cancel).
+	EventEdited    EventKind = "edited"
+	EventReopened  EventKind = "reopened"
+	EventCancelled EventKind = "cancelled"
 )
 
 // Event is one entry of the history. Ticket is empty for global events
