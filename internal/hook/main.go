@@ -87,6 +87,17 @@ func Main(args []string, env Env) {
 	notice := agent.NoticeFor(res.Event)
 	if a, ok := agent.ByFlag(announced); ok {
 		notice = a.Notice // an unknown --agent is ignored
+	} else if len(res.Notices) > 0 {
+		// No --agent: the agent's hooks may be another agent's settings
+		// it reads too (GitHub Copilot CLI runs a repository's
+		// .claude/settings.json). An agent that needs announcing is
+		// known by the process running the hook: walked only when there
+		// is something to tell.
+		if _, name, ok := agentproc.Nearest(os.Getppid()); ok {
+			if a, ok := agent.ByName(name); ok && a.Hooks != nil && a.Hooks.Announce {
+				notice = a.Notice
+			}
+		}
 	}
 	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
 		_, _ = env.Stdout.Write(out)
