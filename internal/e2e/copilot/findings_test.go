@@ -28,16 +28,25 @@ import (
 // first.
 func TestRepositoryHooksNeedTrust(t *testing.T) {
 	copilot.Require(t)
-	for _, trusted := range []bool{false, true} {
-		name := map[bool]string{false: "untrusted", true: "trusted"}[trusted]
+	for _, c := range []struct {
+		name    string
+		trust   func(project string) []string
+		trusted bool
+	}{
+		{"untrusted", func(string) []string { return nil }, false},
+		{"trusted", func(p string) []string { return []string{p} }, true},
+		{"parent-trusted", func(p string) []string { return []string{filepath.Dir(p)} }, true},
+		{"sibling-trusted", func(p string) []string { return []string{p + "-other"} }, false},
+	} {
+		name, trusted := c.name, c.trusted
 		t.Run(name, func(t *testing.T) {
 			ws := warptest.Start(t)
 			ws.Create("T-1")
 			project := e2etest.NewProject(t)
 			e2etest.SetupHooks(t, project, filepath.Join(".github", "hooks", "gyrum.json"), []string{"PreToolUse", "PostToolUse"}, "--agents", "copilot")
 			home := copilot.NewHome(t)
-			if trusted {
-				data, _ := json.Marshal(map[string]any{"trustedFolders": []string{project}})
+			if folders := c.trust(project); folders != nil {
+				data, _ := json.Marshal(map[string]any{"trustedFolders": folders})
 				agenttest.WriteFile(t, filepath.Join(home.Config, "config.json"), data, 0o600)
 			}
 			claim := claimCall("T-1 --json")
