@@ -36,7 +36,7 @@ type Result struct {
 }
 
 // checks are the agents' trust checks, by agent (package agent's names).
-var checks = []func(Input) []Result{codex, gemini}
+var checks = []func(Input) []Result{codex, gemini, qwen, copilot}
 
 // Check runs every agent's trust check. An agent whose files hold no hook
 // of gyrum's gets no result.
