@@ -213,8 +213,10 @@ type ListOptions struct {
 	State   string // open, claimed or completed
 	Verdict string // of the held lease: active, stalled, silent, exited or unwired
 	Host    string // the held lease's host
-	Limit   int    // tickets per page (0: the server's default)
-	Cursor  string // TicketList.NextCursor of the previous page
+	// Labels selects the tickets that carry every one of them.
+	Labels []string
+	Limit  int    // tickets per page (0: the server's default)
+	Cursor string // TicketList.NextCursor of the previous page
 }
 
 // ListTickets returns one page of tickets.
@@ -228,6 +230,9 @@ func (c *Client) ListTickets(ctx context.Context, o ListOptions) (TicketList, er
 	}
 	if o.Host != "" {
 		q.Set("host", o.Host)
+	}
+	for _, l := range o.Labels {
+		q.Add("label", l)
 	}
 	if o.Limit > 0 {
 		q.Set("limit", fmt.Sprint(o.Limit))
@@ -276,6 +281,28 @@ func (c *Client) AllTickets(ctx context.Context, o ListOptions) ([]Ticket, error
 // MaxAllTickets bounds what AllTickets reads: ten times a fleet of a
 // million leases' tickets.
 const MaxAllTickets = 10_000_000
+
+// EditTicket changes ticket id's title and labels (admin).
+func (c *Client) EditTicket(ctx context.Context, id string, r EditTicketRequest) (Ticket, error) {
+	var t Ticket
+	err := c.Do(ctx, http.MethodPatch, "/v1/tickets/"+url.PathEscape(id), r, &t)
+	return t, err
+}
+
+// CancelTicket cancels ticket id (admin): open or claimed, its held lease
+// released; never claimed again until it is reopened.
+func (c *Client) CancelTicket(ctx context.Context, id string, r TicketChangeRequest) (Ticket, error) {
+	var t Ticket
+	err := c.Do(ctx, http.MethodPost, "/v1/tickets/"+url.PathEscape(id)+"/cancel", r, &t)
+	return t, err
+}
+
+// ReopenTicket reopens completed or cancelled ticket id (admin).
+func (c *Client) ReopenTicket(ctx context.Context, id string, r TicketChangeRequest) (Ticket, error) {
+	var t Ticket
+	err := c.Do(ctx, http.MethodPost, "/v1/tickets/"+url.PathEscape(id)+"/reopen", r, &t)
+	return t, err
+}
 
 // Events returns a ticket's history.
 func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {

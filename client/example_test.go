@@ -123,12 +123,12 @@ func ExampleClient_Ticket() {
 
 func ExampleClient_ListTickets() {
 	srv := fakeWarp(map[string]string{
-		"GET /v1/tickets?limit=50&state=claimed": `{"tickets":[` + claimedTicket + `]}`,
+		"GET /v1/tickets?label=go&limit=50&state=claimed": `{"tickets":[` + claimedTicket + `]}`,
 	})
 	defer srv.Close()
 	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
 
-	page, err := c.ListTickets(context.Background(), client.ListOptions{State: "claimed", Limit: 50})
+	page, err := c.ListTickets(context.Background(), client.ListOptions{State: "claimed", Labels: []string{"go"}, Limit: 50})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -138,7 +138,7 @@ func ExampleClient_ListTickets() {
 	}
 	fmt.Printf("next page: %q\n", page.NextCursor)
 	// Output:
-	// warp got GET /v1/tickets?limit=50&state=claimed
+	// warp got GET /v1/tickets?label=go&limit=50&state=claimed
 	// T-1 active
 	// next page: ""
 }
@@ -249,6 +249,67 @@ func ExampleClient_Release() {
 	// Output:
 	// warp got POST /v1/tickets/T-1/release {"epoch":1,"reason":"handing over"} (Warp-Lease-Secret: c3410dbd)
 	// open lease released handing over
+}
+
+func ExampleClient_EditTicket() {
+	srv := fakeWarp(map[string]string{
+		"PATCH /v1/tickets/T-1": `{"id":"T-1","title":"Fix the flaky login test","labels":["go","ui"],"state":"open","epoch":0,"created_at":"2026-01-02T15:04:05Z","updated_at":"2026-01-02T16:00:00Z"}`,
+	})
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
+
+	t, err := c.EditTicket(context.Background(), "T-1", client.EditTicketRequest{
+		Title: client.Ptr("Fix the flaky login test"), AddLabels: []string{"ui"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(t.Title, t.Labels)
+	// Output:
+	// warp got PATCH /v1/tickets/T-1 {"title":"Fix the flaky login test","add_labels":["ui"]}
+	// Fix the flaky login test [go ui]
+}
+
+func ExampleClient_CancelTicket() {
+	srv := fakeWarp(map[string]string{
+		"POST /v1/tickets/T-1/cancel": `{"id":"T-1","title":"Fix the flaky test","labels":["go"],"state":"cancelled","epoch":1,"created_at":"2026-01-02T15:04:05Z","updated_at":"2026-01-02T15:20:00Z",` +
+			`"lease":{"epoch":1,"agent":"claude","host":"h1","state":"released","claimed_at":"2026-01-02T15:05:00Z","last_heartbeat_at":"2026-01-02T15:19:00Z","last_activity_at":"2026-01-02T15:19:00Z","schema_version":2,"expires_at":"2026-01-02T15:49:00Z","ended_at":"2026-01-02T15:20:00Z","end_reason":"cancelled: duplicate of T-9"}}`,
+	})
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
+
+	t, err := c.CancelTicket(context.Background(), "T-1", client.TicketChangeRequest{Reason: "duplicate of T-9"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(t.State, "lease", t.Lease.State, t.Lease.EndReason)
+	_, err = c.ReopenTicket(context.Background(), "T-2", client.TicketChangeRequest{})
+	fmt.Println(errors.Is(err, client.ErrNotFound))
+	// Output:
+	// warp got POST /v1/tickets/T-1/cancel {"reason":"duplicate of T-9"}
+	// cancelled lease released cancelled: duplicate of T-9
+	// warp got POST /v1/tickets/T-2/reopen {}
+	// true
+}
+
+func ExampleClient_ReopenTicket() {
+	srv := fakeWarp(map[string]string{
+		"POST /v1/tickets/T-1/reopen": `{"id":"T-1","title":"Fix the flaky test","labels":["go"],"state":"open","epoch":1,"created_at":"2026-01-02T15:04:05Z","updated_at":"2026-01-03T09:00:00Z",` +
+			`"lease":{"epoch":1,"agent":"claude","host":"h1","state":"completed","claimed_at":"2026-01-02T15:05:00Z","last_heartbeat_at":"2026-01-02T15:29:00Z","last_activity_at":"2026-01-02T15:29:00Z","schema_version":2,"expires_at":"2026-01-02T15:59:00Z","ended_at":"2026-01-02T15:30:00Z","pr_url":"https://example.com/pr/7"}}`,
+	})
+	defer srv.Close()
+	c := client.NewClient(srv.URL, "ADMIN-TOKEN")
+
+	t, err := c.ReopenTicket(context.Background(), "T-1", client.TicketChangeRequest{Reason: "the fix regressed"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(t.State, "next claim's epoch:", t.Epoch+1)
+	// Output:
+	// warp got POST /v1/tickets/T-1/reopen {"reason":"the fix regressed"}
+	// open next claim's epoch: 2
 }
 
 func ExampleClient_Complete() {

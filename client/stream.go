@@ -40,6 +40,14 @@ const (
 	StreamReleased = "released"
 	// StreamCompleted: a ticket was completed.
 	StreamCompleted = "completed"
+	// StreamEdited: an operator changed a ticket's title or labels.
+	StreamEdited = "edited"
+	// StreamCancelled: an operator cancelled a ticket (Reason is the
+	// operator's); a held lease was released.
+	StreamCancelled = "cancelled"
+	// StreamReopened: an operator reopened a completed or cancelled
+	// ticket (Reason is the operator's).
+	StreamReopened = "reopened"
 	// StreamLapsed: the server expired a lease (Reason is the lapse's,
 	// FallbackExtended whether the v1 fallback had kept it longer).
 	StreamLapsed = "lapsed"

@@ -97,6 +97,23 @@ type ReleaseRequest struct {
 	IdleForS float64 `json:"idle_for_s,omitempty"`
 }
 
+// EditTicketRequest is the body of PATCH /v1/tickets/{id}: what to change
+// of a ticket, in any state. Labels (an empty list removes every label)
+// excludes AddLabels and RemoveLabels; at least one field must be given.
+type EditTicketRequest struct {
+	Title        *string   `json:"title,omitempty"`
+	Labels       *[]string `json:"labels,omitempty"`
+	AddLabels    []string  `json:"add_labels,omitempty"`
+	RemoveLabels []string  `json:"remove_labels,omitempty"`
+}
+
+// TicketChangeRequest is the body of POST /v1/tickets/{id}/cancel and
+// POST /v1/tickets/{id}/reopen: why (at most 256 bytes), recorded with
+// the event (and, of a cancel that releases a lease, in its end reason).
+type TicketChangeRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // CompleteRequest is the body of POST /v1/tickets/{id}/complete.
 type CompleteRequest struct {
 	Epoch int64  `json:"epoch,omitempty"`

@@ -29,10 +29,10 @@ type HeartbeatOutcome struct {
 // dashboard's event stream).
 type Change struct {
 	// Kind is the event kind the write recorded: created, claimed,
-	// released, completed or mode-changed.
+	// released, completed, edited, cancelled, reopened or mode-changed.
 	Kind   warp.EventKind
 	Ticket string // empty for mode changes
 	Epoch  int64
-	Reason string // a release's reason
+	Reason string // a release's, cancel's or reopen's reason
 	Mode   string // the mode after a mode change
 }

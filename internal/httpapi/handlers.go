@@ -34,6 +34,7 @@ func (s *Server) listTickets(w http.ResponseWriter, r *http.Request) error {
 		State:   warp.TicketState(q.Get("state")),
 		Verdict: warp.Verdict(q.Get("verdict")),
 		Host:    q.Get("host"),
+		Labels:  q["label"],
 		Cursor:  q.Get("cursor"),
 	}
 	if v := q.Get("limit"); v != "" {
@@ -60,6 +61,46 @@ func (s *Server) getTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) editTicket(w http.ResponseWriter, r *http.Request) error {
+	var req EditTicketRequest
+	if err := decodeRequest(r, &req, false); err != nil {
+		return err
+	}
+	v, err := s.svc.EditTicket(r.Context(), r.PathValue("id"), warp.TicketEdit{Title: req.Title, Labels: req.Labels,
+		AddLabels: req.AddLabels, RemoveLabels: req.RemoveLabels})
+	if err != nil {
+		return err
+	}
+	s.changed(apihook.Change{Kind: warp.EventEdited, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	writeJSON(w, http.StatusOK, FromTicketView(v))
+	return nil
+}
+
+func (s *Server) cancelTicket(w http.ResponseWriter, r *http.Request) error {
+	return s.changeTicket(w, r, warp.EventCancelled, s.svc.Cancel)
+}
+
+func (s *Server) reopenTicket(w http.ResponseWriter, r *http.Request) error {
+	return s.changeTicket(w, r, warp.EventReopened, s.svc.Reopen)
+}
+
+// changeTicket is a cancel or a reopen: the reason of the body, the
+// service's change, the change hook, the ticket.
+func (s *Server) changeTicket(w http.ResponseWriter, r *http.Request, kind warp.EventKind,
+	change func(ctx context.Context, id, reason string) (warp.TicketView, error)) error {
+	var req TicketChangeRequest
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	v, err := change(r.Context(), r.PathValue("id"), req.Reason)
+	if err != nil {
+		return err
+	}
+	s.changed(apihook.Change{Kind: kind, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }

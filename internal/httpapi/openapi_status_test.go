@@ -425,6 +425,64 @@ func docCases() []docCase {
 	add("GET /v1/tickets/{id}", 400, "invalid", "bad id", get("/v1/tickets/-x"))
 	add("GET /v1/tickets/{id}", 404, "not_found", "unknown", get("/v1/tickets/NOPE-404"))
 
+	add("GET /v1/tickets", 200, "", "by labels", get("/v1/tickets?label=go&label=db"))
+	add("GET /v1/tickets", 400, "invalid", "bad label", get("/v1/tickets?label=no+spaces"))
+
+	// An operator's changes.
+	edit := func(body string) func(*docFixture) docReq {
+		return func(f *docFixture) docReq {
+			return docReq{method: "PATCH", path: "/v1/tickets/" + f.create(), token: adminToken, body: body}
+		}
+	}
+	add("PATCH /v1/tickets/{id}", 200, "", "title and labels", edit(`{"title":"new","add_labels":["ui"],"remove_labels":["go"]}`))
+	add("PATCH /v1/tickets/{id}", 200, "", "every label removed", edit(`{"labels":[]}`))
+	add("PATCH /v1/tickets/{id}", 400, "invalid", "nothing to change", edit(`{}`))
+	add("PATCH /v1/tickets/{id}", 400, "invalid", "empty body", edit(""))
+	add("PATCH /v1/tickets/{id}", 400, "invalid", "labels and add_labels", edit(`{"labels":["a"],"add_labels":["b"]}`))
+	add("PATCH /v1/tickets/{id}", 400, "invalid", "bad label", edit(`{"add_labels":["no spaces"]}`))
+	add("PATCH /v1/tickets/{id}", 400, "invalid", "unknown field", edit(`{"state":"open"}`))
+	add("PATCH /v1/tickets/{id}", 404, "not_found", "unknown", admin("PATCH", "/v1/tickets/NOPE-404", `{"title":"x"}`))
+	add("PATCH /v1/tickets/{id}", 413, "body_too_large", "64 KiB", edit(big))
+	for _, op := range []string{"cancel", "reopen"} {
+		route := "POST /v1/tickets/{id}/" + op
+		p := func(id string) string { return "/v1/tickets/" + id + "/" + op }
+		if op == "cancel" {
+			add(route, 200, "", "claimed", func(f *docFixture) docReq {
+				id, _, _ := f.claimed()
+				return docReq{method: "POST", path: p(id), token: adminToken, body: `{"reason":"not needed"}`}
+			})
+			add(route, 200, "", "open, empty body", func(f *docFixture) docReq {
+				return docReq{method: "POST", path: p(f.create()), token: adminToken}
+			})
+			add(route, 409, "conflict", "already cancelled", func(f *docFixture) docReq {
+				id := f.create()
+				if _, err := f.svc.Cancel(context.Background(), id, ""); err != nil {
+					f.t.Fatal(err)
+				}
+				return docReq{method: "POST", path: p(id), token: adminToken}
+			})
+		} else {
+			add(route, 200, "", "cancelled", func(f *docFixture) docReq {
+				id := f.create()
+				if _, err := f.svc.Cancel(context.Background(), id, ""); err != nil {
+					f.t.Fatal(err)
+				}
+				return docReq{method: "POST", path: p(id), token: adminToken, body: `{"reason":"wanted after all"}`}
+			})
+			add(route, 409, "conflict", "open", func(f *docFixture) docReq {
+				return docReq{method: "POST", path: p(f.create()), token: adminToken}
+			})
+		}
+		add(route, 400, "invalid", "reason too long", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: p(f.create()), token: adminToken, body: js(map[string]string{"reason": long})}
+		})
+		add(route, 400, "invalid", "bad id", admin("POST", p("-x"), ""))
+		add(route, 404, "not_found", "unknown", admin("POST", p("NOPE-404"), ""))
+		add(route, 413, "body_too_large", "64 KiB", func(f *docFixture) docReq {
+			return docReq{method: "POST", path: p(f.create()), token: adminToken, body: big}
+		})
+	}
+
 	add("GET /v1/tickets/{id}/events", 200, "", "events", func(f *docFixture) docReq {
 		id, _, _ := f.released()
 		return docReq{method: "GET", path: "/v1/tickets/" + id + "/events?after=0&limit=10", token: adminToken}

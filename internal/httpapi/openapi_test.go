@@ -496,6 +496,8 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		{nil, "ClaimNextRequest", httpapi.ClaimNextRequest{}, false},
 		{nil, "ReleaseRequest", httpapi.ReleaseRequest{}, false},
 		{nil, "CompleteRequest", httpapi.CompleteRequest{}, false},
+		{nil, "EditTicketRequest", httpapi.EditTicketRequest{}, false},
+		{nil, "TicketChangeRequest", httpapi.TicketChangeRequest{}, false},
 		{nil, "HeartbeatResponse", httpapi.HeartbeatResponse{}, true},
 		{nil, "HeartbeatProbe", httpapi.HeartbeatProbe{}, true},
 		{nil, "Event", httpapi.Event{}, true},

@@ -14,6 +14,8 @@ type (
 	ClaimNextRequest    = client.ClaimNextRequest
 	ReleaseRequest      = client.ReleaseRequest
 	CompleteRequest     = client.CompleteRequest
+	EditTicketRequest   = client.EditTicketRequest
+	TicketChangeRequest = client.TicketChangeRequest
 	HeartbeatRequest    = client.HeartbeatRequest
 	HeartbeatResponse   = client.HeartbeatResponse
 	HeartbeatProbe      = client.HeartbeatProbe
