@@ -112,11 +112,13 @@ func Run(ctx context.Context, o Options) Report {
 	checks = append(checks, hook)
 	checks = append(checks, checkHookBinary(commands, hook.Status == StatusOK))
 	checks = append(checks, checkAgentTrust(o)...)
+	agentHooks, agentSettings := checkAgentHooks(o)
+	checks = append(checks, agentHooks...)
 	binary := o.Binary
 	if binary == "" {
 		binary, _ = os.Executable()
 	}
-	checks = append(checks, checkHookRuns(ctx, hookCommands(hookEntries(o)), o.Prepared, binary)...)
+	checks = append(checks, checkHookRuns(ctx, hookCommands(append(hookEntries(o), agentSettings...)), o.Prepared, binary)...)
 	checks = append(checks, checkWatchdog(ctx, o))
 	checks = append(checks, checkWarp(ctx, o))
 	checks = append(checks, checkLoops(o)...)

@@ -39,7 +39,7 @@ const fakeLoopEnv = "GYRUM_DOCTOR_FAKE_LOOP"
 func TestMain(m *testing.M) {
 	// Run as <dir>/gyrum touch-activity (the symlink the hook names), the
 	// test binary is the real hook: internal/hook, as cmd/gyrum runs it.
-	if filepath.Base(os.Args[0]) == "gyrum" && len(os.Args) == 2 && os.Args[1] == "touch-activity" {
+	if filepath.Base(os.Args[0]) == "gyrum" && len(os.Args) >= 2 && os.Args[1] == "touch-activity" {
 		wd, _ := os.Getwd()
 		_, _ = hook.Run(os.Stdin, hook.Options{Cwd: wd, Now: time.Now()})
 		os.Exit(0)

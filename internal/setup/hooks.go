@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
@@ -510,6 +511,18 @@ func (f hookFormat) entries(path string, data []byte) (map[string][]HookEntry, e
 // timeouts. A file that does not parse is a *ParseError.
 func HookEntries(path string, data []byte) (map[string][]HookEntry, error) {
 	return defaultFormat().entries(path, data)
+}
+
+// AgentHookEntries returns, per event, the gyrum hooks of data, the
+// settings file of agent a at path (a's format, package agent's Hooks),
+// with their timeouts. A file that does not parse is a *ParseError; an
+// agent with no hook events in a settings file (none, or a plugin) is an
+// error.
+func AgentHookEntries(a agent.Agent, path string, data []byte) (map[string][]HookEntry, error) {
+	if a.Hooks == nil || len(a.Hooks.Events) == 0 {
+		return nil, fmt.Errorf("%s has no hooks settings file", a.Title)
+	}
+	return formatOf(a.Hooks).entries(path, data)
 }
 
 // HookCommands returns, per event setup wires in the default agent's
