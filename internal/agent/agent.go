@@ -37,6 +37,12 @@ type Agent struct {
 	// Packages are fragments of the path of its script when it runs
 	// under an interpreter (node …/@openai/codex/bin/codex.js).
 	Packages []string
+	// PIDEnv names the variable in which the agent hands its own pid to
+	// the processes it starts (its tool calls' shells, its hooks):
+	// CLAUDE_PID, OPENCODE_PID. start-work watches that process and the
+	// hook credits its leases; "" when it hands down none (the ancestor
+	// walk finds it).
+	PIDEnv string
 	// Events maps the names its hooks give the tool events to Claude
 	// Code's (PreToolUse, PostToolUse, PostToolUseFailure), for an agent
 	// that names them otherwise. The hook's record and output keep the
@@ -104,6 +110,15 @@ type Hooks struct {
 	// output), so setup writes `--agent Flag` after the hook command and
 	// the hook answers in the agent's Notice shape.
 	Announce bool
+	// Plugin, when set, makes the file a plugin of gyrum's own, written
+	// whole (see Plugin), not a settings file gyrum's hook entries are
+	// merged into: the format fields above (Events, Grouped, ...) are then
+	// unused, and File is the plugin's name in its directory.
+	Plugin *Plugin
+	// ConfigHomeDir, when set, is where the user's file is under
+	// $XDG_CONFIG_HOME when that is set (opencode: "opencode/plugins"),
+	// instead of $HOME/UserDir.
+	ConfigHomeDir string
 }
 
 // NoteInput is what Hooks.Notes looks at.
@@ -118,6 +133,7 @@ type NoteInput struct {
 
 // Path returns the settings file gyrum setup edits: <project>/ProjectDir/
 // File when project is set, else $HomeEnv/File when getenv has it, else
+// $XDG_CONFIG_HOME/ConfigHomeDir/File when both are set, else
 // <home>/UserDir/File.
 func (h *Hooks) Path(project, home string, getenv func(string) string) string {
 	switch {
@@ -125,6 +141,8 @@ func (h *Hooks) Path(project, home string, getenv func(string) string) string {
 		return filepath.Join(project, h.ProjectDir, h.File)
 	case h.HomeEnv != "" && getenv != nil && getenv(h.HomeEnv) != "":
 		return filepath.Join(getenv(h.HomeEnv), h.File)
+	case h.ConfigHomeDir != "" && getenv != nil && filepath.IsAbs(getenv("XDG_CONFIG_HOME")):
+		return filepath.Join(getenv("XDG_CONFIG_HOME"), h.ConfigHomeDir, h.File)
 	}
 	return filepath.Join(home, h.UserDir, h.File)
 }
@@ -217,7 +235,7 @@ const (
 )
 
 // all lists the agents, one file each.
-var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, qwenCode, copilotCLI}
+var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, opencode, qwenCode, copilotCLI}
 
 // All returns every agent gyrum knows.
 func All() []Agent { return append([]Agent(nil), all...) }
@@ -267,6 +285,28 @@ func ByPackage(script string) (Agent, bool) {
 			if strings.Contains(script, p) {
 				return a, true
 			}
+		}
+	}
+	return Agent{}, false
+}
+
+// PIDEnvs returns the variables agents hand their pids down in
+// (Agent.PIDEnv), in the agents' order.
+func PIDEnvs() []string {
+	var out []string
+	for _, a := range all {
+		if a.PIDEnv != "" {
+			out = append(out, a.PIDEnv)
+		}
+	}
+	return out
+}
+
+// ByPIDEnv returns the agent that hands its pid down in variable k.
+func ByPIDEnv(k string) (Agent, bool) {
+	for _, a := range all {
+		if a.PIDEnv != "" && a.PIDEnv == k {
+			return a, true
 		}
 	}
 	return Agent{}, false

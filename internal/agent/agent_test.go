@@ -11,7 +11,7 @@ func TestLookups(t *testing.T) {
 		exe, want string
 	}{
 		{"claude.exe", "claude"}, {"claude", "claude"}, {"codex-linux-x64", "codex"}, {"gemini.js", "gemini"},
-		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"bash", ""}, {"node", ""}, {"pi", ""},
+		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"opencode", "opencode"}, {"bash", ""}, {"node", ""},
 	} {
 		a, ok := agent.ByExecutable(c.exe)
 		if a.Name != c.want || ok != (c.want != "") {
@@ -29,7 +29,7 @@ func TestLookups(t *testing.T) {
 			t.Errorf("ByPackage(%q) = %q, want %q", script, a.Name, want)
 		}
 	}
-	for name, want := range map[string]string{"claude": "claude-code", "claude.exe": "claude-code", "gemini": "gemini-cli", "cursor-agent": "cursor", "opencode": "agent"} {
+	for name, want := range map[string]string{"claude": "claude-code", "claude.exe": "claude-code", "gemini": "gemini-cli", "cursor-agent": "cursor", "opencode": "opencode", "bash": "agent"} {
 		if got := agent.Product(name); got != want {
 			t.Errorf("Product(%q) = %q, want %q", name, got, want)
 		}
@@ -71,5 +71,18 @@ func TestAgentsAreConsistent(t *testing.T) {
 	}
 	if got := agent.Names(); len(got) != len(agent.All()) {
 		t.Errorf("Names() = %v", got)
+	}
+}
+
+// The variables agents hand their pids down in, and whose each is.
+func TestPIDEnvs(t *testing.T) {
+	got := agent.PIDEnvs()
+	if len(got) == 0 || got[0] != "CLAUDE_PID" {
+		t.Errorf("PIDEnvs() = %v, want CLAUDE_PID first", got)
+	}
+	for k, want := range map[string]string{"CLAUDE_PID": "claude", "OPENCODE_PID": "opencode", "GEMINI_PID": ""} {
+		if a, ok := agent.ByPIDEnv(k); a.Name != want || ok != (want != "") {
+			t.Errorf("ByPIDEnv(%q) = %q, %v; want %q", k, a.Name, ok, want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ var claudeCode = Agent{
 	ShellTool:    "Bash",
 	Executables:  []string{"claude", "claude.exe"},
 	Packages:     []string{"@anthropic-ai/claude-code/"},
+	PIDEnv:       "CLAUDE_PID",
 	Notice:       NoticeHookSpecific,
 	// Setup always wires Claude Code (Flag ""), in $CLAUDE_CONFIG_DIR or
 	// ~/.claude/settings.json, or the project's .claude/settings.json.

@@ -114,11 +114,13 @@ func Run(ctx context.Context, o Options) Report {
 	checks = append(checks, checkAgentTrust(o)...)
 	agentHooks, agentSettings := checkAgentHooks(o)
 	checks = append(checks, agentHooks...)
+	plugins, unreadable := pluginFiles(o)
+	checks = append(checks, checkPlugins(plugins, unreadable)...)
 	binary := o.Binary
 	if binary == "" {
 		binary, _ = os.Executable()
 	}
-	checks = append(checks, checkHookRuns(ctx, hookCommands(append(hookEntries(o), agentSettings...)), o.Prepared, binary)...)
+	checks = append(checks, checkHookRuns(ctx, hookCommands(append(append(hookEntries(o), pluginHooks(plugins)...), agentSettings...)), o.Prepared, binary)...)
 	checks = append(checks, checkWatchdog(ctx, o))
 	checks = append(checks, checkWarp(ctx, o))
 	checks = append(checks, checkLoops(o)...)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -17,7 +19,7 @@ import (
 type Watched struct {
 	proc.Identity
 	Name string // executable name
-	How  string // "--watch-pid", "CLAUDE_PID", "ancestor", "app-server-client", "caller", "parent", "self"
+	How  string // "--watch-pid", an agent's PIDEnv ("CLAUDE_PID", "OPENCODE_PID"), "ancestor", "app-server-client", "caller", "parent", "self"
 	// Passed counts the shells and wrappers between start-work and the
 	// watched process (How "caller").
 	Passed int
@@ -26,8 +28,8 @@ type Watched struct {
 	Server proc.Identity
 }
 
-// resolveWatched picks the agent process: --watch-pid, else CLAUDE_PID,
-// else the nearest ancestor whose executable is a known agent (or matches
+// resolveWatched picks the agent process: --watch-pid, else the pid an
+// agent hands down (CLAUDE_PID, OPENCODE_PID, ...: agent.PIDEnv), else the nearest ancestor whose executable is a known agent (or matches
 // GYRUM_AGENT_PROCESS), else the first ancestor above the tool call's
 // shells and wrappers (agentproc.Caller), else the parent of this process
 // (an interactive shell, a program that is neither).
@@ -35,18 +37,32 @@ func (a *App) resolveWatched(watchPID int) (Watched, error) {
 	if watchPID != 0 {
 		return lookupWatched(watchPID, "--watch-pid")
 	}
-	if v := strings.TrimSpace(a.getenv("CLAUDE_PID")); v != "" {
+	// The pid an agent hands its tools (agent.PIDEnv: CLAUDE_PID,
+	// OPENCODE_PID, ...), the first set in the agents' order.
+	for _, k := range agent.PIDEnvs() {
+		v := strings.TrimSpace(a.getenv(k))
+		if v == "" {
+			continue
+		}
 		pid, err := strconv.Atoi(v)
 		if err != nil || pid <= 0 {
-			return Watched{}, clikit.Usagef("CLAUDE_PID=%q is not a pid", v)
+			return Watched{}, clikit.Usagef("%s=%q is not a pid", k, v)
 		}
-		// Handed down from a Claude Code session to another agent it
-		// started (Codex, say), CLAUDE_PID names the wrong agent: the
-		// nearer one runs this start-work.
+		// Handed down from a session of one agent to another it started
+		// (a Codex from Claude Code, say), the variable names the wrong
+		// agent: the nearer one runs this start-work.
 		if in, name, ok := agentproc.Inherited(pid, os.Getppid()); ok {
 			return Watched{Identity: in.Identity, Name: name, How: "ancestor"}, nil
 		}
-		return lookupWatched(pid, "CLAUDE_PID")
+		w, err := lookupWatched(pid, k)
+		if err == nil {
+			if args, _ := proc.Cmdline(pid); len(args) > 0 {
+				if n, isAgent := agentproc.Name(w.Name, args); isAgent {
+					w.Name = n
+				}
+			}
+		}
+		return w, err
 	}
 	var extra *regexp.Regexp
 	if v := a.getenv("GYRUM_AGENT_PROCESS"); v != "" {
@@ -187,7 +203,10 @@ func (a *App) serverClient() (w Watched, ok bool, err error) {
 // process under a shared server must take from the session's client.
 func sessionVar(k string) bool {
 	switch k {
-	case "CLAUDE_PID", "HOME", "USER", "LOGNAME":
+	case "HOME", "USER", "LOGNAME":
+		return true
+	}
+	if slices.Contains(agent.PIDEnvs(), k) {
 		return true
 	}
 	return strings.HasPrefix(k, "WARP_") || strings.HasPrefix(k, "GYRUM_") || strings.HasPrefix(k, "HEARTBEAT_")

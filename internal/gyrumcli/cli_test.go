@@ -41,6 +41,7 @@ func TestStartWorkBadInput(t *testing.T) {
 		{"bad schema", []string{"start-work", "T-1", "--watch-pid", wp, "--schema-version", "3"}, nil, 2, "want 1 or 2"},
 		{"bad CLAUDE_PID", []string{"start-work", "T-1"}, map[string]string{"CLAUDE_PID": "abc"}, 2, "CLAUDE_PID"},
 		{"dead CLAUDE_PID", []string{"start-work", "T-1"}, map[string]string{"CLAUDE_PID": dead}, 2, "no such live process"},
+		{"bad OPENCODE_PID", []string{"start-work", "T-1"}, map[string]string{"OPENCODE_PID": "-3"}, 2, "OPENCODE_PID"},
 		{"bad agent regexp", []string{"start-work", "T-1"}, map[string]string{"GYRUM_AGENT_PROCESS": "("}, 2, "GYRUM_AGENT_PROCESS"},
 		{"bad interval", []string{"start-work", "T-1", "--watch-pid", wp}, map[string]string{"HEARTBEAT_INTERVAL_SECS": "soon"}, 2, "HEARTBEAT_INTERVAL_SECS"},
 		{"missing dir", []string{"start-work", "T-1", "--watch-pid", wp, "--dir", "/nonexistent/x"}, nil, 2, "not a directory"},

@@ -55,6 +55,7 @@ func newEnv(t *testing.T) *env {
 		"HEARTBEAT_ACTIVITY_STALENESS_SECS": "30",
 		"HEARTBEAT_INFLIGHT_MAX_SECS":       "60",
 		"CLAUDE_PID":                        "",
+		"OPENCODE_PID":                      "",
 		"GYRUM_AGENT_PROCESS":               "",
 		"GYRUM_AGENT":                       "",
 		"GYRUM_WORKTREE_ROOT":               "",

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
@@ -365,8 +366,8 @@ func (s *startRun) defaultAgent(host string) string {
 	name := s.watched.Name
 	if s.child != nil {
 		name = filepath.Base(s.child[0])
-	} else if s.watched.How == "CLAUDE_PID" {
-		name = "claude"
+	} else if a, ok := agent.ByPIDEnv(s.watched.How); ok {
+		name = a.Name // the process the agent announced, whatever it is called
 	}
 	user := firstOf(s.a.getenv("USER"), s.a.getenv("LOGNAME"))
 	if user == "" {

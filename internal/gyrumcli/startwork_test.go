@@ -702,6 +702,17 @@ func TestWatchedProcessResolution(t *testing.T) {
 			t.Fatalf("watched %+v, want CLAUDE_PID %d: nothing but shells between", sr, pid)
 		}
 	})
+	// Any agent's announced pid counts as CLAUDE_PID does (agent.PIDEnv):
+	// opencode's OPENCODE_PID names the process, which is reported by its
+	// agent's name.
+	t.Run("OPENCODE_PID", func(t *testing.T) {
+		oc := copyBinary(t, sh, bin, "opencode")
+		_, w := agent(t, oc, "-c", "sleep 1000; true")
+		sr, _ := run(t, "not-an-agent", "T-anc10", map[string]string{"OPENCODE_PID": strconv.Itoa(w.PID)})
+		if sr.WatchedHow != "OPENCODE_PID" || sr.WatchedPID != w.PID || sr.Watched != "opencode" {
+			t.Fatalf("watched %+v, want OPENCODE_PID %d, opencode", sr, w.PID)
+		}
+	})
 	// Codex started from a Claude Code session runs start-work: CLAUDE_PID
 	// is the Claude Code's, handed down; Codex is the agent to watch.
 	t.Run("CLAUDE_PID handed down to another agent", func(t *testing.T) {

@@ -67,7 +67,7 @@ func Main(args []string, env Env) {
 	}
 	o.Prepared = gyrumdir.NewPrepared(home)
 	agents := gyrumdir.NewAgentIndex(home)
-	if pid, err := strconv.Atoi(env.Getenv("CLAUDE_PID")); err == nil && pid > 0 {
+	if pid := announcedPID(env.Getenv); pid > 0 {
 		o.AgentPID, o.Agents, o.Parent = pid, agents, os.Getppid()
 	} else if indexed(agents) {
 		// Other agents hand down no pid: the hook's nearest agent ancestor
@@ -102,6 +102,18 @@ func Main(args []string, env Env) {
 	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
 		_, _ = env.Stdout.Write(out)
 	}
+}
+
+// announcedPID returns the pid an agent hands its hooks (agent.PIDEnv:
+// CLAUDE_PID, OPENCODE_PID, ...), the first set in the agents' order; 0
+// when none is.
+func announcedPID(getenv func(string) string) int {
+	for _, k := range agent.PIDEnvs() {
+		if pid, err := strconv.Atoi(getenv(k)); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }
 
 // indexed reports whether the agent index has an entry at all: one

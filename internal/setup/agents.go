@@ -31,9 +31,13 @@ func defaultFormat() hookFormat { return formatOf(agent.Default().Hooks) }
 func agentTarget(o Options, a agent.Agent) hookTarget {
 	h := a.Hooks
 	f := formatOf(h)
-	t := hookTarget{agent: a.Name, path: h.Path(o.Project, o.Home, o.Getenv), install: f.install, uninstall: f.uninstall}
+	t := hookTarget{agent: a.Name, title: a.Title, path: h.Path(o.Project, o.Home, o.Getenv), install: f.install, uninstall: f.uninstall}
 	if h.Flag != "" {
 		t.agent = h.Flag
+	}
+	if h.Plugin != nil {
+		t.plugin = h.Plugin
+		t.pluginDirs = pluginDirs(t.path, pluginRel(h, t.path))
 	}
 	if len(f.header) > 0 {
 		// A file left with its header alone held nothing but gyrum's

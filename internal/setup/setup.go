@@ -234,10 +234,16 @@ func indentText(s, prefix string) string {
 
 // hookTarget is one agent settings file and how to merge our hook into it.
 type hookTarget struct {
-	agent     string
-	path      string
-	install   func(path string, data []byte, command string) ([]byte, bool, error)
-	uninstall func(path string, data []byte) ([]byte, bool, error)
+	agent string
+	title string // the agent's name in prose
+	path  string
+	// plugin, when set, makes path a plugin file of gyrum's own (see
+	// planPlugin), not settings to merge into; pluginDirs are the
+	// directories its removal may leave empty, innermost first.
+	plugin     *agent.Plugin
+	pluginDirs []string
+	install    func(path string, data []byte, command string) ([]byte, bool, error)
+	uninstall  func(path string, data []byte) ([]byte, bool, error)
 	// notes, when set, returns what the user must still do for the hook to
 	// run after an install (data: the file as it will be; changed: whether
 	// setup changes it). They become Report.Warnings.
@@ -273,6 +279,14 @@ func planHooks(o Options) (steps []step, notes []string, err error) {
 	}
 	command := HookCommand(o.Binary)
 	for _, t := range targets {
+		if t.plugin != nil {
+			s, n, err := planPlugin(o, t, command)
+			if err != nil {
+				return nil, nil, err
+			}
+			steps, notes = append(steps, s...), append(notes, n...)
+			continue
+		}
 		old, existed, err := readFile(t.path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", t.path, err)

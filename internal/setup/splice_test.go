@@ -14,6 +14,9 @@ import (
 func allFormats() map[string]hookFormat {
 	m := map[string]hookFormat{"claude": defaultFormat()}
 	for _, a := range agent.Wired() {
+		if a.Hooks.Plugin != nil {
+			continue // a file of gyrum's own, not a format (plugin_test.go)
+		}
 		m[a.Hooks.Flag] = formatOf(a.Hooks)
 	}
 	return m
