@@ -23,7 +23,7 @@
 //     API shape encodes the turns and decodes the requests: anthropic.go
 //     (Anthropic Messages: Claude Code), responses.go (OpenAI Responses:
 //     Codex), gemini.go (Gemini streamGenerateContent: Gemini CLI), chat.go
-//     (OpenAI chat completions).
+//     (OpenAI chat completions: Qwen Code, GitHub Copilot CLI).
 //   - ServeMCP (mcp.go): a real stdio MCP server whose tools the scripted
 //     model can call.
 //
