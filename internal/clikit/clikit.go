@@ -12,8 +12,8 @@
 //   - Output: PrintJSON, the --json output of every command.
 //   - Install, for what a distributed binary needs: --version and a
 //     `version` command, shell completion (cobra's `completion
-//     bash|zsh|fish|powershell`), a hidden `gen-man DIR` that writes a man
-//     page per visible command, and -o/--output beside every --json.
+//     bash|zsh|fish|powershell`), `gen-man DIR` that writes a man page per
+//     visible command, and -o/--output beside every --json.
 //
 // Subpackage apiclient holds what both share about the warp server they
 // talk to; clikittest checks what Install adds through a program's own
@@ -35,7 +35,7 @@ import (
 //   - `version [--json]`;
 //   - cobra's default `completion bash|zsh|fish|powershell` command,
 //     which it enables (an unknown shell is a usage error);
-//   - a hidden `gen-man DIR` (see GenManTree);
+//   - `gen-man DIR` (see GenManTree), listed in the help like the others;
 //   - -o/--output json|text on every command of the tree that has a
 //     boolean --json (-o json is --json, -o text the default output).
 //
@@ -98,7 +98,6 @@ it if needed: ` + prog + `.1, then one page per subcommand named after its path
 (` + prog + `-version.1, ...). Packagers install them under
 /usr/share/man/man1; 'man -l DIR/` + prog + `.1' reads one in place.`,
 		Example: "  " + prog + " gen-man ./man && man -l ./man/" + prog + ".1",
-		Hidden:  true,
 		Args:    cobra.ExactArgs(1),
 		RunE: Action(func(cmd *cobra.Command, args []string) error {
 			if err := os.MkdirAll(args[0], 0o755); err != nil {

@@ -25,6 +25,11 @@ const (
 	RoleAgent
 	// RoleAdmin may do everything.
 	RoleAdmin
+	// RoleViewer reads what an admin reads (the API's GETs, the
+	// dashboard, /metrics, the event stream) and writes nothing: a
+	// dashboard session of a viewer token shows no action. It is not
+	// ordered among the others: authorize checks it on its own.
+	RoleViewer
 )
 
 // String returns the role's name as written in a token file.
@@ -36,6 +41,8 @@ func (r Role) String() string {
 		return "agent"
 	case RoleAdmin:
 		return "admin"
+	case RoleViewer:
+		return "viewer"
 	}
 	return fmt.Sprintf("Role(%d)", int(r))
 }
@@ -46,8 +53,8 @@ type Token struct {
 	Secret string
 }
 
-// ParseTokens reads a token file: one `role:token` a line, role agent or
-// admin; blank lines and lines starting with # are skipped. name is used in
+// ParseTokens reads a token file: one `role:token` a line, role agent,
+// admin or viewer; blank lines and lines starting with # are skipped. name is used in
 // error messages (the file's path). A token may not appear twice.
 func ParseTokens(name string, r io.Reader) ([]Token, error) {
 	var out []Token
@@ -61,7 +68,7 @@ func ParseTokens(name string, r io.Reader) ([]Token, error) {
 		}
 		role, secret, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, fmt.Errorf("token file %s line %d: want role:token (role agent or admin), got no colon", name, n)
+			return nil, fmt.Errorf("token file %s line %d: want role:token (role agent, admin or viewer), got no colon", name, n)
 		}
 		var rl Role
 		switch strings.TrimSpace(role) {
@@ -69,8 +76,10 @@ func ParseTokens(name string, r io.Reader) ([]Token, error) {
 			rl = RoleAgent
 		case "admin":
 			rl = RoleAdmin
+		case "viewer":
+			rl = RoleViewer
 		default:
-			return nil, fmt.Errorf("token file %s line %d: unknown role %q: want agent or admin", name, n, strings.TrimSpace(role))
+			return nil, fmt.Errorf("token file %s line %d: unknown role %q: want agent, admin or viewer", name, n, strings.TrimSpace(role))
 		}
 		secret = strings.TrimSpace(secret)
 		if secret == "" {
@@ -123,6 +132,43 @@ type tokenIndex map[[sha256.Size]byte]tokenEntry
 type tokenEntry struct {
 	role Role
 	id   string // warp.TokenID of the secret
+}
+
+// authState is what the configured tokens decide: the index of bearer
+// tokens, and the role of each token that may hold a dashboard session
+// (admin and viewer), by identity. Server.SetTokens replaces it whole.
+type authState struct {
+	tokens tokenIndex
+	// sessionRoles maps the TokenID of every admin and viewer token to
+	// its role: a session opens pages only while the token that signed in
+	// is one of them, with that token's current role.
+	sessionRoles map[string]Role
+}
+
+func newAuthState(tokens []Token) *authState {
+	a := &authState{tokens: newTokenIndex(tokens), sessionRoles: map[string]Role{}}
+	for _, t := range tokens {
+		if t.Role == RoleAdmin || t.Role == RoleViewer {
+			a.sessionRoles[warp.TokenID(t.Secret)] = t.Role
+		}
+	}
+	return a
+}
+
+// checkTokens refuses an empty secret, an unknown role and one secret
+// with two roles (the later would win: an agent's token made admin).
+func checkTokens(tokens []Token) error {
+	roles := make(map[string]Role, len(tokens))
+	for i, t := range tokens {
+		if t.Secret == "" || (t.Role != RoleAgent && t.Role != RoleAdmin && t.Role != RoleViewer) {
+			return fmt.Errorf("httpapi: token %d: want a non-empty secret with role agent, admin or viewer", i)
+		}
+		if r, dup := roles[t.Secret]; dup && r != t.Role {
+			return fmt.Errorf("httpapi: token %d: its secret is also configured as %s: one secret, one role", i, r)
+		}
+		roles[t.Secret] = t.Role
+	}
+	return nil
 }
 
 // newTokenIndex indexes tokens; of two with one secret the later wins.

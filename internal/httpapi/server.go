@@ -3,7 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql/driver"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +17,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -103,11 +109,13 @@ type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	mux     *http.ServeMux
-	openAll bool // no tokens configured
-	tokens  tokenIndex
-	// adminIDs holds the TokenID of every admin token: a session opens
-	// pages only while the token that signed in is one of them.
-	adminIDs map[string]bool
+	openAll bool // no tokens configured (at the start: SetTokens keeps it)
+	// auth is what the tokens decide (authState), replaced whole by
+	// SetTokens while requests read it.
+	auth atomic.Pointer[authState]
+	// csrfKey keys the form token of a server without tokens (no session
+	// to derive it from).
+	csrfKey []byte
 	// sameOrigin refuses the writes a browser sends for another site's
 	// page (Sec-Fetch-Site, Origin): a tokenless warp on loopback is
 	// otherwise open to any page its operator visits.
@@ -121,28 +129,18 @@ func NewServer(svc *warp.Service, cfg ServerConfig) (*Server, error) {
 	if svc == nil {
 		return nil, errors.New("httpapi: nil service")
 	}
-	roles := make(map[string]Role, len(cfg.Tokens))
-	for i, t := range cfg.Tokens {
-		if t.Secret == "" || (t.Role != RoleAgent && t.Role != RoleAdmin) {
-			return nil, fmt.Errorf("httpapi: token %d: want a non-empty secret with role agent or admin", i)
-		}
-		// One secret with two roles would get the later one: an agent's
-		// token made admin by a second entry.
-		if r, dup := roles[t.Secret]; dup && r != t.Role {
-			return nil, fmt.Errorf("httpapi: token %d: its secret is also configured as %s: one secret, one role", i, r)
-		}
-		roles[t.Secret] = t.Role
+	if err := checkTokens(cfg.Tokens); err != nil {
+		return nil, err
 	}
 	if cfg.DatabaseTimeout == 0 {
 		cfg.DatabaseTimeout = DefaultDatabaseTimeout
 	}
 	s := &Server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), openAll: len(cfg.Tokens) == 0,
-		tokens: newTokenIndex(cfg.Tokens), adminIDs: map[string]bool{}, sameOrigin: http.NewCrossOriginProtection()}
-	for _, t := range cfg.Tokens {
-		if t.Role == RoleAdmin {
-			s.adminIDs[warp.TokenID(t.Secret)] = true
-		}
+		csrfKey: make([]byte, 32), sameOrigin: http.NewCrossOriginProtection()}
+	if _, err := rand.Read(s.csrfKey); err != nil {
+		return nil, fmt.Errorf("httpapi: form token key: %w", err)
 	}
+	s.auth.Store(newAuthState(cfg.Tokens))
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -173,6 +171,27 @@ func (s *Server) routes() {
 	s.handle("GET /readyz", s.readyz, RoleOpen)
 	s.signInRoutes() // GET and POST /signin, POST /signout (session.go)
 	s.docRoutes()    // GET /v1/openapi.json and /v1/heartbeat.schema.json (openapi.go)
+}
+
+// SetTokens replaces the accepted tokens (warp serve re-reads its token
+// file on SIGHUP): requests that arrive after it see the new set, and a
+// dashboard session whose token is gone, or no longer admin or viewer,
+// opens nothing from its next request. A server that started without
+// tokens stays open (it listens on loopback only), and one that started
+// with tokens never opens up: an empty set is refused. On error the
+// tokens in force are kept.
+func (s *Server) SetTokens(tokens []Token) error {
+	if s.openAll {
+		return errors.New("this server started without tokens (open, on loopback only): restart it with --token-file to use tokens")
+	}
+	if len(tokens) == 0 {
+		return errors.New("no tokens: a server that started with tokens keeps at least one (it would be open to anyone)")
+	}
+	if err := checkTokens(tokens); err != nil {
+		return err
+	}
+	s.auth.Store(newAuthState(tokens))
+	return nil
 }
 
 // apiHandler is a route's handler: it writes a success answer itself or
@@ -211,10 +230,21 @@ func (s *Server) handle(pattern string, h apiHandler, role Role) {
 // http.ServeMux.Handle it panics on an invalid or conflicting pattern. It
 // is safe to call while serving.
 func (s *Server) Mount(pattern string, h http.Handler, role Role) {
-	s.mux.Handle(pattern, s.wrap(pattern, h, role))
+	s.mux.Handle(pattern, s.wrap(pattern, h, role, false))
 }
 
-func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
+// MountAction registers h for pattern, a dashboard action (a form a
+// signed-in admin posts: release, cancel, reopen), behind the middleware
+// of Mount with the admin role, and one thing more: a session may post
+// to it, with the form token of the session (httpkit.CSRFField) and from
+// this server's own pages (the cross-origin guard). The request carries
+// the operator (httpkit.OperatorFrom, warp.Caller.Operator). A bearer
+// token posts without a form token: it is no cookie a page could ride.
+func (s *Server) MountAction(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.wrap(pattern, h, RoleAdmin, true))
+}
+
+func (s *Server) wrap(route string, h http.Handler, role Role, action bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -223,9 +253,13 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 				s.cfg.Observe(route, rec.status(), time.Since(start))
 			}
 		}()
-		caller, tokenID, err := s.authorize(r, role)
+		a, err := s.authorize(r, role, action)
 		if err == nil {
 			err = s.checkBrowser(r)
+		}
+		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		if err == nil && action && a.op != nil && r.Method == http.MethodPost {
+			err = checkFormToken(r, a.op.CSRF)
 		}
 		if err != nil {
 			if errors.Is(err, httpkit.ErrUnauthorized) && s.wantsSignIn(r) {
@@ -235,19 +269,39 @@ func (s *Server) wrap(route string, h http.Handler, role Role) http.Handler {
 			s.WriteError(rec, r, err)
 			return
 		}
-		ctx := context.WithValue(r.Context(), roleKey{}, caller)
+		ctx := context.WithValue(r.Context(), roleKey{}, a.role)
 		secret := r.Header.Get(HeaderLeaseSecret)
-		ctx = warp.WithCaller(ctx, warp.Caller{
+		c := warp.Caller{
 			// Only an admin (or a server without tokens, where every
 			// caller is) skips the holder checks: an anonymous caller of
 			// an open route is held to them like an agent.
-			Agent: caller != RoleAdmin, Token: tokenID,
+			Agent: a.role != RoleAdmin, Token: a.tokenID,
 			LeaseSecret: secret, WantsSecret: secret == LeaseSecretNew,
-		})
-		r = r.WithContext(ctx)
-		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		}
+		if a.op != nil {
+			// The operator names the writes of the dashboard's actions.
+			if action {
+				c.Operator = a.op.Name
+			}
+			ctx = httpkit.WithOperator(ctx, *a.op)
+		}
+		r = r.WithContext(warp.WithCaller(ctx, c))
 		h.ServeHTTP(rec, r)
 	})
+}
+
+// checkFormToken refuses a posted form without the session's form token:
+// another site's page cannot read it, so it cannot post in the operator's
+// name even where the cross-origin guard has nothing to go on.
+func checkFormToken(r *http.Request, want string) error {
+	if err := r.ParseForm(); err != nil {
+		return fmt.Errorf("%w: the form does not parse: %v", warp.ErrInvalid, err)
+	}
+	got := r.PostForm.Get(httpkit.CSRFField)
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return fmt.Errorf("%w: the form's token does not match this session (it was signed out, or the page is stale): reload the page and try again", httpkit.ErrForbidden)
+	}
+	return nil
 }
 
 // checkBrowser refuses what only a browser misled by another site sends: a
@@ -283,43 +337,76 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authorize returns the caller's role, or httpkit.ErrUnauthorized /
-// httpkit.ErrForbidden.
-// With a valid token it also returns the token's identity (warp.TokenID),
-// which binds the leases it claims.
-func (s *Server) authorize(r *http.Request, need Role) (Role, string, error) {
+// authorized is who authorize let in: the role, the token's identity
+// (warp.TokenID, which binds the leases it claims; empty without one) and,
+// for a dashboard session or a server without tokens, the operator.
+type authorized struct {
+	role    Role
+	tokenID string
+	op      *httpkit.Operator
+}
+
+// authorize returns who the caller is, or httpkit.ErrUnauthorized /
+// httpkit.ErrForbidden. A session authorises reads, and the posts of an
+// action route (action) when it is an admin's; a viewer, by token or
+// session, reads what an admin reads and writes nothing.
+func (s *Server) authorize(r *http.Request, need Role, action bool) (authorized, error) {
 	if s.openAll {
-		return RoleAdmin, "", nil
+		return authorized{role: RoleAdmin, op: &httpkit.Operator{Name: "local", CSRF: s.openFormToken(), CanAct: true}}, nil
 	}
 	if need == RoleOpen {
-		return RoleOpen, "", nil
+		return authorized{role: RoleOpen}, nil
 	}
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		// A signed-in browser: its session stands for the admin token
-		// that opened it, for reads.
-		id, ok, err := s.session(r)
+		// A signed-in browser: its session stands for the token that
+		// opened it.
+		sess, ok, err := s.session(r, action)
 		if err != nil {
-			return RoleOpen, "", err
+			return authorized{}, err
 		}
-		if ok {
-			return RoleAdmin, id, nil
+		if !ok {
+			return authorized{}, fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)%s", httpkit.ErrUnauthorized, s.signInHint())
 		}
-		return RoleOpen, "", fmt.Errorf("%w: send Authorization: Bearer <token> (set WARP_TOKEN)%s", httpkit.ErrUnauthorized, s.signInHint())
+		if sess.role == RoleViewer && !read {
+			return authorized{}, fmt.Errorf("%w: this dashboard session is a viewer's: it reads, and acts on nothing (sign in with an admin token to act)", httpkit.ErrForbidden)
+		}
+		return authorized{role: sess.role, tokenID: sess.tokenID, op: &httpkit.Operator{Name: sess.name, CSRF: formToken(sess.id),
+			CanAct: sess.role == RoleAdmin}}, nil
 	}
 	scheme, secret, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-		return RoleOpen, "", fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", httpkit.ErrUnauthorized)
+		return authorized{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", httpkit.ErrUnauthorized)
 	}
 	secret = strings.TrimSpace(secret)
-	role, id, found := s.tokens.lookup(secret)
-	if !found {
-		return RoleOpen, "", fmt.Errorf("%w: unknown token", httpkit.ErrUnauthorized)
+	role, id, found := s.auth.Load().tokens.lookup(secret)
+	switch {
+	case !found:
+		return authorized{}, fmt.Errorf("%w: unknown token", httpkit.ErrUnauthorized)
+	case role == RoleViewer && (need != RoleAdmin || !read):
+		return authorized{role: role}, fmt.Errorf("%w: this call needs the %s role; a viewer token reads only", httpkit.ErrForbidden, need)
+	case role != RoleViewer && role < need:
+		return authorized{role: role}, fmt.Errorf("%w: this call needs the %s role, the token has %s", httpkit.ErrForbidden, need, role)
 	}
-	if role < need {
-		return role, "", fmt.Errorf("%w: this call needs the %s role, the token has %s", httpkit.ErrForbidden, need, role)
-	}
-	return role, id, nil
+	return authorized{role: role, tokenID: id}, nil
+}
+
+// formToken is the form token of the session whose id (the cookie's
+// value) is id: a hash of the id under a label of its own, so every
+// replica derives the same one, and the stored hash of the id (TokenID)
+// does not give it away.
+func formToken(id string) string {
+	sum := sha256.Sum256([]byte("warp-form-token\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// openFormToken is the form token of a server without tokens: keyed by
+// this process's random key (such a server is one process, on loopback).
+func (s *Server) openFormToken() string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("warp-form-token-open"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // signInHint points a caller without a token at the sign-in form, when

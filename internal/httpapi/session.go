@@ -34,7 +34,9 @@ func (s *Server) changed(c apihook.Change) {
 const (
 	// SessionCookie holds a browser's session id: HttpOnly,
 	// SameSite=Strict, Path=/, Secure over HTTPS, for SessionTTL. It
-	// authorises GET and HEAD requests only: it reads pages, never writes.
+	// authorises GET and HEAD requests, and an admin's the posts of the
+	// dashboard's action routes (MountAction) with the session's form
+	// token: never the JSON API's writes.
 	SessionCookie = "warp_session"
 	// SignInPath serves the sign-in form (GET) and takes it (POST).
 	SignInPath = "/signin"
@@ -75,7 +77,7 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 		s.noSignIn(w, r, next)
 		return
 	}
-	if _, ok, _ := s.session(r); ok {
+	if _, ok, _ := s.session(r, false); ok {
 		seeOther(w, r, next)
 		return
 	}
@@ -93,16 +95,21 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	role, tokenID, found := s.tokens.lookup(token)
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	role, tokenID, found := s.auth.Load().tokens.lookup(token)
 	switch {
 	case token == "":
-		s.signInFailed(w, r, next, fmt.Errorf("%w: paste an admin token (a role admin line of --token-file, or WARP_TOKEN)", warp.ErrInvalid))
+		s.signInFailed(w, r, next, fmt.Errorf("%w: paste an admin token (a role admin line of --token-file, or WARP_TOKEN), or a viewer token to read only", warp.ErrInvalid))
 		return
 	case !found:
 		s.signInFailed(w, r, next, fmt.Errorf("%w: unknown token: paste an admin token of this server (--token-file or WARP_TOKEN)", httpkit.ErrUnauthorized))
 		return
-	case role != RoleAdmin:
-		s.signInFailed(w, r, next, fmt.Errorf("%w: that is an agent token; the dashboard is for operators: sign in with an admin token", httpkit.ErrForbidden))
+	case role != RoleAdmin && role != RoleViewer:
+		s.signInFailed(w, r, next, fmt.Errorf("%w: that is an agent token; the dashboard is for operators: sign in with an admin (or viewer) token", httpkit.ErrForbidden))
+		return
+	}
+	if err := warp.CheckText("name", name, MaxSessionName); err != nil {
+		s.signInFailed(w, r, next, err)
 		return
 	}
 	id, err := newSessionID()
@@ -111,7 +118,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.svc.Now()
-	sess := warp.Session{IDHash: warp.TokenID(id), TokenID: tokenID, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL())}
+	sess := warp.Session{IDHash: warp.TokenID(id), TokenID: tokenID, Name: name, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL())}
 	err = s.cfg.Sessions.Update(r.Context(), func(tx warp.Tx) error {
 		if _, err := tx.PruneSessions(r.Context(), now, pruneSessionsBatch); err != nil {
 			return err
@@ -191,7 +198,7 @@ func (s *Server) renderSignIn(w http.ResponseWriter, r *http.Request, status int
 	if problem != "" {
 		fmt.Fprintf(w, `<p id="signin-error" data-status="%d" data-code="%s">%s</p>`, status, html.EscapeString(code), html.EscapeString(problem))
 	}
-	fmt.Fprintf(w, `<form method="post" action="%s"><input type="hidden" name="next" value="%s"><input type="password" name="token"><button>sign in</button></form>`,
+	fmt.Fprintf(w, `<form method="post" action="%s"><input type="hidden" name="next" value="%s"><input type="password" name="token"><input name="name"><button>sign in</button></form>`,
 		SignInPath, html.EscapeString(next))
 }
 
@@ -205,40 +212,67 @@ func (s *Server) sessionTTL() time.Duration {
 // errSessionEnded is the answer to a session cookie that opens nothing.
 var errSessionEnded = fmt.Errorf("%w: the dashboard session expired or was signed out: sign in again at %s", httpkit.ErrUnauthorized, SignInPath)
 
-// session returns the token identity of the request's session: ok is false
-// when it carries no session cookie (err nil) or one that opens nothing
-// (err says why: unknown, expired, its token gone, or the store failed).
-// An expired session is deleted as it is refused.
-func (s *Server) session(r *http.Request) (tokenID string, ok bool, err error) {
-	if !s.sessionsOn() || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-		return "", false, nil
+// sessionInfo is a live session: its id (the cookie's value), the token
+// that opened it, that token's role now, and the session's name.
+type sessionInfo struct {
+	id, tokenID, name string
+	role              Role
+}
+
+// session returns the request's session: ok is false when it carries no
+// session cookie (err nil) or one that opens nothing (err says why:
+// unknown, expired, its token gone, or the store failed). Sessions open
+// reads, and with writes the posts of an action route too. An expired
+// session is deleted as it is refused.
+func (s *Server) session(r *http.Request, writes bool) (sessionInfo, bool, error) {
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if !s.sessionsOn() || !read && !(writes && r.Method == http.MethodPost) {
+		return sessionInfo{}, false, nil
 	}
 	c, cerr := r.Cookie(SessionCookie)
 	if cerr != nil || c.Value == "" {
-		return "", false, nil
+		return sessionInfo{}, false, nil
 	}
 	ctx := r.Context()
 	hash := warp.TokenID(c.Value)
 	var sess warp.Session
-	err = s.cfg.Sessions.View(ctx, func(tx warp.Tx) error {
+	err := s.cfg.Sessions.View(ctx, func(tx warp.Tx) error {
 		var err error
 		sess, err = tx.Session(ctx, hash)
 		return err
 	})
+	role, known := s.auth.Load().sessionRoles[sess.TokenID]
 	switch {
 	case errors.Is(err, warp.ErrNotFound):
-		return "", false, errSessionEnded
+		return sessionInfo{}, false, errSessionEnded
 	case err != nil:
-		return "", false, fmt.Errorf("read the session: %w", err)
+		return sessionInfo{}, false, fmt.Errorf("read the session: %w", err)
 	case !s.svc.Now().Before(sess.ExpiresAt):
 		s.dropSession(ctx, hash)
-		return "", false, errSessionEnded
-	case !s.adminIDs[sess.TokenID]:
+		return sessionInfo{}, false, errSessionEnded
+	case !known:
 		// The token that signed in was removed (or made an agent's).
 		s.dropSession(ctx, hash)
-		return "", false, errSessionEnded
+		return sessionInfo{}, false, errSessionEnded
 	}
-	return sess.TokenID, true, nil
+	name := sess.Name
+	if name == "" {
+		name = defaultSessionName(role, sess.TokenID)
+	}
+	return sessionInfo{id: c.Value, tokenID: sess.TokenID, name: name, role: role}, true, nil
+}
+
+// MaxSessionName bounds the name a sign-in gives its session.
+const MaxSessionName = 64
+
+// defaultSessionName names a session signed in without a name: its role
+// and the start of its token's identity ("admin-1a2b3c4d"), which tells
+// the tokens apart and gives none away.
+func defaultSessionName(role Role, tokenID string) string {
+	if len(tokenID) > 8 {
+		tokenID = tokenID[:8]
+	}
+	return role.String() + "-" + tokenID
 }
 
 // dropSession deletes a session that can no longer open anything; a

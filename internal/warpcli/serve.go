@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -326,6 +328,30 @@ func (m *Main) serve(ctx context.Context, tokens []httpapi.Token) error {
 	return nil
 }
 
+// ReloadTokens reads the token file (and WARP_TOKEN) again and puts the
+// tokens in force, as at a start (what SIGHUP does to warp serve): a token
+// removed from the file is refused from the next request on, and so is
+// every dashboard session it opened. A file that cannot be read or parsed,
+// or holds no token, changes nothing: the error says why, and the tokens
+// in force stay.
+func (m *Main) ReloadTokens() error {
+	if m.API == nil {
+		return errors.New("the server is not running")
+	}
+	if m.Config.TokenFile == "" {
+		return errors.New("warp serve has no --token-file to read again")
+	}
+	tokens, err := m.Config.tokens()
+	if err != nil {
+		return err
+	}
+	if err := m.API.SetTokens(tokens); err != nil {
+		return err
+	}
+	m.log.Info("tokens read again from "+m.Config.TokenFile, "auth", authSummary(tokens))
+	return nil
+}
+
 // URL returns the server's base URL with the port actually bound; empty
 // before Run.
 func (m *Main) URL() string {
@@ -493,15 +519,14 @@ func authSummary(tokens []httpapi.Token) string {
 	if len(tokens) == 0 {
 		return "none (loopback or --insecure)"
 	}
-	var agents, admins int
+	n := map[httpapi.Role]int{}
 	for _, t := range tokens {
-		if t.Role == httpapi.RoleAdmin {
-			admins++
-		} else {
-			agents++
-		}
+		n[t.Role]++
 	}
-	return fmt.Sprintf("%d admin, %d agent token(s)", admins, agents)
+	if n[httpapi.RoleViewer] > 0 {
+		return fmt.Sprintf("%d admin, %d agent, %d viewer token(s)", n[httpapi.RoleAdmin], n[httpapi.RoleAgent], n[httpapi.RoleViewer])
+	}
+	return fmt.Sprintf("%d admin, %d agent token(s)", n[httpapi.RoleAdmin], n[httpapi.RoleAgent])
 }
 
 // Log formats and levels of warp serve (--log-format, --log-level).
@@ -565,9 +590,10 @@ line wins over the environment. WARP_TOKEN, when set, is one more admin token.
 Durations use Go syntax (30m, 250ms).
 
 Without tokens the server only listens on loopback addresses; a token file
-holds one role:token a line (roles agent and admin, # comments allowed).
-The log goes to stderr, as slog text or JSON lines (--log-format) from
---log-level up. SIGINT or SIGTERM shut it down gracefully.`,
+holds one role:token a line (roles agent, admin and viewer, # comments
+allowed); SIGHUP reads it again without a restart. The log goes to stderr,
+as slog text or JSON lines (--log-format) from --log-level up. SIGINT or
+SIGTERM shut it down gracefully.`,
 		Example: `  warp serve
   warp serve --addr 0.0.0.0:7077 --token-file /etc/warp/tokens --db /var/lib/warp/warp.db
   WARP_LEASE_WINDOW=45m warp serve --mode activity
@@ -614,7 +640,7 @@ The log goes to stderr, as slog text or JSON lines (--log-format) from
 	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
-	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin)")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin, viewer); SIGHUP reads it again")
 	f.BoolVar(&cfg.TokenFileOptional, "token-file-optional", false, "start without --token-file when that file does not exist (WARP_TOKEN, or no tokens on loopback)")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
@@ -629,11 +655,25 @@ func (c *CLI) serve(ctx context.Context, cfg ServeConfig) error {
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
+	// SIGHUP reads the token file again (its default action would end the
+	// process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var serveErr error
-	select {
-	case <-ctx.Done():
-		cfg.Logger.Info("warp shutting down")
-	case serveErr = <-m.Err():
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			cfg.Logger.Info("warp shutting down")
+			break wait
+		case serveErr = <-m.Err():
+			break wait
+		case <-hup:
+			if err := m.ReloadTokens(); err != nil {
+				cfg.Logger.Error("SIGHUP: the tokens were not read again; those in force stay", "err", err)
+			}
+		}
 	}
 	closeErr := m.Close()
 	if serveErr == nil && closeErr == nil {

@@ -15,15 +15,20 @@ import (
 func (c *CLI) ticketCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ticket",
-		Short: "Create, list, show and complete tickets",
+		Short: "Create, list, show, edit, complete, cancel and reopen tickets",
 		Example: `  warp ticket create --title "fix the flaky test" --label backend
   warp ticket list --state claimed --verdict stalled
+  warp ticket list --label backend
   warp ticket show T-1
-  warp ticket complete T-1 --pr https://github.com/acme/billing/pull/7`,
+  warp ticket edit T-1 --add-label db
+  warp ticket complete T-1 --pr https://github.com/acme/billing/pull/7
+  warp ticket cancel T-2 --reason "duplicate of T-1"
+  warp ticket reopen T-2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(c.ticketCreateCommand(), c.ticketListCommand(), c.ticketShowCommand(), c.ticketCompleteCommand())
+	cmd.AddCommand(c.ticketCreateCommand(), c.ticketListCommand(), c.ticketShowCommand(), c.ticketEditCommand(),
+		c.ticketCompleteCommand(), c.ticketCancelCommand(), c.ticketReopenCommand())
 	return cmd
 }
 
@@ -105,12 +110,18 @@ backing off) and reads the list again.`,
 		Example: `  warp ticket list
   warp ticket list --state claimed --verdict stalled
   warp ticket list --host build-3 --all --json
+  warp ticket list --state open --label backend --label db
   warp ticket list --state claimed --watch
   warp ticket list --watch -o json | jq -c 'select(.type == "update" and .to == "stalled")'`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			if lo.State != "" && !warp.TicketState(lo.State).Valid() {
-				return clikit.Usagef("--state %q: want open, claimed or completed", lo.State)
+				return clikit.Usagef("--state %q: want open, claimed, completed or cancelled", lo.State)
+			}
+			for _, l := range lo.Labels {
+				if !warp.ValidTicketID(l) {
+					return clikit.Usagef("--label %q is invalid: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", l)
+				}
 			}
 			if lo.Verdict != "" {
 				if _, err := warp.ParseVerdict(lo.Verdict); err != nil {
@@ -119,6 +130,9 @@ backing off) and reads the list again.`,
 			}
 			if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
 				return clikit.Usagef("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
+			}
+			if watch && len(lo.Labels) > 0 {
+				return clikit.Usagef("--watch cannot follow --label: the event stream's rows carry no labels (list them with --label, or watch the state, verdict or host)")
 			}
 			if watch && (cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")) {
 				return clikit.Usagef("--watch follows every ticket the filters select: drop --limit and --cursor, which page a one-off list")
@@ -155,7 +169,8 @@ backing off) and reads the list again.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed")
+	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed, cancelled")
+	f.StringSliceVar(&lo.Labels, "label", nil, "only tickets carrying this label (repeat, or comma-separate: every one)")
 	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, unwired, silent, exited")
 	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
 	clikit.IntVar(f, &lo.Limit, "limit", 0, "tickets per page (server default 100)")
@@ -166,6 +181,7 @@ backing off) and reads the list again.`,
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(ticketStates...))
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictNames...))
 	_ = cmd.RegisterFlagCompletionFunc("host", c.completeHosts(&o))
+	_ = cmd.RegisterFlagCompletionFunc("label", c.completeLabels(&o))
 	return cmd
 }
 
