@@ -175,8 +175,34 @@ type Loop struct {
 // New checks cfg, reads the lease and the watched identity, and returns a
 // loop ready to Run.
 func New(cfg Config) (*Loop, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	l := &Loop{cfg: cfg, dir: cfg.Dir, log: cfg.Logger, now: cfg.Now, sleep: cfg.Sleep, rand: cfg.Rand,
+		legacy: cfg.SchemaVersion == 1, calls: transcript.NewTracker()}
+	if err := l.readFiles(); err != nil {
+		return nil, err
+	}
+	if cfg.Self.IsZero() {
+		var err error
+		if l.cfg.Self, err = proc.Self(); err != nil {
+			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
+		}
+	}
+	l.api = cfg.API
+	if l.api == nil {
+		l.api = l.newAPI()
+	}
+	// Last: the watch holds a pidfd until Run's end closes it, and no
+	// error return above may leave it open.
+	l.watch = proc.NewWatch(l.parent)
+	return l, nil
+}
+
+// withDefaults checks cfg and fills what it leaves zero with the defaults.
+func (cfg *Config) withDefaults() error {
 	if cfg.Dir.Path == "" {
-		return nil, errors.New("heartbeat: no .gyrum directory")
+		return errors.New("heartbeat: no .gyrum directory")
 	}
 	def := Durations{DefaultInterval, DefaultStaleness, DefaultInFlightMax}
 	if cfg.Durations.Interval <= 0 {
@@ -194,72 +220,68 @@ func New(cfg Config) (*Loop, error) {
 	case cfg.Jitter < 0:
 		cfg.Jitter = 0
 	case cfg.Jitter > maxJitter:
-		return nil, fmt.Errorf("heartbeat: jitter %v is above 0.5", cfg.Jitter)
+		return fmt.Errorf("heartbeat: jitter %v is above 0.5", cfg.Jitter)
 	}
 	switch cfg.SchemaVersion {
 	case 0:
 		cfg.SchemaVersion = 2
 	case 1, 2:
 	default:
-		return nil, fmt.Errorf("heartbeat: schema version %d: want 1 or 2", cfg.SchemaVersion)
+		return fmt.Errorf("heartbeat: schema version %d: want 1 or 2", cfg.SchemaVersion)
 	}
-	l := &Loop{cfg: cfg, dir: cfg.Dir, log: cfg.Logger, now: cfg.Now, sleep: cfg.Sleep, rand: cfg.Rand,
-		legacy: cfg.SchemaVersion == 1, calls: transcript.NewTracker()}
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second)
 	}
-	if l.now == nil {
-		l.now = time.Now
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if l.sleep == nil {
-		l.sleep = sleepCtx
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if l.rand == nil {
-		l.rand = rand.Float64
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
 	}
-	if l.cfg.Snapshot == nil {
-		l.cfg.Snapshot = proc.TakeSnapshot
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
 	}
+	if cfg.Snapshot == nil {
+		cfg.Snapshot = proc.TakeSnapshot
+	}
+	return nil
+}
+
+// readFiles reads the lease and the identities start-work left in .gyrum/.
+func (l *Loop) readFiles() error {
 	var err error
 	l.leases = l.dir.WatchLease()
 	if l.lease, err = l.leases.Read(); err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return fmt.Errorf("heartbeat: %w", err)
 	}
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
-		return nil, fmt.Errorf("heartbeat: watched process: %w", err)
+		return fmt.Errorf("heartbeat: watched process: %w", err)
 	}
 	if l.server, err = l.dir.ReadPID(gyrumdir.ServerPIDFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Without it the agent's calls on the server go unseen (stale
 		// sooner), which is no reason to leave the lease without a loop.
 		l.log.Warn("heartbeat.server.pid unreadable: calls the app server runs are not seen", "err", err)
 	}
-	if cfg.Self.IsZero() {
-		if l.cfg.Self, err = proc.Self(); err != nil {
-			return nil, fmt.Errorf("heartbeat: own identity: %w", err)
-		}
+	return nil
+}
+
+// newAPI is the client for the lease's server. A lease.json naming another
+// server than WARP_URL gets the lease's own secret, never the token (see
+// SameServer).
+func (l *Loop) newAPI() API {
+	url := l.lease.WarpURL
+	if url == "" {
+		url = client.DefaultURL
 	}
-	if l.cfg.Timeout <= 0 {
-		l.cfg.Timeout = min(max(cfg.Durations.Interval, 2*time.Second), 30*time.Second)
+	token := l.cfg.Token
+	if token != "" && !SameServer(url, l.cfg.Server) {
+		token = ""
+		l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", l.cfg.Server)
 	}
-	l.api = cfg.API
-	if l.api == nil {
-		url := l.lease.WarpURL
-		if url == "" {
-			url = client.DefaultURL
-		}
-		token := cfg.Token
-		if token != "" && !SameServer(url, cfg.Server) {
-			// A lease.json naming another server than WARP_URL gets the
-			// lease's own secret, never the token (see SameServer).
-			token = ""
-			l.log.Warn("WARP_TOKEN not sent: lease.json names another warp than WARP_URL", "lease_warp", url, "warp_url", cfg.Server)
-		}
-		l.api = NewAPI(url, token, l.lease.LeaseSecret, l.cfg.Timeout)
-	}
-	// Last: the watch holds a pidfd until Run's end closes it, and no
-	// error return above may leave it open.
-	l.watch = proc.NewWatch(l.parent)
-	return l, nil
+	return NewAPI(url, token, l.lease.LeaseSecret, l.cfg.Timeout)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -562,35 +584,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 // then tell whether the agent's processes work before the lease goes
 // stale. A loop at rest, its agent's hook firing, reads no /proc.
 func (l *Loop) facts(now time.Time, start bool) Facts {
-	f := Facts{Now: now, Start: start, WatchedAlive: l.watch.Alive(), ClaimedAt: l.lease.ClaimedAt}
-	cur, err := l.leases.Read()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		f.Lease = LeaseMissing
-	case err != nil:
-		l.state.LastError = err.Error()
-		f.Lease = LeaseCorrupt
-		if l.corruptTicks++; l.corruptTicks > 1 {
-			// Unreadable for more than a tick: not a write in progress.
-			// The loop knows its lease; it heartbeats it from memory (warp
-			// says whether it lives, and a 410 tells the agent) and puts
-			// the file back, or the lease would lapse in silence.
-			f.Lease = LeaseOurs
-			if werr := l.dir.WriteLease(l.lease); werr != nil {
-				l.log.Warn("lease.json unreadable for more than a tick and cannot be restored: heartbeating the lease from memory", "err", err, "write_err", werr)
-			} else {
-				l.log.Warn("lease.json unreadable for more than a tick: restored it from the loop's memory", "err", err)
-				l.corruptTicks = 0
-			}
-		} else {
-			l.log.Warn("lease.json unreadable", "err", err)
-		}
-	case cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch:
-		f.Lease = LeaseOther
-	}
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		l.corruptTicks = 0
-	}
+	f := Facts{Now: now, Start: start, WatchedAlive: l.watch.Alive(), ClaimedAt: l.lease.ClaimedAt, Lease: l.leaseFact()}
 	if t, err := l.dir.LastActivity(); err == nil {
 		f.HookLast = t
 	}
@@ -631,6 +625,37 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 		f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
 	}
 	return f
+}
+
+// leaseFact reads lease.json. Unreadable for more than a tick (not a
+// write in progress), the loop, which knows its lease, writes it back and
+// heartbeats the lease from memory (warp says whether it lives, and a 410
+// tells the agent), or the lease would lapse in silence.
+func (l *Loop) leaseFact() LeaseFact {
+	cur, err := l.leases.Read()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.corruptTicks = 0
+		return LeaseMissing
+	case err == nil:
+		l.corruptTicks = 0
+		if cur.Ticket != l.lease.Ticket || cur.Epoch != l.lease.Epoch {
+			return LeaseOther
+		}
+		return LeaseOurs
+	}
+	l.state.LastError = err.Error()
+	if l.corruptTicks++; l.corruptTicks == 1 {
+		l.log.Warn("lease.json unreadable", "err", err)
+		return LeaseCorrupt
+	}
+	if werr := l.dir.WriteLease(l.lease); werr != nil {
+		l.log.Warn("lease.json unreadable for more than a tick and cannot be restored: heartbeating the lease from memory", "err", err, "write_err", werr)
+	} else {
+		l.log.Warn("lease.json unreadable for more than a tick: restored it from the loop's memory", "err", err)
+		l.corruptTicks = 0
+	}
+	return LeaseOurs
 }
 
 // agentCalls reads what the agent's session transcript says of each
@@ -865,29 +890,41 @@ func (l *Loop) post(ctx context.Context, body client.HeartbeatRequest, now time.
 	l.state.Posts++
 	l.state.LastPOSTAt = now
 	if err == nil {
-		if body.SchemaVersion != nil {
-			l.hookPending -= body.HookEvents // the server has added them
-		}
-		l.failures = 0
-		l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
-		l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
-		l.held = res.ExpiresAt
-		if res.ExpiresInS > 0 {
-			l.held = now.Add(time.Duration(res.ExpiresInS * float64(time.Second)))
-		}
-		if res.MaxRetryGapS > 0 {
-			l.maxGap = time.Duration(res.MaxRetryGapS * float64(time.Second))
-		}
-		if !res.Extended && res.Note != "" {
-			l.log.Info("heartbeat recorded, lease not extended", "note", res.Note)
-		} else {
-			l.log.Debug("heartbeat", "expires_at", res.ExpiresAt, "verdict", res.Verdict)
-		}
+		l.answered(body, res, now)
 		return ""
 	}
 	if ctx.Err() != nil {
 		return ExitSignal
 	}
+	return l.refused(ctx, body, now, err)
+}
+
+// answered records a 200 answer to body, sent at the tick's start now.
+func (l *Loop) answered(body client.HeartbeatRequest, res client.HeartbeatResponse, now time.Time) {
+	if body.SchemaVersion != nil {
+		l.hookPending -= body.HookEvents // the server has added them
+	}
+	l.failures = 0
+	l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
+	l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
+	l.held = res.ExpiresAt
+	if res.ExpiresInS > 0 {
+		l.held = now.Add(time.Duration(res.ExpiresInS * float64(time.Second)))
+	}
+	if res.MaxRetryGapS > 0 {
+		l.maxGap = time.Duration(res.MaxRetryGapS * float64(time.Second))
+	}
+	if !res.Extended && res.Note != "" {
+		l.log.Info("heartbeat recorded, lease not extended", "note", res.Note)
+	} else {
+		l.log.Debug("heartbeat", "expires_at", res.ExpiresAt, "verdict", res.Verdict)
+	}
+}
+
+// refused turns a failed POST of body into the loop's next step: the end
+// of the lease (warp's own 404, 409, 410: the agent is told), v1 bodies
+// from now on, or a failure to retry.
+func (l *Loop) refused(ctx context.Context, body client.HeartbeatRequest, now time.Time, err error) Exit {
 	var apiErr *client.APIError
 	status := 0
 	if errors.As(err, &apiErr) {
