@@ -137,61 +137,13 @@ func Sweep(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 
-	var stops []int // indexes into rep.Loops of loops to stop
-	handled := map[int]bool{}
-	for _, b := range bad {
-		rep.Loops = append(rep.Loops, sweepBadEntry(o, b))
-	}
-	for _, e := range entries {
-		l, stop := judgeEntry(o, e)
-		if l.Action == ActionKept || stop {
-			handled[e.PID] = true
-		}
-		rep.Loops = append(rep.Loops, l)
-		if stop {
-			stops = append(stops, len(rep.Loops)-1)
-		}
-	}
-	if !o.NoScan {
-		found, err := scanLoops()
-		if err != nil {
-			log.Warn("watchdog: /proc scan failed", "err", err)
-		}
-		self := os.Getpid()
-		for _, c := range found {
-			if handled[c.id.PID] || c.id.PID == self {
-				continue
-			}
-			if o.Within != "" && !inside(c.dir, o.Within) {
-				continue
-			}
-			l, stop := judgeLoop(c.id, c.dir, "", SourceProc)
-			rep.Loops = append(rep.Loops, l)
-			if stop {
-				stops = append(stops, len(rep.Loops)-1)
-			}
-		}
-	}
-
+	stops := judgeAll(o, &rep, entries, bad, log)
 	if o.DryRun {
 		for _, i := range stops {
 			rep.Loops[i].Action = ActionWouldStop
 		}
 	} else {
-		if o.Agents != (gyrumdir.AgentIndex{}) {
-			n, err := o.Agents.Prune()
-			if err != nil {
-				log.Warn("watchdog: prune the agent index", "err", err)
-			}
-			rep.AgentsPruned = n
-		}
-		if o.Prepared != (gyrumdir.Prepared{}) {
-			n, err := o.Prepared.Prune()
-			if err != nil {
-				log.Warn("watchdog: prune the prepared worktrees", "err", err)
-			}
-			rep.WorktreesPruned = n
-		}
+		prune(o, &rep, log)
 		var wg sync.WaitGroup
 		for _, i := range stops {
 			wg.Add(1)
@@ -208,6 +160,65 @@ func Sweep(ctx context.Context, o Options) (Report, error) {
 	sort.SliceStable(rep.Loops, func(i, j int) bool { return rep.Loops[i].PID < rep.Loops[j].PID })
 	rep.Summary = summarize(rep.Loops)
 	return rep, nil
+}
+
+// judgeAll judges every registry entry (bad ones are removed) and, unless
+// o.NoScan, every loop /proc shows that no entry names, into rep.Loops; it
+// returns the indexes of the loops to stop.
+func judgeAll(o Options, rep *Report, entries []gyrumdir.Entry, bad []gyrumdir.BadEntry, log *slog.Logger) []int {
+	var stops []int
+	handled := map[int]bool{}
+	for _, b := range bad {
+		rep.Loops = append(rep.Loops, sweepBadEntry(o, b))
+	}
+	for _, e := range entries {
+		l, stop := judgeEntry(o, e)
+		if l.Action == ActionKept || stop {
+			handled[e.PID] = true
+		}
+		rep.Loops = append(rep.Loops, l)
+		if stop {
+			stops = append(stops, len(rep.Loops)-1)
+		}
+	}
+	if o.NoScan {
+		return stops
+	}
+	found, err := scanLoops()
+	if err != nil {
+		log.Warn("watchdog: /proc scan failed", "err", err)
+	}
+	self := os.Getpid()
+	for _, c := range found {
+		if handled[c.id.PID] || c.id.PID == self || o.Within != "" && !inside(c.dir, o.Within) {
+			continue
+		}
+		l, stop := judgeLoop(c.id, c.dir, "", SourceProc)
+		rep.Loops = append(rep.Loops, l)
+		if stop {
+			stops = append(stops, len(rep.Loops)-1)
+		}
+	}
+	return stops
+}
+
+// prune removes the agent index's and the prepared worktrees' entries of
+// what is gone.
+func prune(o Options, rep *Report, log *slog.Logger) {
+	if o.Agents != (gyrumdir.AgentIndex{}) {
+		n, err := o.Agents.Prune()
+		if err != nil {
+			log.Warn("watchdog: prune the agent index", "err", err)
+		}
+		rep.AgentsPruned = n
+	}
+	if o.Prepared != (gyrumdir.Prepared{}) {
+		n, err := o.Prepared.Prune()
+		if err != nil {
+			log.Warn("watchdog: prune the prepared worktrees", "err", err)
+		}
+		rep.WorktreesPruned = n
+	}
 }
 
 // judgeEntry decides about one registry entry: remove it when its process
