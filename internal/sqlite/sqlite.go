@@ -334,27 +334,10 @@ func (db *DB) migrate(ctx context.Context) error {
 		return db.openError(err)
 	}
 	defer conn.Close()
-	var appID, tables int
-	if err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return db.openError(err)
+	tables, err := db.checkHeader(ctx, conn)
+	if err != nil {
+		return err
 	}
-	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").Scan(&tables); err != nil {
-		return db.openError(err)
-	}
-	switch {
-	case appID == ApplicationID:
-	case appID == 0 && tables == 0: // a new file
-	default:
-		return fmt.Errorf("open %s: %w: it is a SQLite database of another program (application_id %#x, %d tables); point --db at a new or a warp file", db.path, ErrNotDatabase, appID, tables)
-	}
-	var journal string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&journal); err != nil {
-		return db.openError(err)
-	}
-	if !strings.EqualFold(journal, "wal") {
-		return fmt.Errorf("open %s: cannot switch to WAL journal mode (got %q): put the database on a local file system", db.path, journal)
-	}
-
 	// Foreign keys are off while migrations run (a pragma a transaction
 	// cannot change): a migration that builds a table again drops the old
 	// one, whose drop would otherwise delete the rows that refer to it.
@@ -370,35 +353,88 @@ func (db *DB) migrate(ctx context.Context) error {
 	defer stx.Rollback()
 	// Between the check and this transaction another process may have
 	// migrated the file; the versions are read again under the lock.
+	applied, err := db.appliedVersions(ctx, stx)
+	if err != nil {
+		return err
+	}
+	if err := db.checkKnown(ms, applied); err != nil {
+		return err
+	}
+	// A new file's schema is created silently; an upgrade's migrations
+	// are logged.
+	if err := db.apply(ctx, stx, ms, applied, tables == 0); err != nil {
+		return err
+	}
+	if err := foreignKeyCheck(ctx, stx); err != nil {
+		return fmt.Errorf("open %s: after the migrations: %w", db.path, err)
+	}
+	if err := stx.Commit(); err != nil {
+		return db.openError(err)
+	}
+	return nil
+}
 
+// checkHeader checks that the file is a warp database or a new one, and
+// puts it in WAL mode; it returns how many tables it holds.
+func (db *DB) checkHeader(ctx context.Context, conn *sql.Conn) (tables int, err error) {
+	var appID int
+	if err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, db.openError(err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").Scan(&tables); err != nil {
+		return 0, db.openError(err)
+	}
+	switch {
+	case appID == ApplicationID:
+	case appID == 0 && tables == 0: // a new file
+	default:
+		return 0, fmt.Errorf("open %s: %w: it is a SQLite database of another program (application_id %#x, %d tables); point --db at a new or a warp file", db.path, ErrNotDatabase, appID, tables)
+	}
+	var journal string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&journal); err != nil {
+		return 0, db.openError(err)
+	}
+	if !strings.EqualFold(journal, "wal") {
+		return 0, fmt.Errorf("open %s: cannot switch to WAL journal mode (got %q): put the database on a local file system", db.path, journal)
+	}
+	return tables, nil
+}
+
+// appliedVersions creates the migrations' table when missing, marks the
+// file as warp's, and returns the versions applied.
+func (db *DB) appliedVersions(ctx context.Context, stx *sql.Tx) (map[int]bool, error) {
 	if _, err := stx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	)`); err != nil {
-		return db.openError(err)
+		return nil, db.openError(err)
 	}
 	if _, err := stx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
-		return db.openError(err)
+		return nil, db.openError(err)
 	}
 	applied := map[int]bool{}
 	rows, err := stx.QueryContext(ctx, "SELECT version FROM schema_migrations ORDER BY version")
 	if err != nil {
-		return db.openError(err)
+		return nil, db.openError(err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var v int
 		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return db.openError(err)
+			return nil, db.openError(err)
 		}
 		applied[v] = true
 	}
 	if err := rows.Err(); err != nil {
-		return db.openError(err)
+		return nil, db.openError(err)
 	}
-	rows.Close()
+	return applied, nil
+}
 
+// checkKnown refuses a file that records a migration this build does not
+// know: a newer warp wrote it.
+func (db *DB) checkKnown(ms []migration, applied map[int]bool) error {
 	known := map[int]bool{}
 	latest := 0
 	for _, m := range ms {
@@ -415,9 +451,12 @@ func (db *DB) migrate(ctx context.Context) error {
 		sort.Ints(unknown)
 		return fmt.Errorf("open %s: %w: it records migration %d, this build knows migrations up to %d; run a newer warp on it", db.path, ErrNewerSchema, unknown[len(unknown)-1], latest)
 	}
-	// A new file's schema is created silently; an upgrade's migrations
-	// are logged.
-	fresh := tables == 0
+	return nil
+}
+
+// apply runs the migrations not applied yet, in order, and records each;
+// fresh (a new file) keeps them out of the log.
+func (db *DB) apply(ctx context.Context, stx *sql.Tx, ms []migration, applied map[int]bool, fresh bool) error {
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
@@ -436,12 +475,6 @@ func (db *DB) migrate(ctx context.Context) error {
 		if !fresh {
 			db.log.Info("sqlite: applied migration", "name", m.name, "seconds", time.Since(start).Seconds())
 		}
-	}
-	if err := foreignKeyCheck(ctx, stx); err != nil {
-		return fmt.Errorf("open %s: after the migrations: %w", db.path, err)
-	}
-	if err := stx.Commit(); err != nil {
-		return db.openError(err)
 	}
 	return nil
 }
