@@ -99,60 +99,11 @@ var _ warp.Store = (*DB)(nil)
 // A url pgx cannot parse is an ErrInvalid error; a database that cannot be
 // reached, a wrapped ErrUnavailable.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url, opts)
 	if err != nil {
-		return nil, warp.Errorf(warp.ErrInvalid, "invalid PostgreSQL connection string: %v", err)
-	}
-	if opts.MaxConns < 0 || opts.MinConns < 0 {
-		return nil, warp.Errorf(warp.ErrInvalid, "postgres pool sizes must not be negative, got max %d min %d", opts.MaxConns, opts.MinConns)
-	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
-	if opts.MinConns > 0 {
-		cfg.MinConns = opts.MinConns
-	}
-	if cfg.MinConns > cfg.MaxConns {
-		return nil, warp.Errorf(warp.ErrInvalid, "postgres pool_min_conns %d is larger than pool_max_conns %d", cfg.MinConns, cfg.MaxConns)
+		return nil, err
 	}
 	cc := cfg.ConnConfig
-	if opts.ConnectTimeout > 0 {
-		cc.ConnectTimeout = opts.ConnectTimeout
-	} else if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = DefaultConnectTimeout
-	}
-	if opts.ApplicationName != "" {
-		cc.RuntimeParams["application_name"] = opts.ApplicationName
-	} else if cc.RuntimeParams["application_name"] == "" {
-		cc.RuntimeParams["application_name"] = fmt.Sprintf("warp pid %d", os.Getpid())
-	}
-	// Server-side bounds, unless the connection string sets its own: a
-	// replica that freezes inside a transaction (a paused VM, a stopped
-	// process) would otherwise hold its row locks for good, and every
-	// other replica's batches, sweeps and claims would queue behind them.
-	// Its session ends after the idle bound; a transaction that waits on
-	// a lock longer than the lock bound fails as unavailable (503). They
-	// are SET once a connection is up, not sent as startup parameters,
-	// which PgBouncer refuses.
-	var set []string
-	for _, k := range slices.Sorted(maps.Keys(ServerTimeouts)) {
-		if _, given := cc.RuntimeParams[k]; !given {
-			set = append(set, "SET "+k+" = '"+ServerTimeouts[k]+"'")
-		}
-	}
-	if len(set) > 0 {
-		stmt := strings.Join(set, "; ")
-		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			_, err := c.Exec(ctx, stmt)
-			return err
-		}
-	}
-	if opts.Schema != "" {
-		if len(opts.Schema) > 63 {
-			return nil, warp.Errorf(warp.ErrInvalid, "postgres schema name %q is longer than 63 bytes", opts.Schema)
-		}
-		cc.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
-	}
 	db := &DB{connCfg: cc.Copy(), retries: opts.Retries, log: opts.Logger}
 	if db.retries == 0 {
 		db.retries = DefaultRetries
@@ -185,6 +136,71 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// poolConfig is the pool's configuration: the connection string with
+// opts' pool sizes, connect timeout, application name, schema and the
+// server-side bounds (ServerTimeouts) the string does not set.
+func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, warp.Errorf(warp.ErrInvalid, "invalid PostgreSQL connection string: %v", err)
+	}
+	if opts.MaxConns < 0 || opts.MinConns < 0 {
+		return nil, warp.Errorf(warp.ErrInvalid, "postgres pool sizes must not be negative, got max %d min %d", opts.MaxConns, opts.MinConns)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.MinConns > 0 {
+		cfg.MinConns = opts.MinConns
+	}
+	if cfg.MinConns > cfg.MaxConns {
+		return nil, warp.Errorf(warp.ErrInvalid, "postgres pool_min_conns %d is larger than pool_max_conns %d", cfg.MinConns, cfg.MaxConns)
+	}
+	cc := cfg.ConnConfig
+	if opts.ConnectTimeout > 0 {
+		cc.ConnectTimeout = opts.ConnectTimeout
+	} else if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.ApplicationName != "" {
+		cc.RuntimeParams["application_name"] = opts.ApplicationName
+	} else if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = fmt.Sprintf("warp pid %d", os.Getpid())
+	}
+	if stmt := serverBounds(cc.RuntimeParams); stmt != "" {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, stmt)
+			return err
+		}
+	}
+	if opts.Schema != "" {
+		if len(opts.Schema) > 63 {
+			return nil, warp.Errorf(warp.ErrInvalid, "postgres schema name %q is longer than 63 bytes", opts.Schema)
+		}
+		cc.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	return cfg, nil
+}
+
+// serverBounds is the statement that sets the server-side bounds the
+// connection's parameters do not set themselves, "" when they set all. A
+// replica that freezes inside a transaction (a paused VM, a stopped
+// process) would otherwise hold its row locks for good, and every other
+// replica's batches, sweeps and claims would queue behind them. Its
+// session ends after the idle bound; a transaction that waits on a lock
+// longer than the lock bound fails as unavailable (503). They are SET once
+// a connection is up, not sent as startup parameters, which PgBouncer
+// refuses.
+func serverBounds(given map[string]string) string {
+	var set []string
+	for _, k := range slices.Sorted(maps.Keys(ServerTimeouts)) {
+		if _, ok := given[k]; !ok {
+			set = append(set, "SET "+k+" = '"+ServerTimeouts[k]+"'")
+		}
+	}
+	return strings.Join(set, "; ")
 }
 
 // ServerTimeouts are the session settings Open gives every connection
