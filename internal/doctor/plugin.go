@@ -7,6 +7,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/setup"
+	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // pluginFile is gyrum's plugin file of an agent whose hooks are code
@@ -14,7 +15,7 @@ import (
 type pluginFile struct {
 	a       agent.Agent
 	path    string
-	project bool
+	project string // the project's directory, "" for the user's plugin
 	// command is the hook command it runs ("" when none can be read);
 	// current, whether it is exactly what setup writes for that command.
 	command string
@@ -48,7 +49,10 @@ func pluginFiles(o Options) (files []pluginFile, problems []Check) {
 			if !h.Plugin.Ours(data) {
 				continue
 			}
-			f := pluginFile{a: a, path: path, project: i > 0}
+			f := pluginFile{a: a, path: path}
+			if i > 0 {
+				f.project = o.Cwd
+			}
 			f.command, f.current, _ = h.Plugin.Command(data)
 			files = append(files, f)
 		}
@@ -71,10 +75,10 @@ func pluginCheckName(a agent.Agent, project bool) string {
 func checkPlugins(files []pluginFile, problems []Check) []Check {
 	out := problems
 	for _, f := range files {
-		c := Check{Name: pluginCheckName(f.a, f.project)}
+		c := Check{Name: pluginCheckName(f.a, f.project != "")}
 		fix := "gyrum setup --agents " + f.a.Hooks.Flag
-		if f.project {
-			fix = "gyrum setup --project . --agents " + f.a.Hooks.Flag
+		if f.project != "" {
+			fix += " --project " + shellquote.Quote(f.project)
 		}
 		switch {
 		case f.command == "":
@@ -109,7 +113,7 @@ func pluginHooks(files []pluginFile) []hookSettings {
 			continue
 		}
 		e := setup.HookEntry{Command: f.command, Timeout: setup.HookTimeoutSecs}
-		out = append(out, hookSettings{byEvent: map[string][]setup.HookEntry{"PostToolUse": {e}}, project: f.project})
+		out = append(out, hookSettings{byEvent: map[string][]setup.HookEntry{"PostToolUse": {e}}, project: f.project != ""})
 	}
 	return out
 }
