@@ -76,16 +76,27 @@ func processesWith(s string) []string {
 	return out
 }
 
-// artifactsDir is where screenshots go: $WARP_ARTIFACTS_DIR when set, else
-// the test's temp dir.
-func artifactsDir(t *testing.T) string {
-	if d := os.Getenv("WARP_ARTIFACTS_DIR"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatalf("artifacts dir: %v", err)
+// shotsDir is where a browser test's screenshots go, each path logged
+// (t.Logf) so a reviewer finds them: $WARP_TEST_SHOTS when set (CI keeps
+// it as an artifact; $WARP_ARTIFACTS_DIR is read too), else a directory of
+// its own under the system's temp dir that outlives the test (a test's
+// temp dir would be gone when its log is read), named in the log.
+func shotsDir(t *testing.T) string {
+	t.Helper()
+	for _, v := range []string{"WARP_TEST_SHOTS", "WARP_ARTIFACTS_DIR"} {
+		if d := os.Getenv(v); d != "" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatalf("screenshots dir: %v", err)
+			}
+			return d
 		}
-		return d
 	}
-	return t.TempDir()
+	d, err := os.MkdirTemp("", "warp-shots-"+strings.ReplaceAll(t.Name(), "/", "-")+"-")
+	if err != nil {
+		t.Fatalf("screenshots dir: %v", err)
+	}
+	t.Logf("screenshots kept in %s (set WARP_TEST_SHOTS to choose the directory)", d)
+	return d
 }
 
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
@@ -140,7 +151,7 @@ func TestBrowserDashboard(t *testing.T) {
 	s := startServer(t, withToken(secret), withDashboard(dashboard.Config{Refresh: time.Second, SummaryTTL: -1}))
 	fleet(t, s)
 	ctx := browser(t)
-	shots := artifactsDir(t)
+	shots := shotsDir(t)
 
 	var dialogs atomic.Int32
 	events := chromedp.Events(ctx, page.JavascriptDialogOpening)

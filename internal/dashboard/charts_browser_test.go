@@ -2,7 +2,7 @@ package dashboard_test
 
 import (
 	"context"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +21,10 @@ func (s *server) heartbeat1(tb testing.TB, id, host string) {
 	}
 }
 
-// chartShot saves a full-page screenshot into $WARP_TEST_SHOTS when it is
-// set, and writes nothing otherwise.
-func chartShot(t *testing.T, ctx context.Context, name string) {
+// chartShot saves a full-page screenshot into the test's shots directory
+// (shotsDir), logging its path.
+func chartShot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
-	dir := os.Getenv("WARP_TEST_SHOTS")
-	if dir == "" {
-		return
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("shots dir: %v", err)
-	}
 	screenshot(t, ctx, dir, name)
 }
 
@@ -55,6 +48,7 @@ func chartState(t *testing.T, ctx context.Context, id string) (empty bool, text 
 func TestBrowserCharts(t *testing.T) {
 	s := startServer(t, withDashboard(dashboard.Config{Refresh: time.Second, SummaryTTL: -1, ChartsTTL: -1}))
 	ctx := browser(t)
+	shots := shotsDir(t)
 
 	// Empty: a fresh server has no events and no heartbeats; the page
 	// says so in words, and says the in-memory charts start empty.
@@ -77,7 +71,7 @@ func TestBrowserCharts(t *testing.T) {
 		t.Errorf("%d script elements inside <main> or the charts", n)
 	}
 	poll(t, ctx, "the event stream", `window.warpLive && window.warpLive.connected`)
-	chartShot(t, ctx, "charts-empty.png")
+	chartShot(t, ctx, shots, "charts-empty.png")
 
 	// An event arrives: a claim and a v2 heartbeat. The charts follow
 	// through warp:update, without a reload (the marker survives).
@@ -103,7 +97,7 @@ func TestBrowserCharts(t *testing.T) {
 	if n := eval[int](t, ctx, `window.warpCharts.fetches`); n < 1 {
 		t.Errorf("charts script fetched %d times, want at least 1", n)
 	}
-	chartShot(t, ctx, "charts-heartbeat.png")
+	chartShot(t, ctx, shots, "charts-heartbeat.png")
 
 	// A lapse: the lease expires and the sweep records it.
 	s.clk.Advance(45 * time.Minute)
@@ -119,7 +113,7 @@ func TestBrowserCharts(t *testing.T) {
 	if !strings.Contains(tip, "1 no-activity") || !strings.Contains(tip, "UTC") {
 		t.Errorf("lapse bar's tooltip: %q", tip)
 	}
-	chartShot(t, ctx, "charts-lapse.png")
+	chartShot(t, ctx, shots, "charts-lapse.png")
 
 	// A busier day, for the picture: hours of claims, heartbeats from v1
 	// and v2 hosts, verdict changes and lapses.
@@ -146,5 +140,27 @@ func TestBrowserCharts(t *testing.T) {
 			t.Errorf("%s after a busy day: empty %v, %d marks (%q)", id, empty, marks, text)
 		}
 	}
-	chartShot(t, ctx, "charts-busy.png")
+	chartShot(t, ctx, shots, "charts-busy.png")
+
+	// The charts' own page (issue 46: alone they were an unstyled
+	// fragment): the layout's title and navigation, the charts' style
+	// applied, and the charts following the stream there too.
+	do(t, ctx, "open the charts page", chromedp.Navigate(s.url+"/charts"), chromedp.WaitVisible(chromedp.CSS("#charts")))
+	if got := eval[string](t, ctx, `document.title`); got != "warp · charts" {
+		t.Errorf("charts page title %q", got)
+	}
+	if got := text(t, ctx, `header nav a[aria-current="page"]`); got != "Charts" {
+		t.Errorf("the current page in the navigation: %q, want Charts", got)
+	}
+	if got := eval[string](t, ctx, `getComputedStyle(document.querySelector('#chart-lapses .legend')).listStyleType`); got != "none" {
+		t.Errorf("the legend's list style %q: charts.css is not applied", got)
+	}
+	if got := eval[string](t, ctx, `getComputedStyle(document.querySelector('#chart-lapses')).backgroundColor`); got != "rgb(255, 255, 255)" {
+		t.Errorf("a chart's background %q: the charts' style is not applied", got)
+	}
+	poll(t, ctx, "the event stream on the charts page", `window.warpLive && window.warpLive.connected`)
+	before := eval[int](t, ctx, `window.warpCharts.fetches`)
+	s.create(t, "P", "work on P")
+	poll(t, ctx, "the charts page to fetch the charts again", `window.warpCharts.fetches > `+strconv.Itoa(before))
+	chartShot(t, ctx, shots, "charts-page.png")
 }

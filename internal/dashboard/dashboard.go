@@ -162,7 +162,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("dashboard: parse signin.html: %w", err)
 	}
 	pages["signin.html"] = signin
-	for _, name := range []string{"index.html", "ticket.html", "hosts.html", "error.html"} {
+	for _, name := range []string{"index.html", "ticket.html", "hosts.html", "error.html", "confirm.html"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name)
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: parse %s: %w", name, err)
@@ -207,6 +207,10 @@ type Route struct {
 	// they need the admin role (warp serve lets a browser sign in once
 	// with an admin token and then hold a session cookie).
 	Open bool
+	// Action routes take the posts of the action forms: the server lets
+	// an admin's session post to them with the session's form token
+	// (httpapi.Server.MountAction) and names the operator.
+	Action bool
 }
 
 // Routes returns the pages, the event stream and the static assets.
@@ -217,6 +221,12 @@ func (d *Dashboard) Routes() []Route {
 		{Pattern: "GET /tickets/{id}/timeline", Handler: http.HandlerFunc(d.timeline)},
 		{Pattern: "GET /hosts", Handler: http.HandlerFunc(d.hosts)},
 		{Pattern: "GET " + ChartsPath, Handler: http.HandlerFunc(d.charts)},
+		{Pattern: "GET /tickets/{id}/release", Handler: d.confirm("release")},
+		{Pattern: "POST /tickets/{id}/release", Handler: d.act("release"), Action: true},
+		{Pattern: "GET /tickets/{id}/cancel", Handler: d.confirm("cancel")},
+		{Pattern: "POST /tickets/{id}/cancel", Handler: d.act("cancel"), Action: true},
+		{Pattern: "GET /tickets/{id}/reopen", Handler: d.confirm("reopen")},
+		{Pattern: "POST /tickets/{id}/reopen", Handler: d.act("reopen"), Action: true},
 		{Pattern: "GET " + StreamPath, Handler: d.broker},
 		{Pattern: "GET /assets/", Handler: d.assets, Open: true},
 	}
@@ -278,7 +288,7 @@ func (d *Dashboard) OnSweep(res warp.SweepResult) {
 // page is what every page's layout needs.
 type page struct {
 	Title   string
-	Nav     string // "tickets", "hosts" or "charts"
+	Nav     string // "tickets", "hosts", "charts", or "confirm" (an action's page)
 	Now     time.Time
 	NowMS   int64
 	Mode    warp.Mode
@@ -456,6 +466,10 @@ type ticketData struct {
 	MoreURL  string
 	PRIsLink bool
 	Timeline timelineView
+	// Actions are what the signed-in admin may do to the ticket; Done
+	// what the last one did (?done=).
+	Actions []actionLink
+	Done    string
 }
 
 // timelineLimit is how many events the ticket page shows at once.
@@ -489,6 +503,9 @@ func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
 	if data.Lease != nil {
 		data.PRIsLink = isHTTPURL(data.Lease.PRURL)
 	}
+	op, ok := httpkit.OperatorFrom(ctx)
+	data.Actions = ticketActions(op, ok, data.View)
+	data.Done = doneNotice(r.URL.Query().Get("done"), data.View)
 	evs, err := d.svc.Events(ctx, id, after, timelineLimit)
 	if err != nil {
 		d.fail(w, r, err)

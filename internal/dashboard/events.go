@@ -19,6 +19,7 @@ type eventView struct {
 	Age    string
 
 	Agent, Host, Title, Reason, Exit, PRURL string
+	By, Labels                              string // the operator of a dashboard write; an edit's labels
 	From, To                                string // verdicts, or modes
 	Since                                   string
 	Fallback                                bool // lapsed: the v1 fallback extended the lease
@@ -66,7 +67,7 @@ func newEventView(e warp.Event, now time.Time) eventView {
 		Agent: str(d, "agent"), Host: str(d, "host"), Title: str(d, "title"), Reason: str(d, "reason"),
 		Exit: str(d, "exit"), PRURL: str(d, "pr_url"), From: str(d, "from"), To: str(d, "to"),
 		Since: shortTime(str(d, "since")), LastActivity: shortTime(str(d, "last_activity_at")),
-		LastHeartbeat: shortTime(str(d, "last_heartbeat_at"))}
+		LastHeartbeat: shortTime(str(d, "last_heartbeat_at")), By: str(d, "by"), Labels: str(d, "labels")}
 	v.Fallback, v.HasFallback = flag(d, "fallback_extended")
 	v.Forced, _ = flag(d, "forced")
 	v.PRIsLink = isHTTPURL(v.PRURL)

@@ -145,18 +145,6 @@ func TestTimelineFragment(t *testing.T) {
 	}
 }
 
-// timelineShots is where the timeline test's screenshots go:
-// $WARP_TEST_SHOTS when set, else the test's temp dir.
-func timelineShots(t *testing.T) string {
-	if d := os.Getenv("WARP_TEST_SHOTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatalf("shots dir: %v", err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
 // shootTimeline saves the page and the picture alone.
 func shootTimeline(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
@@ -186,7 +174,7 @@ func TestBrowserLeaseTimeline(t *testing.T) {
 	s := startServer(t, withToken(secret), withDashboard(dashboard.Config{Refresh: time.Second, SummaryTTL: -1}))
 	laneHistory(t, s)
 	ctx := browser(t)
-	shots := timelineShots(t)
+	shots := shotsDir(t)
 
 	do(t, ctx, "sign in", chromedp.Navigate(s.url+"/tickets/T"), chromedp.WaitVisible(chromedp.CSS("#signin")),
 		chromedp.SendKeys(chromedp.CSS("#token"), secret), chromedp.Click(chromedp.CSS("#signin-submit")),

@@ -793,6 +793,90 @@ func docCases() []docCase {
 	add("GET /hosts", 400, "invalid", "window", get("/hosts?window=x"))
 	add("GET /hosts", 400, "invalid", "limit", get("/hosts?limit=0"))
 	add("GET /charts", 200, "", "charts", get("/charts"))
+	// The dashboard's actions: a confirmation page, its form.
+	formPost := func(path, body string, header map[string]string) docReq {
+		return docReq{method: "POST", path: path, token: adminToken, contentType: "application/x-www-form-urlencoded", body: body, header: header}
+	}
+	pageAccept := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+	withSession := func(f *docFixture) map[string]string {
+		return map[string]string{"Accept": pageAccept["Accept"], "Cookie": f.session()}
+	}
+	for _, name := range []string{"release", "cancel", "reopen"} {
+		get, post := "GET /tickets/{id}/"+name, "POST /tickets/{id}/"+name
+		p := func(id string) string { return "/tickets/" + id + "/" + name }
+		// A ticket the action applies to, and one it does not.
+		fits := func(f *docFixture) string {
+			switch name {
+			case "reopen":
+				id := f.create()
+				if _, err := f.svc.Cancel(context.Background(), id, ""); err != nil {
+					f.t.Fatal(err)
+				}
+				return id
+			default:
+				id, _, _ := f.claimed()
+				return id
+			}
+		}
+		misfit := func(f *docFixture) string {
+			if name == "reopen" {
+				return f.create()
+			}
+			id := f.create()
+			if _, err := f.svc.Cancel(context.Background(), id, ""); err != nil {
+				f.t.Fatal(err)
+			}
+			return id
+		}
+		add(get, 200, "", "an admin token", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p(fits(f)), token: adminToken}
+		})
+		add(get, 200, "", "a signed-in admin", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p(fits(f)), header: withSession(f)}
+		})
+		add(get, 303, "", "browser without a session", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p(fits(f)), header: pageAccept}
+		})
+		add(get, 400, "invalid", "bad id", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p("-x"), header: withSession(f)}
+		})
+		add(get, 404, "not_found", "unknown", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p("NOPE-404"), header: withSession(f)}
+		})
+		add(get, 409, "conflict", "the state does not allow it", func(f *docFixture) docReq {
+			return docReq{method: "GET", path: p(misfit(f)), header: withSession(f)}
+		})
+		add(post, 303, "", "done", func(f *docFixture) docReq {
+			return formPost(p(fits(f)), "reason=from+the+page", nil)
+		})
+		add(post, 400, "invalid", "reason too long", func(f *docFixture) docReq {
+			return formPost(p(fits(f)), url.Values{"reason": {long}}.Encode(), nil)
+		})
+		add(post, 403, "forbidden", "a session's form without its token", func(f *docFixture) docReq {
+			r := formPost(p(fits(f)), "reason=x", map[string]string{"Cookie": f.session()})
+			r.token = ""
+			return r
+		})
+		add(post, 404, "not_found", "unknown", func(f *docFixture) docReq { return formPost(p("NOPE-404"), "", nil) })
+		if name == "release" {
+			add(post, 409, "stale_epoch", "the lease the page showed was claimed again", func(f *docFixture) docReq {
+				id, e, sec := f.claimed()
+				if _, err := f.svc.Release(agentCtx(agentToken, sec, false), id, e, ""); err != nil {
+					f.t.Fatal(err)
+				}
+				if _, err := f.svc.Claim(agentCtx(agentToken, "", true), id, warp.ClaimRequest{Agent: "O", Host: "h1"}); err != nil {
+					f.t.Fatal(err)
+				}
+				return formPost(p(id), "epoch="+strconv.FormatInt(e, 10), nil)
+			})
+			add(post, 400, "invalid", "bad epoch", func(f *docFixture) docReq { return formPost(p(fits(f)), "epoch=x", nil) })
+			add(post, 410, "lease_ended", "never claimed", func(f *docFixture) docReq { return formPost(p(f.create()), "", nil) })
+		} else {
+			add(post, 409, "conflict", "the state does not allow it", func(f *docFixture) docReq { return formPost(p(misfit(f)), "", nil) })
+		}
+		add(post, 413, "body_too_large", "64 KiB", func(f *docFixture) docReq { return formPost(p(fits(f)), "reason="+big, nil) })
+	}
+
 	add("GET /assets/", 200, "", "style", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/style.css"} })
 	add("GET /assets/", 200, "", "script", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/live.js"} })
 	add("GET /assets/", 404, "", "no such asset", func(*docFixture) docReq { return docReq{method: "GET", path: "/assets/nope.css"} })
@@ -863,6 +947,9 @@ var (
 	pageHeading = regexp.MustCompile(`<h1>(\d+) · ([a-z_]+)</h1>`)
 	// signInError is the message of the sign-in form shown again.
 	signInError = regexp.MustCompile(`id="signin-error"[^>]* data-status="(\d+)" data-code="([a-z_]+)"`)
+	// actionError is what the confirmation page of an action says went
+	// wrong, or why it offers no form.
+	actionError = regexp.MustCompile(`id="action-(?:error|refused)"[^>]* data-status="(\d+)" data-code="([a-z_]+)"`)
 )
 
 // expect checks an answer against the document: the status is want and
@@ -924,6 +1011,9 @@ func expect(t *testing.T, s *schemaSet, cov *docCoverage, op docOp, want int, wa
 		m := pageHeading.FindStringSubmatch(string(r.body))
 		if m == nil {
 			m = signInError.FindStringSubmatch(string(r.body))
+		}
+		if m == nil {
+			m = actionError.FindStringSubmatch(string(r.body))
 		}
 		if m == nil || m[1] != strconv.Itoa(want) {
 			t.Errorf("error page without the heading \"%d · code\": %.300s", want, r.body)

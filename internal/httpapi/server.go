@@ -295,6 +295,9 @@ func (s *Server) wrap(route string, h http.Handler, role Role, action bool) http
 // name even where the cross-origin guard has nothing to go on.
 func checkFormToken(r *http.Request, want string) error {
 	if err := r.ParseForm(); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return fmt.Errorf("%w: the form is over %d bytes", httpkit.ErrBodyTooLarge, mbe.Limit)
+		}
 		return fmt.Errorf("%w: the form does not parse: %v", warp.ErrInvalid, err)
 	}
 	got := r.PostForm.Get(httpkit.CSRFField)

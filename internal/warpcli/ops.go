@@ -78,7 +78,11 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 func (o *Ops) Mount(s *httpapi.Server) {
 	for _, r := range o.Dashboard.Routes() {
 		role := httpapi.RoleAdmin
-		if r.Open {
+		switch {
+		case r.Action:
+			s.MountAction(r.Pattern, r.Handler)
+			continue
+		case r.Open:
 			role = httpapi.RoleOpen
 		}
 		s.Mount(r.Pattern, r.Handler, role)

@@ -107,6 +107,7 @@
     }
     var page = body.dataset.page;
     if (page === 'charts') return; // charts.js follows the update itself
+    if (page === 'confirm') return; // a form being filled in is not swapped
     if (page === 'hosts') {
       scheduleRefresh(5000);
       return;
