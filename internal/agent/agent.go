@@ -97,6 +97,15 @@ type Hooks struct {
 	// $HomeEnv/File when HomeEnv is set in the environment, else
 	// $HOME/UserDir/File.
 	ProjectDir, UserDir, HomeEnv, File string
+	// DisableKey, when set, is the boolean a settings file sets to make
+	// the agent run no hook at all ("disableAllHooks"); the file of
+	// highest precedence that sets it decides. ManagedOnlyKey, when set,
+	// is the boolean of a managed settings file that makes the agent run
+	// only the managed file's own hooks ("allowManagedHooksOnly").
+	DisableKey, ManagedOnlyKey string
+	// Managed are, by GOOS, the administrator's settings files, which win
+	// over every other.
+	Managed map[string][]string
 	// Layers are the files under a project's ProjectDir the agent reads
 	// on top of the user's File, lowest precedence first (Claude Code:
 	// settings.json, settings.local.json); doctor looks for the hook in

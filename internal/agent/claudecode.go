@@ -20,6 +20,11 @@ var claudeCode = Agent{
 		Events:  []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"},
 		Grouped: true, Matcher: "*", Typed: true, TimeoutScale: 1,
 		ProjectDir: ".claude", UserDir: ".claude", HomeEnv: "CLAUDE_CONFIG_DIR", File: "settings.json",
-		Layers: []string{"settings.json", "settings.local.json"},
+		Layers:     []string{"settings.json", "settings.local.json"},
+		DisableKey: "disableAllHooks", ManagedOnlyKey: "allowManagedHooksOnly",
+		Managed: map[string][]string{
+			"linux":  {"/etc/claude-code/managed-settings.json"},
+			"darwin": {"/Library/Application Support/ClaudeCode/managed-settings.json"},
+		},
 	},
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -94,7 +95,8 @@ type Options struct {
 	// Timeout bounds the server probe; 0 → 5 s.
 	Timeout time.Duration
 	// ManagedSettings are the administrator's settings files, which win
-	// over every other; nil → ManagedSettingsFiles() of this platform.
+	// over every other; nil → the default agent's Managed files of this
+	// platform.
 	ManagedSettings []string
 	// Binary is this gyrum ("" → os.Executable()): a hook command only the
 	// project's settings name is self-tested only when it runs this gyrum
@@ -574,42 +576,47 @@ func WriteJSON(w io.Writer, rep Report) error {
 	return enc.Encode(rep)
 }
 
-// hooksDisabled reports whether Claude Code runs none of gyrum's hooks on
-// this host, and the fix. "disableAllHooks" counts from the file of
-// highest precedence that sets it (managed > project-local > project >
-// user); managed settings with "allowManagedHooksOnly" ignore every hook
-// but their own. A managed settings file that cannot be read may do
-// either: that is said too.
+// hooksDisabled reports whether the default agent (agent.Default, Claude
+// Code) runs none of gyrum's hooks on this host, and the fix. Its
+// DisableKey counts from the file of highest precedence that sets it
+// (managed > project-local > project > user); managed settings with its
+// ManagedOnlyKey ignore every hook but their own. A managed settings file
+// that cannot be read may do either: that is said too.
 func hooksDisabled(o Options) (problem, fix string) {
+	a := agent.Default()
+	h := a.Hooks
+	if h.DisableKey == "" {
+		return "", ""
+	}
 	managed := o.ManagedSettings
 	if managed == nil {
-		managed = ManagedSettingsFiles()
+		managed = h.Managed[runtime.GOOS]
 	}
 	for _, path := range managed {
-		v, err := settingsFlags(path)
+		v, err := settingsFlags(path, h)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
 			return fmt.Sprintf("managed settings %s cannot be read (%v): hooks may be disabled by your administrator", path, err),
-				"ask the administrator whether " + path + " sets disableAllHooks or allowManagedHooksOnly"
+				fmt.Sprintf("ask the administrator whether %s sets %s or %s", path, h.DisableKey, h.ManagedOnlyKey)
 		case v.disableAll != nil && *v.disableAll:
-			return fmt.Sprintf("Claude Code runs no hook: managed settings %s set \"disableAllHooks\": true", path),
+			return fmt.Sprintf("%s runs no hook: managed settings %s set %q: true", a.Title, path, h.DisableKey),
 				"ask the administrator to allow hooks (only they can change " + path + ")"
 		case v.managedOnly:
-			return fmt.Sprintf("Claude Code runs only managed hooks: %s sets \"allowManagedHooksOnly\": true, so gyrum's hook never runs", path),
-				"ask the administrator to add gyrum's hook (gyrum-hook or gyrum touch-activity) to " + path + " or to lift allowManagedHooksOnly"
+			return fmt.Sprintf("%s runs only managed hooks: %s sets %q: true, so gyrum's hook never runs", a.Title, path, h.ManagedOnlyKey),
+				fmt.Sprintf("ask the administrator to add gyrum's hook (gyrum-hook or gyrum touch-activity) to %s or to lift %s", path, h.ManagedOnlyKey)
 		}
 	}
 	files := settingsFiles(o)
 	for i := len(files) - 1; i >= 0; i-- {
-		v, err := settingsFlags(files[i])
+		v, err := settingsFlags(files[i], h)
 		if err != nil || v.disableAll == nil {
 			continue // unreadable files are the hook check's to report
 		}
 		if *v.disableAll {
-			return fmt.Sprintf("Claude Code runs no hook: %s sets \"disableAllHooks\": true", files[i]),
-				"remove \"disableAllHooks\" from " + files[i] + " (or set it to false)"
+			return fmt.Sprintf("%s runs no hook: %s sets %q: true", a.Title, files[i], h.DisableKey),
+				fmt.Sprintf("remove %q from %s (or set it to false)", h.DisableKey, files[i])
 		}
 		break
 	}
@@ -621,19 +628,31 @@ type hookFlags struct {
 	managedOnly bool
 }
 
-func settingsFlags(path string) (hookFlags, error) {
+// settingsFlags reads h's DisableKey and ManagedOnlyKey from the settings
+// file at path.
+func settingsFlags(path string, h *agent.Hooks) (hookFlags, error) {
 	data, err := setup.ReadConfig(path)
 	if err != nil {
 		return hookFlags{}, err
 	}
-	var v struct {
-		DisableAllHooks       *bool `json:"disableAllHooks"`
-		AllowManagedHooksOnly bool  `json:"allowManagedHooksOnly"`
-	}
+	var v map[string]json.RawMessage
 	if err := json.Unmarshal(data, &v); err != nil {
 		return hookFlags{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return hookFlags{disableAll: v.DisableAllHooks, managedOnly: v.AllowManagedHooksOnly}, nil
+	var f hookFlags
+	if raw, ok := v[h.DisableKey]; ok {
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return hookFlags{}, fmt.Errorf("%s: %s: %w", path, h.DisableKey, err)
+		}
+		f.disableAll = &b
+	}
+	if raw, ok := v[h.ManagedOnlyKey]; ok && h.ManagedOnlyKey != "" {
+		if err := json.Unmarshal(raw, &f.managedOnly); err != nil {
+			return hookFlags{}, fmt.Errorf("%s: %s: %w", path, h.ManagedOnlyKey, err)
+		}
+	}
+	return f, nil
 }
 
 // runLoop is the command that starts dir's loop again from a shell: in
