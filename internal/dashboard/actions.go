@@ -135,7 +135,7 @@ func (d *Dashboard) renderConfirm(w http.ResponseWriter, r *http.Request, name s
 		d.fail(w, r, perr)
 		return
 	}
-	data.Row = newRowView(data.View, data.Now)
+	data.Row = newRowViewWith(data.View, data.Now, d.svc.Policy())
 	data.NextEpoch = data.View.Ticket.Epoch + 1
 	if data.View.Lease != nil && data.View.Lease.Held() {
 		data.Epoch = data.View.Lease.Epoch

@@ -31,11 +31,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/apihook"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -323,10 +323,29 @@ type rowView struct {
 	ActivityIsHB  bool // v1 or claim only: the heartbeat stands in for activity
 	HostFilterURL string
 	Fix           string // what to do about the verdict (unwired: run gyrum doctor on the host)
+	// SinceMS is when the lease's verdict began (Policy.VerdictSince from
+	// its columns), 0 for an active one: SinceAge ago, at SinceUTC.
+	SinceMS  int64
+	SinceAge string
+	Since    time.Time
+	// ReleaseURL is the release's confirmation page, for an operator who
+	// may act.
+	ReleaseURL string
 }
 
 func newRowView(v warp.TicketView, now time.Time) rowView {
+	return newRowViewWith(v, now, warp.Policy{})
+}
+
+// newRowViewWith is newRowView with the verdict's since, which the policy
+// decides.
+func newRowViewWith(v warp.TicketView, now time.Time, p warp.Policy) rowView {
 	r := rowView{TicketView: v}
+	if l := v.Lease; l != nil && p != (warp.Policy{}) && l.Held() && v.Verdict != warp.VerdictNone && v.Verdict != warp.VerdictActive {
+		if since := p.VerdictSince(*l, v.Verdict); !since.IsZero() {
+			r.Since, r.SinceMS, r.SinceAge = since, unixMS(since), FormatAge(now.Sub(since))
+		}
+	}
 	if l := v.Lease; l != nil {
 		r.Agent, r.Host, r.Schema, r.InFlight = l.Agent, l.Host, l.SchemaVersion, l.InFlight
 		p := warp.ProgressAt(*l)
@@ -354,6 +373,13 @@ type indexData struct {
 	page
 	Verdict   warp.Verdict
 	Host      string
+	Q         string // the search: ticket, agent or host
+	Sort      string
+	Columns   map[string]column
+	Sorted    bool // sorted by something other than creation order
+	Capped    bool // sorted among the first MaxPageSize of more matches
+	Matches   int  // the rows read to sort
+	CanAct    bool
 	Counts    []verdictCount
 	CountedAt time.Time // service time of the counts (they may be reused briefly)
 	Held      int64
@@ -370,7 +396,7 @@ type indexData struct {
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
-	data := indexData{Host: q.Get("host"), PageSize: d.cfg.PageSize}
+	data := indexData{Host: q.Get("host"), Q: strings.TrimSpace(q.Get("q")), PageSize: d.cfg.PageSize}
 	var err error
 	if data.page, err = d.newPage(ctx, "warp · claimed tickets", "tickets"); err != nil {
 		d.fail(w, r, err)
@@ -395,17 +421,44 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	data.Sort = q.Get("sort")
+	if data.Sort == "" {
+		data.Sort = defaultSort(data.Verdict)
+	}
+	if _, ok := rowOrder[data.Sort]; !ok && data.Sort != SortTicket {
+		d.fail(w, r, warp.Errorf(warp.ErrInvalid, "sort %q is invalid: want ticket, since, activity, heartbeat, expires, agent or host", data.Sort))
+		return
+	}
+	data.Sorted = data.Sort != SortTicket
 	cursor := q.Get("cursor")
-	list, err := d.svc.ListTickets(ctx, warp.ListOptions{State: warp.TicketClaimed, Verdict: data.Verdict,
-		Host: data.Host, Cursor: cursor, Limit: limit})
+	lo := warp.ListOptions{State: warp.TicketClaimed, Verdict: data.Verdict, Host: data.Host, Search: data.Q, Cursor: cursor, Limit: limit}
+	if data.Sorted {
+		// Sorted otherwise than by creation: the first MaxPageSize of the
+		// filter, sorted, its first page shown.
+		lo.Cursor, lo.Limit = "", MaxPageSize
+	}
+	list, err := d.svc.ListTickets(ctx, lo)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	now := data.Now
+	op, hasOp := httpkit.OperatorFrom(ctx)
+	data.CanAct = hasOp && op.CanAct
 	data.Rows = make([]rowView, len(list.Tickets))
 	for i, v := range list.Tickets {
-		data.Rows[i] = newRowView(v, now)
+		data.Rows[i] = newRowViewWith(v, now, d.svc.Policy())
+		if data.CanAct {
+			data.Rows[i].ReleaseURL = actionURL(v.Ticket.ID, "release")
+		}
+	}
+	if data.Sorted {
+		sortRows(data.Rows, data.Sort)
+		data.Matches, data.Capped = len(data.Rows), list.NextCursor != ""
+		list.NextCursor = ""
+		if len(data.Rows) > limit {
+			data.Rows = data.Rows[:limit]
+		}
 	}
 	filter := url.Values{}
 	if data.Verdict != "" {
@@ -414,12 +467,19 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	if data.Host != "" {
 		filter.Set("host", data.Host)
 	}
+	if data.Q != "" {
+		filter.Set("q", data.Q)
+	}
 	if limit != d.cfg.PageSize {
 		filter.Set("limit", strconv.Itoa(limit))
 	}
-	data.Filtered = data.Verdict != "" || data.Host != ""
+	data.Columns = tableColumns(filter, data.Sort)
+	if q.Get("sort") != "" {
+		filter.Set("sort", data.Sort)
+	}
+	data.Filtered = data.Verdict != "" || data.Host != "" || data.Q != ""
 	data.FirstURL = "/?" + filter.Encode()
-	data.Paged = cursor != ""
+	data.Paged = cursor != "" && !data.Sorted
 	if list.NextCursor != "" {
 		next := url.Values{}
 		for k, v := range filter {
@@ -498,7 +558,7 @@ func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	data.Row = newRowView(data.View, data.Now)
+	data.Row = newRowViewWith(data.View, data.Now, d.svc.Policy())
 	data.Lease = data.View.Lease
 	if data.Lease != nil {
 		data.PRIsLink = isHTTPURL(data.Lease.PRURL)
@@ -528,7 +588,22 @@ func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
 type hostView struct {
 	warp.HostAdoption
 	LastSeenAge string
-	V2Percent   int // share of v2 heartbeats in the window
+	V2Percent   int  // share of v2 heartbeats in the window
+	Seen        bool // heartbeated within the window (an adoption line)
+	// Leases held, by verdict (each with the claimed tickets' list of
+	// the host and verdict), and by what the loops report of the hook.
+	Leases                             int
+	Verdicts                           []hostVerdict
+	HookSeen, HookNotSeen, HookUnknown int
+	Alarm                              *alarmView
+	FilterURL                          string
+}
+
+// hostVerdict is one verdict's count of a host's held leases.
+type hostVerdict struct {
+	Verdict warp.Verdict
+	N       int
+	URL     string // the claimed tickets of the host with the verdict
 }
 
 // alarmView is one raised host alarm of the hosts page.
@@ -544,16 +619,19 @@ type alarmView struct {
 
 type hostsData struct {
 	page
-	Alarms    []alarmView
-	Alarmed   map[string]bool
-	Adoption  warp.Adoption
-	Hosts     []hostView
-	Percent   int // hosts on v2 only
-	V1Hosts   []string
-	V1More    int // v1 hosts not named (the list is capped)
-	V1Total   int
-	Window    string
-	CanSwitch bool // ready, and not already in activity mode
+	Verdicts []warp.Verdict // the table's verdict columns
+	Alarms   []alarmView
+	Alarmed  map[string]bool
+	Adoption warp.Adoption
+	Hosts    []hostView
+	Percent  int // hosts on v2 only
+	V1Hosts  []string
+	V1More   int // v1 hosts not named (the list is capped)
+	V1Total  int
+	Window   string // as the page writes durations
+	// WindowParam is the window as the window= parameter takes it.
+	WindowParam string
+	CanSwitch   bool // ready, and not already in activity mode
 	// Next is the cursor of the next page of hosts, "" on the last.
 	Next string
 }
@@ -572,7 +650,7 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 		}
 		window = dur
 	}
-	data := hostsData{Window: window.String()}
+	data := hostsData{Window: age.Format(window), WindowParam: window.String(), Verdicts: verdicts[:]}
 	limit, cursor, err := httpkit.PageParams(r.URL.Query())
 	if err != nil {
 		d.fail(w, r, err)
@@ -601,28 +679,46 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 			data.V1More++
 		}
 	}
-	shown, next := httpkit.Page(a.Hosts, func(h warp.HostAdoption) string { return h.Host }, cursor, limit)
-	data.Next = next
-	for _, h := range shown {
-		hv := hostView{HostAdoption: h, LastSeenAge: FormatAge(data.Now.Sub(h.LastSeen))}
-		if total := h.V1Count + h.V2Count; total > 0 {
-			hv.V2Percent = int(h.V2Count * 100 / total)
-		}
-		data.Hosts = append(data.Hosts, hv)
-	}
 	data.CanSwitch = a.ReadyForActivityMode && data.Mode != warp.ModeActivity
-	alarms, err := d.svc.HostAlarms(ctx)
+	// Every host that holds a lease, heartbeated in the window or is in
+	// alarm, as warp hosts prints them: leases by verdict, hook health,
+	// adoption, alarm.
+	hosts, err := d.svc.Hosts(ctx, window)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	data.Alarmed = map[string]bool{}
-	for h, al := range alarms {
-		data.Alarmed[h] = true
-		data.Alarms = append(data.Alarms, alarmView{Host: h, Since: al.Since, SinceAge: FormatAge(data.Now.Sub(al.Since)),
-			Message: warp.AlarmMessage(h), Fix: warp.UnwiredFix(h), Leases: al.Leases, Stale: al.Stale})
+	for _, h := range hosts {
+		if al := h.Alarm; al != nil {
+			data.Alarmed[h.Host] = true
+			data.Alarms = append(data.Alarms, alarmView{Host: h.Host, Since: al.Since, SinceAge: FormatAge(data.Now.Sub(al.Since)),
+				Message: warp.AlarmMessage(h.Host), Fix: warp.UnwiredFix(h.Host), Leases: al.Leases, Stale: al.Stale})
+		}
 	}
-	sort.Slice(data.Alarms, func(i, j int) bool { return data.Alarms[i].Host < data.Alarms[j].Host })
+	shown, next := httpkit.Page(hosts, func(h warp.HostStatus) string { return h.Host }, cursor, limit)
+	data.Next = next
+	for _, h := range shown {
+		hv := hostView{Leases: h.Leases, HookSeen: h.HookSeen[warp.HookYes], HookNotSeen: h.HookSeen[warp.HookNo],
+			HookUnknown: h.HookSeen[warp.HookUnknown], FilterURL: "/?" + url.Values{"host": {h.Host}}.Encode()}
+		hv.Host = h.Host
+		if ad := h.Adoption; ad != nil {
+			hv.HostAdoption, hv.Seen, hv.LastSeenAge = *ad, true, FormatAge(data.Now.Sub(ad.LastSeen))
+			if total := ad.V1Count + ad.V2Count; total > 0 {
+				hv.V2Percent = int(ad.V2Count * 100 / total)
+			}
+		}
+		for _, v := range verdicts {
+			hv.Verdicts = append(hv.Verdicts, hostVerdict{Verdict: v, N: h.Verdicts[v],
+				URL: "/?" + url.Values{"host": {h.Host}, "verdict": {string(v)}}.Encode()})
+		}
+		for i := range data.Alarms {
+			if data.Alarms[i].Host == h.Host {
+				hv.Alarm = &data.Alarms[i]
+			}
+		}
+		data.Hosts = append(data.Hosts, hv)
+	}
 	d.render(w, r, http.StatusOK, "hosts.html", data)
 }
 
@@ -668,7 +764,7 @@ func (d *Dashboard) SignInPage(action string) func(w http.ResponseWriter, r *htt
 		if ttl <= 0 {
 			ttl = 12 * time.Hour
 		}
-		data := signInData{Action: action, Next: next, Problem: problem, Status: status, Code: code, TTL: ttl.String()}
+		data := signInData{Action: action, Next: next, Problem: problem, Status: status, Code: code, TTL: age.Format(ttl)}
 		d.renderTemplate(w, status, "signin.html", "signin.html", data)
 	}
 }
@@ -700,22 +796,14 @@ func isHTTPURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// FormatAge renders a duration as the pages do: "42s", "4m 12s",
-// "3h 05m", "2d 3h". The script's fmtDur renders the same way.
+// FormatAge writes a duration as every page and command line does
+// (internal/age: "42s", "4m12s", "3h05m", "2d03h"). The script's fmtDur
+// writes the same.
 func FormatAge(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}
-	s := int64(d / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm %02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dd %dh", s/86400, s%86400/3600)
+	return age.Format(d)
 }
 
 // FormatUntil renders the time to an expiry: "in 4m 12s", or "due 3s ago".

@@ -82,9 +82,9 @@ func TestIndexShowsVerdictsFiltersAndPages(t *testing.T) {
 		`<noscript><meta http-equiv="refresh" content="15"></noscript>`,
 		`<strong id="mode">transition</strong>`,
 		// B: activity 16m old, heartbeat fresh, expiry 14m away (activity + 30m).
-		`data-field="activity" data-age="`+ms(t0)+`">16m 00s</td>`,
+		`data-field="activity" data-age="`+ms(t0)+`">16m00s</td>`,
 		`data-field="heartbeat" data-age="`+ms(t0.Add(16*time.Minute))+`">0s</td>`,
-		`data-field="expires" data-until="`+ms(t0.Add(30*time.Minute))+`">in 14m 00s</td>`,
+		`data-field="expires" data-until="`+ms(t0.Add(30*time.Minute))+`">in 14m00s</td>`,
 		`<td data-field="agent">agent-B</td>`, `<a href="/?host=h-B">h-B</a>`, `<td data-field="schema">v2</td>`,
 		"&lt;script&gt;alert(1)&lt;/script&gt;")
 	if strings.Contains(body, xssTitle) {
@@ -286,7 +286,7 @@ func TestPagesNeedASignIn(t *testing.T) {
 		t.Fatalf("sign-in form: got %d", code)
 	}
 	mustContain(t, "sign-in form", body, `<form id="signin" method="post" action="/signin">`, `name="next" value="/hosts?window=1h"`,
-		`href="/assets/style.css"`, "for 12h0m0s")
+		`href="/assets/style.css"`, "for 12h00m")
 	if strings.Contains(body, "<script") {
 		t.Errorf("the sign-in form has a script:\n%s", body)
 	}

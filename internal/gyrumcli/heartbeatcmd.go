@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
@@ -255,7 +256,7 @@ func activityText(s LoopStatus) string {
 	if s.InFlight != "" {
 		return "0s (in flight: " + s.InFlight + ")"
 	}
-	return (time.Duration(*s.ActivityS * float64(time.Second))).Round(time.Second).String() + " ago"
+	return age.Format(time.Duration(*s.ActivityS*float64(time.Second))) + " ago"
 }
 
 func (a *App) postText(s LoopStatus) string {
@@ -265,7 +266,7 @@ func (a *App) postText(s LoopStatus) string {
 		}
 		return "never"
 	}
-	return fmt.Sprintf("%s ago (%s)", a.now().Sub(*s.LastPOST).Round(time.Second), s.Outcome)
+	return fmt.Sprintf("%s ago (%s)", age.Format(max(a.now().Sub(*s.LastPOST), 0)), s.Outcome)
 }
 
 func (a *App) heartbeatKillCommand() *cobra.Command {

@@ -129,6 +129,19 @@ func (w *Where) Labels(labels []string) {
 	}
 }
 
+// Search adds the condition that ticket t's id, or its lease l's agent
+// or host, holds q, whatever the case (LIKE on lower-case text, with q's
+// own % and _ escaped); an empty q adds nothing. A ticket without a lease
+// matches by its id alone.
+func (w *Where) Search(q string) {
+	if q == "" {
+		return
+	}
+	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(q))
+	pat := "%" + esc + "%"
+	w.Add(`(lower(t.id) LIKE ? ESCAPE '\' OR lower(l.agent) LIKE ? ESCAPE '\' OR lower(l.host) LIKE ? ESCAPE '\')`, pat, pat, pat)
+}
+
 // TicketsQuery is both stores' listing query of f: cols of tickets t and
 // leases l, in seq order, after f.AfterSeq, at most limit (each store's
 // form of it). By default it walks tickets in seq order (the primary key,
@@ -178,5 +191,6 @@ func TicketsQuery(f warp.TicketFilter, cols string, dollar, crossJoin bool, limi
 		w.Bounds(*f.Verdict)
 	}
 	w.Labels(f.Labels)
+	w.Search(f.Search)
 	return "SELECT " + cols + from + w.SQL() + " ORDER BY t.seq LIMIT " + w.Arg(limit), w.Args
 }

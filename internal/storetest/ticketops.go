@@ -214,6 +214,14 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 			{warp.ListOptions{Labels: []string{"go"}, Verdict: warp.VerdictActive}, []string{"T-4"}},
 			{warp.ListOptions{Labels: []string{"nope"}}, nil},
 			{warp.ListOptions{Labels: []string{"go"}, Limit: 1}, []string{"T-1", "T-2", "T-4"}}, // every page
+			// Search: the id, the lease's agent or host, any case; % and _ are literal.
+			{warp.ListOptions{Search: "t-3"}, []string{"T-3"}},
+			{warp.ListOptions{Search: "H1"}, []string{"T-4"}},
+			{warp.ListOptions{Search: "AGENT-h"}, []string{"T-4"}},
+			{warp.ListOptions{Search: "T-"}, []string{"T-1", "T-2", "T-3", "T-4"}},
+			{warp.ListOptions{Search: "T-", State: warp.TicketClaimed, Labels: []string{"db"}}, []string{"T-4"}},
+			{warp.ListOptions{Search: "%"}, nil},
+			{warp.ListOptions{Search: "T_1"}, nil},
 		} {
 			if c.o.Limit == 0 {
 				c.o.Limit = 10
@@ -224,6 +232,8 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		_, err := e.svc.ListTickets(e.ctx, warp.ListOptions{Labels: []string{"bad label"}})
 		wantErr(t, "a bad label filter", err, warp.ErrInvalid)
+		_, err = e.svc.ListTickets(e.ctx, warp.ListOptions{Search: strings.Repeat("x", warp.MaxIdentLen+1)})
+		wantErr(t, "a search over its bound", err, warp.ErrInvalid)
 		if _, err := e.svc.Cancel(e.ctx, "T-2", ""); err != nil {
 			t.Fatal(err)
 		}

@@ -483,6 +483,9 @@ type ListOptions struct {
 	Host    string
 	// Labels selects tickets that carry every one of them.
 	Labels []string
+	// Search selects tickets whose id, or whose current lease's agent or
+	// host, holds it, whatever the case (at most MaxIdentLen bytes).
+	Search string
 	Cursor string // from a previous page's NextCursor
 	Limit  int
 }
@@ -502,6 +505,9 @@ func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, e
 	if err != nil {
 		return TicketPage{}, err
 	}
+	if err := CheckText("search", o.Search, MaxIdentLen); err != nil {
+		return TicketPage{}, err
+	}
 	if o.Limit == 0 {
 		o.Limit = DefaultListLimit
 	}
@@ -517,7 +523,7 @@ func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, e
 		after = n
 	}
 	now := s.now()
-	f := TicketFilter{State: o.State, Host: o.Host, Labels: labels, AfterSeq: after, Limit: o.Limit + 1}
+	f := TicketFilter{State: o.State, Host: o.Host, Labels: labels, Search: strings.TrimSpace(o.Search), AfterSeq: after, Limit: o.Limit + 1}
 	if o.Verdict != VerdictNone {
 		if _, err := ParseVerdict(string(o.Verdict)); err != nil {
 			return TicketPage{}, err

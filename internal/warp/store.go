@@ -243,7 +243,10 @@ type TicketFilter struct {
 	Verdict *VerdictBounds
 	Host    string // held lease's host; empty: any
 	// Labels: only tickets carrying every one (normalised); none: any.
-	Labels   []string
+	Labels []string
+	// Search: only tickets whose id, or whose current lease's agent or
+	// host, holds it, whatever the case; empty: any.
+	Search   string
 	AfterSeq int64
 	Limit    int
 	// RareVerdict, when set (never VerdictActive), has the store read the

@@ -9,41 +9,16 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// Age formats a duration the way the tables show it: whole seconds under
-// an hour ("3m12s", "45s"), minutes under a day ("5h7m"), hours beyond
-// ("3d4h"). Negative durations get a leading "-".
-func Age(d time.Duration) string {
-	if d < 0 {
-		return "-" + Age(-d)
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int64(d/time.Second))
-	case d < time.Hour:
-		d = d.Truncate(time.Second)
-		return fmt.Sprintf("%dm%02ds", int64(d/time.Minute), int64(d%time.Minute/time.Second))
-	case d < 24*time.Hour:
-		d = d.Truncate(time.Minute)
-		return fmt.Sprintf("%dh%02dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute))
-	}
-	d = d.Truncate(time.Hour)
-	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
-}
+// Age is age.Format, the one way durations are written (internal/age).
+func Age(d time.Duration) string { return age.Format(d) }
 
-// ago formats t relative to now: "3m12s ago", "in 4m", "-" for zero.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	if d := now.Sub(t); d >= 0 {
-		return Age(d) + " ago"
-	}
-	return "in " + Age(t.Sub(now))
-}
+// ago is age.Ago: "3m12s ago", "in 4m00s", "-" for zero.
+func ago(now, t time.Time) string { return age.Ago(now, t) }
 
 func stamp(t time.Time) string {
 	if t.IsZero() {

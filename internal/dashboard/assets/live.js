@@ -12,14 +12,16 @@
   function serverNow() { return Date.now() + offset; }
   function pad(n) { return n < 10 ? '0' + n : String(n); }
 
-  // fmtDur renders like dashboard.FormatAge.
+  // fmtDur writes like internal/age (the CLI's and the pages' one way):
+  // 42s, 4m12s, 3h05m, 2d03h.
   function fmtDur(ms) {
     var s = Math.max(0, Math.floor(ms / 1000));
     if (s < 60) return s + 's';
-    if (s < 3600) return Math.floor(s / 60) + 'm ' + pad(s % 60) + 's';
-    if (s < 86400) return Math.floor(s / 3600) + 'h ' + pad(Math.floor(s % 3600 / 60)) + 'm';
-    return Math.floor(s / 86400) + 'd ' + Math.floor(s % 86400 / 3600) + 'h';
+    if (s < 3600) return Math.floor(s / 60) + 'm' + pad(s % 60) + 's';
+    if (s < 86400) return Math.floor(s / 3600) + 'h' + pad(Math.floor(s % 3600 / 60)) + 'm';
+    return Math.floor(s / 86400) + 'd' + pad(Math.floor(s % 86400 / 3600)) + 'h';
   }
+  window.warpFmtDur = fmtDur; // for tests: the pages' and the server's writing agree
   function fmtUntil(ms) { return ms < 0 ? 'due ' + fmtDur(-ms) + ' ago' : 'in ' + fmtDur(ms); }
 
   var clock = document.getElementById('clock');
