@@ -150,14 +150,17 @@ func shootTimeline(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	screenshot(t, ctx, dir, name+"-page.png")
 	// The live stream re-fetches the timeline when the ticket changes:
-	// the node queried can be replaced before its screenshot is taken
-	// (seen under the race detector). Take the new one.
+	// the node queried can be replaced, or be mid-swap with no width,
+	// before its screenshot is taken (both seen on a loaded machine).
+	// Take the new one once it is laid out.
 	var png []byte
 	var err error
-	for range 5 {
-		if png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#lease-timeline"))); err == nil || !strings.Contains(err.Error(), "No node with given id") {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#lease-timeline")))
+		if err == nil || !strings.Contains(err.Error(), "No node with given id") && !strings.Contains(err.Error(), "0 width") {
 			break
 		}
+		time.Sleep(50 * time.Millisecond) // the next animation frame lays the new node out
 	}
 	if err != nil {
 		t.Fatalf("screenshot of the timeline %s: %v", name, err)
