@@ -504,7 +504,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		data.Counts = append(data.Counts, verdictCount{Verdict: v, N: n, URL: "/?" + u.Encode(), Selected: v == data.Verdict})
 		data.Held += n
 	}
-	events, err := d.svc.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted}, d.cfg.RecentLimit)
+	events, err := d.svc.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted, warp.EventCancelled}, d.cfg.RecentLimit)
 	if err != nil {
 		d.fail(w, r, err)
 		return
