@@ -78,9 +78,10 @@ func processesWith(s string) []string {
 
 // shotsDir is where a browser test's screenshots go, each path logged
 // (t.Logf) so a reviewer finds them: $WARP_TEST_SHOTS when set (CI keeps
-// it as an artifact; $WARP_ARTIFACTS_DIR is read too), else a directory of
-// its own under the system's temp dir that outlives the test (a test's
-// temp dir would be gone when its log is read), named in the log.
+// it as an artifact; $WARP_ARTIFACTS_DIR is read too), else
+// $TMPDIR/warp-shots/TEST, emptied at the test's start: it outlives the
+// test (a test's temp dir is gone when its log is read) and holds one
+// run's pictures, not every run's.
 func shotsDir(t *testing.T) string {
 	t.Helper()
 	for _, v := range []string{"WARP_TEST_SHOTS", "WARP_ARTIFACTS_DIR"} {
@@ -91,8 +92,11 @@ func shotsDir(t *testing.T) string {
 			return d
 		}
 	}
-	d, err := os.MkdirTemp("", "warp-shots-"+strings.ReplaceAll(t.Name(), "/", "-")+"-")
-	if err != nil {
+	d := filepath.Join(os.TempDir(), "warp-shots", strings.ReplaceAll(t.Name(), "/", "-"))
+	if err := os.RemoveAll(d); err != nil {
+		t.Fatalf("screenshots dir: %v", err)
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatalf("screenshots dir: %v", err)
 	}
 	t.Logf("screenshots kept in %s (set WARP_TEST_SHOTS to choose the directory)", d)
