@@ -244,7 +244,7 @@ const (
 )
 
 // all lists the agents, one file each.
-var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, opencode, qwenCode, copilotCLI}
+var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, opencode, kilo, qwenCode, copilotCLI}
 
 // All returns every agent gyrum knows.
 func All() []Agent { return append([]Agent(nil), all...) }

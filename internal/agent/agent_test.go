@@ -11,7 +11,7 @@ func TestLookups(t *testing.T) {
 		exe, want string
 	}{
 		{"claude.exe", "claude"}, {"claude", "claude"}, {"codex-linux-x64", "codex"}, {"gemini.js", "gemini"},
-		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"opencode", "opencode"}, {"bash", ""}, {"node", ""},
+		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"opencode", "opencode"}, {".kilo", "kilo"}, {"bash", ""}, {"node", ""},
 	} {
 		a, ok := agent.ByExecutable(c.exe)
 		if a.Name != c.want || ok != (c.want != "") {
@@ -24,6 +24,7 @@ func TestLookups(t *testing.T) {
 		"/home/u/.npm/lib/node_modules/@google/gemini-cli/dist/index.js": "gemini",
 		"/opt/venv/lib/python3.11/site-packages/aider/main.py":           "aider",
 		"/opt/qwen/node_modules/@qwen-code/qwen-code/cli.js":             "qwen",
+		"/usr/lib/node_modules/@kilocode/cli/bin/kilo":                   "kilo",
 	} {
 		if a, _ := agent.ByPackage(script); a.Name != want {
 			t.Errorf("ByPackage(%q) = %q, want %q", script, a.Name, want)
@@ -80,7 +81,7 @@ func TestPIDEnvs(t *testing.T) {
 	if len(got) == 0 || got[0] != "CLAUDE_PID" {
 		t.Errorf("PIDEnvs() = %v, want CLAUDE_PID first", got)
 	}
-	for k, want := range map[string]string{"CLAUDE_PID": "claude", "OPENCODE_PID": "opencode", "GEMINI_PID": ""} {
+	for k, want := range map[string]string{"CLAUDE_PID": "claude", "OPENCODE_PID": "opencode", "KILO_PID": "kilo", "GEMINI_PID": ""} {
 		if a, ok := agent.ByPIDEnv(k); a.Name != want || ok != (want != "") {
 			t.Errorf("ByPIDEnv(%q) = %q, %v; want %q", k, a.Name, ok, want)
 		}

@@ -74,6 +74,11 @@ func TestName(t *testing.T) {
 		{"node", []string{"/usr/bin/node", "--max-old-space-size=12052", "/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js"}, "gemini"},
 		{"node", []string{"node", "--inspect"}, ""},
 		{"cursor-agent", []string{"cursor-agent"}, "cursor-agent"},
+		// opencode 1.18.33's native binary; Kilo CLI 7.7.7's node launcher
+		// and the native .kilo it runs (measured).
+		{"opencode", []string{"/home/u/node_modules/.bin/opencode", "run", "x"}, "opencode"},
+		{"node", []string{"node", "/home/u/node_modules/.bin/kilo", "run", "x"}, "kilo"},
+		{".kilo", []string{"/home/u/node_modules/@kilocode/cli/bin/.kilo", "run", "x"}, "kilo"},
 		{"python3", []string{"python3", "-m", "aider"}, "aider"},
 		{"python3", []string{"/usr/bin/python3", "/home/u/.local/bin/aider"}, "aider"},
 		{"bash", []string{"/bin/bash", "-c", "claude"}, ""},

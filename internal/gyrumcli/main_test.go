@@ -56,6 +56,7 @@ func newEnv(t *testing.T) *env {
 		"HEARTBEAT_INFLIGHT_MAX_SECS":       "60",
 		"CLAUDE_PID":                        "",
 		"OPENCODE_PID":                      "",
+		"KILO_PID":                          "",
 		"GYRUM_AGENT_PROCESS":               "",
 		"GYRUM_AGENT":                       "",
 		"GYRUM_WORKTREE_ROOT":               "",
