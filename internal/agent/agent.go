@@ -122,7 +122,9 @@ type Hooks struct {
 	// Plugin, when set, makes the file a plugin of gyrum's own, written
 	// whole (see Plugin), not a settings file gyrum's hook entries are
 	// merged into: the format fields above (Events, Grouped, ...) are then
-	// unused, and File is the plugin's name in its directory.
+	// unused, and File is the plugin's path under the directories above
+	// (opencode: "gyrum.js" in .opencode/plugins; pi: "extensions/gyrum.ts"
+	// in .pi).
 	Plugin *Plugin
 	// ConfigHomeDir, when set, is where the user's file is under
 	// $XDG_CONFIG_HOME when that is set (opencode: "opencode/plugins"),
@@ -244,7 +246,7 @@ const (
 )
 
 // all lists the agents, one file each.
-var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, opencode, kilo, qwenCode, copilotCLI}
+var all = []Agent{claudeCode, codex, geminiCLI, cursor, aider, opencode, kilo, pi, qwenCode, copilotCLI}
 
 // All returns every agent gyrum knows.
 func All() []Agent { return append([]Agent(nil), all...) }

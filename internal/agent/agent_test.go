@@ -11,7 +11,7 @@ func TestLookups(t *testing.T) {
 		exe, want string
 	}{
 		{"claude.exe", "claude"}, {"claude", "claude"}, {"codex-linux-x64", "codex"}, {"gemini.js", "gemini"},
-		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"opencode", "opencode"}, {".kilo", "kilo"}, {"bash", ""}, {"node", ""},
+		{"cursor-agent", "cursor-agent"}, {"aider", "aider"}, {"opencode", "opencode"}, {".kilo", "kilo"}, {"pi", "pi"}, {"bash", ""}, {"node", ""},
 	} {
 		a, ok := agent.ByExecutable(c.exe)
 		if a.Name != c.want || ok != (c.want != "") {
@@ -19,12 +19,13 @@ func TestLookups(t *testing.T) {
 		}
 	}
 	for script, want := range map[string]string{
-		"/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js":         "claude",
-		"/usr/local/lib/node_modules/@openai/codex/bin/codex.js":         "codex",
-		"/home/u/.npm/lib/node_modules/@google/gemini-cli/dist/index.js": "gemini",
-		"/opt/venv/lib/python3.11/site-packages/aider/main.py":           "aider",
-		"/opt/qwen/node_modules/@qwen-code/qwen-code/cli.js":             "qwen",
-		"/usr/lib/node_modules/@kilocode/cli/bin/kilo":                   "kilo",
+		"/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js":          "claude",
+		"/usr/local/lib/node_modules/@openai/codex/bin/codex.js":          "codex",
+		"/home/u/.npm/lib/node_modules/@google/gemini-cli/dist/index.js":  "gemini",
+		"/opt/venv/lib/python3.11/site-packages/aider/main.py":            "aider",
+		"/opt/qwen/node_modules/@qwen-code/qwen-code/cli.js":              "qwen",
+		"/usr/lib/node_modules/@kilocode/cli/bin/kilo":                    "kilo",
+		"/usr/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js": "pi",
 	} {
 		if a, _ := agent.ByPackage(script); a.Name != want {
 			t.Errorf("ByPackage(%q) = %q, want %q", script, a.Name, want)

@@ -79,6 +79,10 @@ func TestName(t *testing.T) {
 		{"opencode", []string{"/home/u/node_modules/.bin/opencode", "run", "x"}, "opencode"},
 		{"node", []string{"node", "/home/u/node_modules/.bin/kilo", "run", "x"}, "kilo"},
 		{".kilo", []string{"/home/u/node_modules/@kilocode/cli/bin/.kilo", "run", "x"}, "kilo"},
+		// pi 0.73.1 as node starts it, and as it retitles itself (argv
+		// overwritten: "pi" and spaces).
+		{"node", []string{"node", "/home/u/node_modules/@mariozechner/pi-coding-agent/dist/cli.js", "-p", "x"}, "pi"},
+		{"pi", []string{"pi" + strings.Repeat(" ", 60)}, "pi"},
 		{"python3", []string{"python3", "-m", "aider"}, "aider"},
 		{"python3", []string{"/usr/bin/python3", "/home/u/.local/bin/aider"}, "aider"},
 		{"bash", []string{"/bin/bash", "-c", "claude"}, ""},

@@ -79,10 +79,15 @@ func (c *CLI) Require(t testing.TB) string {
 	c.once.Do(func() {
 		cmd := exec.Command(p, "--version")
 		cmd.Env = append(os.Environ(), c.VersionEnv...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
 			c.version = fmt.Sprintf("unknown (--version: %v)", err)
 			return
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			out = []byte(stderr.String()) // pi prints its version on stderr
 		}
 		if c.VersionOf != nil {
 			c.version = c.VersionOf(string(out))

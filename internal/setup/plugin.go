@@ -173,12 +173,18 @@ func pluginDirs(path, rel string) []string {
 }
 
 // pluginRel returns the directory, relative to its root, that holds the
-// plugin file of h at path: ProjectDir, ConfigHomeDir or UserDir,
-// whichever path ends in.
+// plugin file of h at path: ProjectDir, ConfigHomeDir or UserDir (or the
+// directory $HomeEnv names), whichever path ends in, with the directory of
+// File in it (pi's "extensions/gyrum.ts").
 func pluginRel(h *agent.Hooks, path string) string {
 	dir := filepath.ToSlash(filepath.Dir(path))
-	for _, rel := range []string{h.ProjectDir, h.ConfigHomeDir, h.UserDir} {
-		if rel != "" && strings.HasSuffix(dir, "/"+filepath.ToSlash(filepath.Clean(rel))) {
+	sub := filepath.Dir(h.File)
+	for i, root := range []string{h.ProjectDir, h.ConfigHomeDir, h.UserDir, ""} {
+		if root == "" && i < 3 {
+			continue // not this agent's; "" last: $HomeEnv itself
+		}
+		rel := filepath.Clean(filepath.Join(root, sub))
+		if rel != "." && strings.HasSuffix(dir, "/"+filepath.ToSlash(rel)) {
 			return rel
 		}
 	}

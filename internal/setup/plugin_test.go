@@ -114,16 +114,20 @@ func TestPluginLifecycle(t *testing.T) {
 	}
 }
 
-// Where the file goes: $XDG_CONFIG_HOME when the agent reads its user
-// plugins from there, the project's directory with --project.
+// Where the file goes: the directory the agent's own variable names (pi's
+// $PI_CODING_AGENT_DIR), else $XDG_CONFIG_HOME when the agent reads its
+// user plugins from there, the project's directory with --project.
 func TestPluginPaths(t *testing.T) {
 	for _, a := range pluginAgents(t) {
 		t.Run(a.Hooks.Flag, func(t *testing.T) {
 			ctx := context.Background()
-			home, xdg := t.TempDir(), t.TempDir()
+			home, xdg, own := t.TempDir(), t.TempDir(), t.TempDir()
 			getenv := func(k string) string {
-				if k == "XDG_CONFIG_HOME" {
+				switch {
+				case k == "XDG_CONFIG_HOME":
 					return xdg
+				case k == a.Hooks.HomeEnv:
+					return own
 				}
 				return ""
 			}
@@ -131,7 +135,10 @@ func TestPluginPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := filepath.Join(home, a.Hooks.UserDir, a.Hooks.File)
-			if a.Hooks.ConfigHomeDir != "" {
+			switch {
+			case a.Hooks.HomeEnv != "":
+				want = filepath.Join(own, a.Hooks.File)
+			case a.Hooks.ConfigHomeDir != "":
 				want = filepath.Join(xdg, a.Hooks.ConfigHomeDir, a.Hooks.File)
 			}
 			if !a.Hooks.Plugin.Ours(readOrEmpty(t, want)) {
