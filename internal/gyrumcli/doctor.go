@@ -26,10 +26,10 @@ func (a *App) doctorCommand() *cobra.Command {
                without a word (checked only where setup installed them)
   gemini-trust Gemini CLI trusts the folder of ./.gemini/settings.json's hooks
                (~/.gemini/trustedFolders.json)
-  opencode-plugin, kilo-plugin
-               gyrum's plugin for opencode or Kilo CLI (setup --agents
-               opencode,kilo) is what this gyrum's setup writes, and the gyrum
-               it runs exists
+  opencode-plugin, kilo-plugin, pi-plugin
+               gyrum's plugin for opencode, Kilo CLI or pi (setup --agents
+               opencode,kilo,pi) is what this gyrum's setup writes, and the
+               gyrum it runs exists
   hook-run     each hook command line, run through sh -c as Claude Code does
                with a sample PostToolUse payload in a scratch .gyrum/, exits 0
                within its timeout and moves last-activity (a hung hook's

@@ -201,8 +201,8 @@ postToolUseFailure in ~/.cursor/hooks.json); with --project, the same files
 under DIR. For an agent whose hooks are code it writes a plugin file of
 gyrum's that runs the hook at every tool call's start and end: opencode
 (~/.config/opencode/plugins/gyrum.js, or DIR/.opencode/plugins/ with
---project) and Kilo CLI (~/.config/kilo/plugins/gyrum.js, DIR/.kilo/plugins/);
-it rewrites one of gyrum's that differs (an edited one backed up
+--project), Kilo CLI (~/.config/kilo/plugins/gyrum.js, DIR/.kilo/plugins/)
+and pi (~/.pi/agent/extensions/gyrum.ts, DIR/.pi/extensions/); it rewrites one of gyrum's that differs (an edited one backed up
 first) and refuses a file of that name that is not gyrum's. --dry-run prints every change (diffs, commands) and makes none; it
 shows the hook's diff even when the schedule cannot be made. --uninstall
 removes exactly what setup added: its hook entries, the groups and lists only
@@ -212,7 +212,7 @@ they filled, its plugin files, the units or the crontab line.
 with 'gyrum start-work', finish with 'gyrum complete-pr' or 'gyrum release',
 declare long waits with 'gyrum wait', and what to do when told a lease ended.
 --instructions=FILE puts it into the agent's instructions file (Claude Code:
-CLAUDE.md; Codex, Cursor, opencode and Kilo CLI: AGENTS.md; Gemini CLI: GEMINI.md; created when
+CLAUDE.md; Codex, Cursor, opencode, Kilo CLI and pi: AGENTS.md; Gemini CLI: GEMINI.md; created when
 missing) once, between '<!-- gyrum:begin -->' and '<!-- gyrum:end -->'
 markers: appended after a blank line, updated in place by a later gyrum, and
 left alone when it is current; the rest of FILE is kept byte for byte. With

@@ -106,7 +106,7 @@ The watched process is --watch-pid, else CLAUDE_PID (else OPENCODE_PID, else
 KILO_PID: the pid an agent hands its tools), else the nearest ancestor
 that is a known agent (claude or claude.exe, node running @anthropic-ai/claude-code,
 codex, gemini or node running @google/gemini-cli, cursor-agent, opencode, .kilo,
-aider, or a match of the GYRUM_AGENT_PROCESS regexp), else, for an agent gyrum does not
+pi, aider, or a match of the GYRUM_AGENT_PROCESS regexp), else, for an agent gyrum does not
 know, the first process above the tool call's command-string shells (sh -c,
 bash -lc, ...) and launch wrappers (env, timeout, nice, ...) (watched_how
 caller, with a warning), else the parent of start-work (an interactive
