@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/setup"
 )
@@ -250,9 +251,13 @@ func (s *scratch) command(line string) *exec.Cmd {
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Dir = s.dir
 	cmd.Stdin = bytes.NewReader(payload)
-	// No CLAUDE_PID: run inside a Claude session, the hook would credit
-	// that agent's own lease instead of the scratch worktree.
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.dir, "CLAUDE_PID=")
+	// No CLAUDE_PID (nor any agent's pid: OPENCODE_PID, ...): run inside
+	// an agent's session, the hook would credit that agent's own lease
+	// instead of the scratch worktree.
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.dir)
+	for _, k := range agent.PIDEnvs() {
+		cmd.Env = append(cmd.Env, k+"=")
+	}
 	if s.prepared != (gyrumdir.Prepared{}) {
 		cmd.Env = append(cmd.Env, "GYRUM_HOME="+s.prepared.Home())
 	}
