@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,6 +98,36 @@ func noExitReportBefore(t *testing.T, ws *warptest.Server, ticket string, at tim
 	}
 }
 
+// lastAlive samples pid every 5 ms until it is gone and returns when it
+// was last seen alive (so far).
+func lastAlive(t *testing.T, pid int) func() time.Time {
+	var mu sync.Mutex
+	seen := time.Now()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			now := time.Now()
+			if !e2etest.Alive(pid) {
+				return
+			}
+			mu.Lock()
+			seen = now
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
 // A quiet foreground call longer than window + staleness is held: the
 // call's bash is a child of the watched pi and backs the marker the
 // extension's PreToolUse left, so the heartbeats stay fresh and the lease
@@ -125,17 +156,18 @@ func TestForegroundStepHeld(t *testing.T) {
 	w := e2etest.WatchTicket(t, ws, "T-1")
 	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, staleness, 60)})
 	e2etest.Poll(t, "the quiet step to start", func() bool { return e2etest.Exists(started) })
+	alive := lastAlive(t, s.Pid())
 	from := time.Now()
 	e2etest.SkipIfLapsedBefore(t, ws, "T-1", from)
 	s.WaitOK(e2etest.SessionTimeout)
-	ended := s.Ended()
 	to := from.Add(e2etest.Secs(quiet) - 300*time.Millisecond)
 
 	if sr := e2etest.StartResultOf(t, model, claim); sr.WatchedPID != s.Pid() || sr.WatchedHow != "ancestor" {
 		t.Errorf("start-work watches %d (%s); want pi %d, the ancestor", sr.WatchedPID, sr.WatchedHow, s.Pid())
 	}
 	quietHeld(t, ws, "T-1", from.Add(e2etest.Secs(staleness)), to)
-	noExitReportBefore(t, ws, "T-1", ended)
+	// Not s.Ended(): the harness sees the exit after the loop may have.
+	noExitReportBefore(t, ws, "T-1", alive())
 	if res, _ := model.ToolResult(step.ID); !strings.Contains(res.Content, "slept") {
 		t.Errorf("the step's result %q", res.Content)
 	}
