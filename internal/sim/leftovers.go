@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
@@ -89,4 +92,41 @@ func (r *run) agentOf(ticket, dir string) string {
 		}
 	}
 	return ""
+}
+
+// killMarked SIGKILLs every running process whose environment carries the
+// run's marker, pass after pass until one finds none (a process may spawn
+// another while it dies), at most five passes. It is the last resort after
+// the graceful stops: a run must not leave a loop behind whatever raced
+// with its end. Where the environment cannot be read (not Linux) it does
+// nothing.
+func (r *run) killMarked() {
+	marker := r.markerEnv()
+	for range 5 {
+		pids, err := proc.List()
+		if err != nil {
+			return
+		}
+		found := 0
+		for _, pid := range pids {
+			if pid == os.Getpid() {
+				continue
+			}
+			env, err := proc.Environ(pid)
+			if err != nil || !slices.Contains(env, marker) {
+				continue
+			}
+			id, err := proc.Lookup(pid)
+			if err != nil {
+				continue
+			}
+			found++
+			r.log.Warn("a process of the run outlived its stop: killed", "process", id.String())
+			_ = proc.Signal(id, syscall.SIGKILL)
+		}
+		if found == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -397,6 +397,10 @@ func (r *run) cleanup() {
 			r.stopProcess(ctx, id)
 		}
 	}
+	// Anything else of the run still running (a loop a start-work spawned
+	// while the passes above ran, a stand-in's job): every process the run
+	// starts carries its marker.
+	r.killMarked()
 	r.mu.Lock()
 	srv := r.srv
 	r.srv = nil
