@@ -207,6 +207,15 @@ func (c *Client) Ticket(ctx context.Context, id string) (Ticket, error) {
 	return t, err
 }
 
+// LeaseStatus returns lease epoch of ticket id and the ticket's state and
+// epoch now. An agent token may read it with the lease's secret
+// (WithLeaseSecret); an admin token may read any lease.
+func (c *Client) LeaseStatus(ctx context.Context, id string, epoch int64) (LeaseStatus, error) {
+	var s LeaseStatus
+	err := c.Do(ctx, http.MethodGet, "/v1/tickets/"+url.PathEscape(id)+"/leases/"+strconv.FormatInt(epoch, 10), nil, &s)
+	return s, err
+}
+
 // ListOptions selects tickets for ListTickets.
 // Every field is optional: its zero value selects nothing.
 type ListOptions struct {

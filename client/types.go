@@ -59,6 +59,18 @@ type Lease struct {
 	HookEvents       int64      `json:"hook_events,omitempty"`
 }
 
+// LeaseStatus is the answer of GET /v1/tickets/{id}/leases/{epoch}: what
+// became of one lease, and the ticket's state and epoch now (a
+// CurrentEpoch above Lease.Epoch: another claim took the ticket over). An
+// agent may read a lease whose secret it presents, so a loop or hook can
+// learn how its own lease ended with an agent token.
+type LeaseStatus struct {
+	Ticket       string `json:"ticket"`
+	TicketState  string `json:"ticket_state"`
+	CurrentEpoch int64  `json:"current_epoch"`
+	Lease        Lease  `json:"lease"`
+}
+
 // TicketList is the answer of GET /v1/tickets.
 type TicketList struct {
 	Tickets    []Ticket `json:"tickets"`

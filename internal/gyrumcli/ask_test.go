@@ -13,6 +13,8 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
@@ -176,5 +178,44 @@ func TestClientCommandsRetryRefusals(t *testing.T) {
 	r = e.gyrum(wt, "", "start-work", "T-busy", "--watch-pid", strconv.Itoa(w.PID))
 	if r.code == 0 || !strings.Contains(r.stderr, "too_many_connections") || front.Refused() != 3+4 {
 		t.Fatalf("start-work through 10 refusals: refused %d, %+v", front.Refused()-3, r)
+	}
+}
+
+// On a server with tokens, an agent token asks as well as an admin token:
+// it reads its own lease with the lease's secret (before, reading the
+// ticket needed an admin token and the hook learnt nothing). The answer
+// names a later claim as a take-over.
+func TestHeartbeatAskWithAnAgentToken(t *testing.T) {
+	const tok = "agent-token-for-the-ask-test"
+	e := newEnv(t)
+	e.ws = warptest.StartWithTokens(t, warp.DefaultPolicy(), []httpapi.Token{{Role: httpapi.RoleAgent, Secret: tok}})
+	e.vars["WARP_URL"] = e.ws.URL()
+	e.vars["WARP_TOKEN"] = tok
+	wt := leaseWithoutLoop(t, e, "T-agent-ask")
+	ask := func() gyrumcli.AskResult {
+		t.Helper()
+		r := e.gyrum(wt, "", "heartbeat", "ask", "--json")
+		var a gyrumcli.AskResult
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &a) != nil {
+			t.Fatalf("ask with an agent token: %+v", r)
+		}
+		return a
+	}
+	if a := ask(); a.Ended {
+		t.Fatalf("ask of a held lease with an agent token: %+v", a)
+	}
+	release(t, e, wt)
+	if a := ask(); !a.Ended || a.Notice == nil || a.Notice.How != gyrumdir.EndReleased || a.Notice.Reason != "operator" {
+		t.Fatalf("ask of a released lease with an agent token: %+v", a)
+	}
+	// The wrong secret learns nothing: exit 1, no notice.
+	d, _ := gyrumdir.Open(wt)
+	l, _ := d.ReadLease()
+	l.LeaseSecret = "not-the-secret"
+	if err := d.WriteLease(l); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.gyrum(wt, "", "heartbeat", "ask", "--json"); r.code != 1 || strings.Contains(r.stdout, "released") {
+		t.Fatalf("ask with another secret: %+v", r)
 	}
 }

@@ -81,6 +81,9 @@ func (g fixedGap) Heartbeat(context.Context, client.HeartbeatRequest) (client.He
 	return client.HeartbeatResponse{MaxRetryGapS: float64(g), Extended: true}, nil
 }
 func (fixedGap) Ticket(context.Context, string) (client.Ticket, error) { return client.Ticket{}, nil }
+func (fixedGap) LeaseStatus(context.Context, string, int64) (client.LeaseStatus, error) {
+	return client.LeaseStatus{}, nil
+}
 
 // A server's max_retry_gap_s caps the wait between attempts, down to a
 // floor: a startup grace of a millisecond (or a hostile answer) must not
@@ -122,4 +125,32 @@ func speakV1Only(ws *warpServer) {
 		w.Write([]byte(`{"error":{"code":"unsupported_schema_version","message":"schema_version 2 is not supported"}}`))
 		return true
 	})
+}
+
+// EndOfLease reads warp's answer about one lease: held is not ended;
+// released and completed keep their reason; a lapse followed by another
+// claim is a take-over.
+func TestEndOfLease(t *testing.T) {
+	l := gyrumdir.Lease{Ticket: "T-1", Epoch: 3}
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		state  string
+		cur    int64
+		reason string
+		ended  bool
+		how    string
+	}{
+		{client.LeaseHeld, 3, "", false, ""},
+		{client.LeaseReleased, 3, "operator", true, gyrumdir.EndReleased},
+		{client.LeaseReleased, 4, "operator", true, gyrumdir.EndReleased},
+		{client.LeaseCompleted, 3, "", true, gyrumdir.EndCompleted},
+		{client.LeaseLapsed, 3, "expired", true, gyrumdir.EndLapsed},
+		{client.LeaseLapsed, 5, "expired", true, gyrumdir.EndTakenOver},
+	} {
+		st := client.LeaseStatus{Ticket: "T-1", CurrentEpoch: c.cur, Lease: client.Lease{Epoch: 3, State: c.state, EndReason: c.reason}}
+		n, ended := heartbeat.EndOfLease(st, l, at)
+		if ended != c.ended || n.How != c.how || ended && (n.Reason != c.reason || n.Ticket != "T-1" || n.Epoch != 3 || !n.At.Equal(at)) {
+			t.Errorf("%s, current epoch %d: got %+v ended %v, want how %q ended %v", c.state, c.cur, n, ended, c.how, c.ended)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 type API interface {
 	Heartbeat(ctx context.Context, r client.HeartbeatRequest) (client.HeartbeatResponse, error)
 	Ticket(ctx context.Context, id string) (client.Ticket, error)
+	LeaseStatus(ctx context.Context, id string, epoch int64) (client.LeaseStatus, error)
 }
 
 // NewAPI returns the loop's client for the server at baseURL: token

@@ -1079,19 +1079,55 @@ func (l *Loop) keepTelling(ctx context.Context) {
 }
 
 // AskEnd asks warp through api whether lease l has ended: the notice for
-// its agent (dated at) and true when it has. A ticket warp does not know
-// (its own 404, not a proxy's) ended as EndUnknown.
+// its agent (dated at) and true when it has. It reads the lease itself
+// (GET /v1/tickets/{id}/leases/{epoch}), which an agent token may do with
+// the lease's secret; from an older warp without that route it reads the
+// ticket, which needs an admin token when the server has tokens. A ticket
+// warp does not know (its own 404, not a proxy's) ended as EndUnknown.
 func AskEnd(ctx context.Context, api API, l gyrumdir.Lease, at time.Time) (gyrumdir.LeaseEnded, bool, error) {
-	t, err := api.Ticket(ctx, l.Ticket)
+	st, err := api.LeaseStatus(ctx, l.Ticket, l.Epoch)
 	var apiErr *client.APIError
-	if errors.Is(err, client.ErrNotFound) && errors.As(err, &apiErr) && !apiErr.Guessed {
+	if errors.Is(err, client.ErrNotFound) && errors.As(err, &apiErr) && apiErr.Guessed {
+		// No such route: an older warp. Its ticket says as much.
+		t, err := api.Ticket(ctx, l.Ticket)
+		if errors.Is(err, client.ErrNotFound) && errors.As(err, &apiErr) && !apiErr.Guessed {
+			return gyrumdir.LeaseEnded{Ticket: l.Ticket, Epoch: l.Epoch, How: gyrumdir.EndUnknown, At: at}, true, nil
+		}
+		if err != nil {
+			return gyrumdir.LeaseEnded{}, false, err
+		}
+		n, ended := EndOf(t, l, at)
+		return n, ended, nil
+	}
+	if errors.Is(err, client.ErrNotFound) && errors.As(err, &apiErr) {
 		return gyrumdir.LeaseEnded{Ticket: l.Ticket, Epoch: l.Epoch, How: gyrumdir.EndUnknown, At: at}, true, nil
 	}
 	if err != nil {
 		return gyrumdir.LeaseEnded{}, false, err
 	}
-	n, ended := EndOf(t, l, at)
+	n, ended := EndOfLease(st, l, at)
 	return n, ended, nil
+}
+
+// EndOfLease says from warp's answer st about lease l whether it ended,
+// and how: the notice for its agent, with at as its time. Released and
+// completed say so with their reason; a lapsed lease whose ticket another
+// claim took since was taken over.
+func EndOfLease(st client.LeaseStatus, l gyrumdir.Lease, at time.Time) (gyrumdir.LeaseEnded, bool) {
+	n := gyrumdir.LeaseEnded{Ticket: l.Ticket, Epoch: l.Epoch, How: gyrumdir.EndLapsed, At: at, Reason: st.Lease.EndReason}
+	switch st.Lease.State {
+	case client.LeaseHeld:
+		return gyrumdir.LeaseEnded{}, false
+	case client.LeaseReleased:
+		n.How = gyrumdir.EndReleased
+	case client.LeaseCompleted:
+		n.How = gyrumdir.EndCompleted
+	default:
+		if st.CurrentEpoch > l.Epoch {
+			n.How = gyrumdir.EndTakenOver
+		}
+	}
+	return n, true
 }
 
 // EndOf says from warp's ticket t whether lease l ended, and how: the

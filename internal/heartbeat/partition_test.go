@@ -130,6 +130,10 @@ func (a *clockedAPI) Ticket(context.Context, string) (client.Ticket, error) {
 	return client.Ticket{}, errors.New("unused")
 }
 
+func (a *clockedAPI) LeaseStatus(context.Context, string, int64) (client.LeaseStatus, error) {
+	return client.LeaseStatus{}, errors.New("unused")
+}
+
 // A partition of any length up to the window less two ticks, starting
 // anywhere within a tick of the last answer, ends with an answer before
 // the lease the loop held lapses, when an exchange's timeout is at most

@@ -65,6 +65,21 @@ func (s *Server) getTicket(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) leaseStatus(w http.ResponseWriter, r *http.Request) error {
+	v := r.PathValue("epoch")
+	epoch, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || epoch <= 0 {
+		return warp.Errorf(warp.ErrInvalid, "epoch %q is invalid: want a positive integer", v)
+	}
+	st, err := s.svc.LeaseOf(r.Context(), r.PathValue("id"), epoch)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, LeaseStatus{Ticket: st.Ticket, TicketState: string(st.TicketState),
+		CurrentEpoch: st.CurrentEpoch, Lease: FromLease(st.Lease)})
+	return nil
+}
+
 func (s *Server) editTicket(w http.ResponseWriter, r *http.Request) error {
 	var req EditTicketRequest
 	if err := decodeRequest(r, &req, false); err != nil {

@@ -492,6 +492,52 @@ func docCases() []docCase {
 	add("GET /v1/tickets/{id}/events", 400, "invalid", "bad id", get("/v1/tickets/-x/events"))
 	add("GET /v1/tickets/{id}/events", 404, "not_found", "unknown", get("/v1/tickets/NOPE-404/events"))
 
+	// What became of one lease: its holder with an agent token.
+	leaseOf := func(id string, epoch int64) string { return fmt.Sprintf("/v1/tickets/%s/leases/%d", id, epoch) }
+	add("GET /v1/tickets/{id}/leases/{epoch}", 200, "", "held, its secret", func(f *docFixture) docReq {
+		id, epoch, secret := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch), token: agentToken, secret: secret}
+	})
+	add("GET /v1/tickets/{id}/leases/{epoch}", 200, "", "released, taken over, its secret", func(f *docFixture) docReq {
+		id, epoch, secret := f.released()
+		if _, err := f.svc.Claim(agentCtx(agentToken, "", true), id, warp.ClaimRequest{Agent: "P", Host: "h2"}); err != nil {
+			f.t.Fatal(err)
+		}
+		return docReq{method: "GET", path: leaseOf(id, epoch), token: agentToken, secret: secret}
+	})
+	cs[len(cs)-1].check = func(t *testing.T, body []byte) {
+		var st httpapi.LeaseStatus
+		if err := json.Unmarshal(body, &st); err != nil || st.Lease.State != "released" || st.Lease.EndReason != "done for now" ||
+			st.CurrentEpoch != st.Lease.Epoch+1 || st.TicketState != "claimed" {
+			t.Errorf("a released lease taken over: got %+v (%v), want released with its reason, current_epoch one more, ticket claimed", st, err)
+		}
+	}
+	add("GET /v1/tickets/{id}/leases/{epoch}", 200, "", "admin, without a secret", func(f *docFixture) docReq {
+		id, epoch, _ := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch), token: adminToken}
+	})
+	add("GET /v1/tickets/{id}/leases/{epoch}", 400, "invalid", "epoch 0", get("/v1/tickets/D-1/leases/0"))
+	add("GET /v1/tickets/{id}/leases/{epoch}", 400, "invalid", "epoch not a number", get("/v1/tickets/D-1/leases/x"))
+	add("GET /v1/tickets/{id}/leases/{epoch}", 400, "invalid", "bad id", get("/v1/tickets/-x/leases/1"))
+	add("GET /v1/tickets/{id}/leases/{epoch}", 404, "not_found", "unknown ticket", get("/v1/tickets/NOPE-404/leases/1"))
+	add("GET /v1/tickets/{id}/leases/{epoch}", 404, "not_found", "no such epoch, admin", func(f *docFixture) docReq {
+		id, epoch, _ := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch+1), token: adminToken}
+	})
+	add("GET /v1/tickets/{id}/leases/{epoch}", 409, "not_holder", "no secret", func(f *docFixture) docReq {
+		id, epoch, _ := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch), token: agentToken}
+	})
+	add("GET /v1/tickets/{id}/leases/{epoch}", 409, "not_holder", "another lease's secret", func(f *docFixture) docReq {
+		id, epoch, _ := f.claimed()
+		_, _, other := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch), token: agentToken, secret: other}
+	})
+	add("GET /v1/tickets/{id}/leases/{epoch}", 409, "not_holder", "no such epoch, agent", func(f *docFixture) docReq {
+		id, epoch, secret := f.claimed()
+		return docReq{method: "GET", path: leaseOf(id, epoch+1), token: agentToken, secret: secret}
+	})
+
 	// Claims.
 	add("POST /v1/tickets/{id}/claim", 200, "", "with a secret", func(f *docFixture) docReq {
 		return docReq{method: "POST", path: "/v1/tickets/" + f.create() + "/claim", token: agentToken, secret: "new",

@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/tickets/{id}/cancel", s.cancelTicket, RoleAdmin)
 	s.handle("POST /v1/tickets/{id}/reopen", s.reopenTicket, RoleAdmin)
 	s.handle("GET /v1/tickets/{id}/events", s.ticketEvents, RoleAdmin)
+	s.handle("GET /v1/tickets/{id}/leases/{epoch}", s.leaseStatus, RoleAgent) // an agent: its own lease only, checked inside
 	s.handle("POST /v1/tickets/{id}/claim", s.claim, RoleAgent)
 	s.handle("POST /v1/claims/next", s.claimNext, RoleAgent)
 	s.handle("POST /v1/tickets/{id}/release", s.release, RoleAgent) // without epoch: admin, checked inside

@@ -8,6 +8,7 @@ import "github.com/gyrum-labs/warp/client"
 type (
 	Ticket              = client.Ticket
 	Lease               = client.Lease
+	LeaseStatus         = client.LeaseStatus
 	TicketList          = client.TicketList
 	CreateTicketRequest = client.CreateTicketRequest
 	ClaimRequest        = client.ClaimRequest
