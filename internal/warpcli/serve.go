@@ -2,6 +2,7 @@ package warpcli
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,10 @@ type ServeConfig struct {
 	// (--token-file-optional): the container image names a default path
 	// that WARP_TOKEN alone may stand in for.
 	TokenFileOptional bool
+	// TokenPoll is how often the token file is checked for a change
+	// (--token-poll): a changed file is read again as on SIGHUP, so a
+	// container or a mounted secret needs no signal. 0: only SIGHUP.
+	TokenPoll time.Duration
 	// SessionTTL is how long a dashboard sign-in lasts (--session-ttl);
 	// httpapi.DefaultSessionTTL when zero.
 	SessionTTL time.Duration
@@ -114,6 +119,7 @@ func DefaultServeConfig() ServeConfig {
 		SweepInterval: warp.DefaultSweepInterval,
 		HookAlarm:     warp.DefaultHookAlarm(),
 		SessionTTL:    httpapi.DefaultSessionTTL,
+		TokenPoll:     DefaultTokenPoll,
 
 		MaxConns:          httpapi.DefaultMaxConns,
 		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
@@ -141,6 +147,8 @@ type Main struct {
 
 	log       *slog.Logger
 	ln        net.Listener
+	stopPoll  chan struct{}
+	pollDone  chan struct{}
 	http      *http.Server
 	errc      chan error
 	closeOnce sync.Once
@@ -187,7 +195,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.startExpiry(ctx); err != nil {
 		return err
 	}
-	return m.serve(ctx, tokens)
+	if err := m.serve(ctx, tokens); err != nil {
+		return err
+	}
+	m.watchTokenFile()
+	return nil
 }
 
 // check validates the configuration and returns its tokens.
@@ -352,6 +364,53 @@ func (m *Main) ReloadTokens() error {
 	return nil
 }
 
+// DefaultTokenPoll is how often warp serve checks its token file for a
+// change by default.
+const DefaultTokenPoll = 10 * time.Second
+
+// watchTokenFile reads the token file again whenever its content changes,
+// checked every Config.TokenPoll, as SIGHUP does: a rotated secret (a
+// Kubernetes secret's symlink swap, a file rewritten in place, a copy
+// moved over it) is in force within one poll, without a signal. A change
+// that cannot be put in force (unparsable, no token) is logged once and
+// the tokens in force stay, until the file changes again.
+func (m *Main) watchTokenFile() {
+	if m.Config.TokenFile == "" || m.Config.TokenPoll <= 0 {
+		return
+	}
+	last, _ := fileSum(m.Config.TokenFile)
+	m.stopPoll, m.pollDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(m.pollDone)
+		tick := time.NewTicker(m.Config.TokenPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-m.stopPoll:
+				return
+			case <-tick.C:
+			}
+			sum, err := fileSum(m.Config.TokenFile)
+			if err != nil || sum == last {
+				continue // gone for a moment (mid-rename): the tokens in force stay
+			}
+			last = sum
+			if err := m.ReloadTokens(); err != nil {
+				m.log.Error("the token file changed but was not read again; the tokens in force stay", "err", err)
+			}
+		}
+	}()
+}
+
+// fileSum is the SHA-256 of the file at path.
+func fileSum(path string) ([sha256.Size]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
 // URL returns the server's base URL with the port actually bound; empty
 // before Run.
 func (m *Main) URL() string {
@@ -370,6 +429,10 @@ func (m *Main) Err() <-chan error { return m.errc }
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() {
 		var errs []error
+		if m.stopPoll != nil {
+			close(m.stopPoll)
+			<-m.pollDone
+		}
 		if m.Ops != nil {
 			m.Ops.Close() // end the event streams first, or Shutdown waits for them
 		}
@@ -640,7 +703,8 @@ SIGTERM shut it down gracefully.`,
 	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
 	clikit.IntVar(f, &cfg.HookAlarm.Min, "hook-alarm-min", cfg.HookAlarm.Min, "host alarm: at least this many stale leases")
-	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin, viewer); SIGHUP reads it again")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "file of role:token lines (roles agent, admin, viewer); read again on SIGHUP and when it changes")
+	f.DurationVar(&cfg.TokenPoll, "token-poll", cfg.TokenPoll, "how often the token file is checked for a change (0: only SIGHUP reads it again)")
 	f.BoolVar(&cfg.TokenFileOptional, "token-file-optional", false, "start without --token-file when that file does not exist (WARP_TOKEN, or no tokens on loopback)")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")

@@ -122,6 +122,71 @@ func TestServeReadsTheTokenFileOnSIGHUP(t *testing.T) {
 	}
 }
 
+// Without a signal: warp serve notices its token file changed (checked
+// every --token-poll) and reads it again, as a container's mounted secret
+// is rotated: a new file renamed over the old. A file that does not parse
+// keeps the tokens in force and says so once.
+func TestServeReadsTheTokenFileWhenItChanges(t *testing.T) {
+	bin := buildWarp(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	rotate := func(text string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "tokens.new")
+		if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, tokens); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate("admin:first-admin\n")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "warp.db"),
+		"--token-file", tokens, "--token-poll", "50ms")
+	cmd.Env = append(os.Environ(), "WARP_TOKEN=")
+	p := warpclitest.StartProcess(t, cmd)
+	ctx := context.Background()
+	modeWith := func(token string) error {
+		_, err := client.NewClient(p.URL, token).Mode(ctx)
+		return err
+	}
+	waitLog := func(want string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(p.Log(), want) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d× %q in the log:\n%s", n, want, p.Log())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := modeWith("first-admin"); err != nil {
+		t.Fatalf("the first admin token: %v", err)
+	}
+	rotate("admin:second-admin\n")
+	waitLog("tokens read again", 1)
+	if err := modeWith("second-admin"); err != nil {
+		t.Errorf("the rotated admin token: %v", err)
+	}
+	if err := modeWith("first-admin"); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("the replaced admin token: %v, want unauthorized", err)
+	}
+	rotate("admin second-admin\n")
+	waitLog("the token file changed but was not read again", 1)
+	if err := modeWith("second-admin"); err != nil {
+		t.Errorf("after a bad file: %v, want the tokens in force kept", err)
+	}
+	// The bad file is reported once, not at every poll.
+	rotate("admin:third-admin\n")
+	waitLog("tokens read again", 2)
+	if n := strings.Count(p.Log(), "the token file changed but was not read again"); n != 1 {
+		t.Errorf("the bad file was reported %d times, want once", n)
+	}
+	if err := modeWith("third-admin"); err != nil {
+		t.Errorf("the admin token after the bad file was fixed: %v", err)
+	}
+}
+
 // signIn signs in at base with token and returns the session cookie.
 func signIn(t *testing.T, base, token string) *http.Cookie {
 	t.Helper()
