@@ -5,12 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
-	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // gyrumBin is the gyrum binary built once for the package's tests.
@@ -39,13 +36,4 @@ func setupHooks(t *testing.T) agenttest.Home {
 }
 
 // claimCall is a shell call running `gyrum start-work ARGS`.
-func claimCall(args string) agenttest.Call {
-	return Shell(shellquote.Quote(gyrumBin) + " start-work " + args)
-}
-
-// parentExitedAt waits for the loop of ticket to report parent-exited and
-// returns when that report came.
-func parentExitedAt(t *testing.T, ws *warptest.Server, ticket string) time.Time {
-	t.Helper()
-	return e2etest.ParentExitedAt(t, ws, ticket, "")
-}
+func claimCall(args string) agenttest.Call { return matrix.ClaimCall(args) }

@@ -5,13 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
-	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // gyrumBin is the gyrum binary built once for the package's tests.
@@ -41,16 +38,4 @@ func newHome(t *testing.T) agenttest.Home {
 		t.Fatalf("gyrum setup did not write its plugin running gyrum-hook into %s:\n%s", path, data)
 	}
 	return h
-}
-
-// claimCall is a shell call running `gyrum start-work ARGS`.
-func claimCall(args string) agenttest.Call {
-	return Shell(shellquote.Quote(gyrumBin) + " start-work " + args)
-}
-
-// parentExitedAt waits for the loop of ticket to report parent-exited and
-// returns when that report came.
-func parentExitedAt(t *testing.T, ws *warptest.Server, ticket string) time.Time {
-	t.Helper()
-	return e2etest.ParentExitedAt(t, ws, ticket, "")
 }
