@@ -219,30 +219,18 @@ type codexConfig struct {
 // (project: the project it belongs to, "" for the user's) against the
 // trust recorded in codexHome/config.toml.
 func checkCodexTrust(in Input, file, codexHome, project string) []Result {
-	cwd := in.Cwd
 	name := "codex-trust"
 	if project != "" {
 		name = "codex-trust (project)"
 	}
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	c := Result{Name: name}
+	ours, err := ourCodexHooks(in, file)
 	if err != nil {
-		c.Detail, c.Fix = fmt.Sprintf("cannot read %s: %v", file, err), "make the file readable by this user"
-		return []Result{c}
-	}
-	hooks, err := codexHooks(data)
-	if err != nil {
-		c.Detail, c.Fix = fmt.Sprintf("%s: %v", file, err), "fix the file (Codex cannot read it either), then run gyrum setup --agents codex"
-		return []Result{c}
-	}
-	var ours []codexHook
-	for _, h := range hooks {
-		if in.IsHookCommand(h.command()) {
-			ours = append(ours, h)
+		c.Detail, c.Fix = err.Error(), "fix the file (Codex cannot read it either), then run gyrum setup --agents codex"
+		if errors.Is(err, fs.ErrPermission) {
+			c.Fix = "make the file readable by this user"
 		}
+		return []Result{c}
 	}
 	if len(ours) == 0 {
 		return nil
@@ -253,36 +241,10 @@ func checkCodexTrust(in Input, file, codexHome, project string) []Result {
 		c.Detail, c.Fix = fmt.Sprintf("cannot read Codex's %s: %v", config, err), "fix the file (Codex cannot read it either)"
 		return []Result{c}
 	}
-	dir := cwd
-	if project != "" {
-		dir = project
-	}
-	if dir == "" {
-		dir = "your project"
-	}
+	dir := firstNonEmpty(project, in.Cwd, "your project")
 	fix := fmt.Sprintf("run `codex` in %s and answer \"Trust all and continue\" when it lists hooks to review (or trust them in /hooks)", dir)
-	var untrusted, changed, disabled []string
-	for _, h := range ours {
-		key := codexHookKey(file, h)
-		st, ok := cfg.Hooks.State[key]
-		switch {
-		case ok && st.Enabled != nil && !*st.Enabled:
-			disabled = append(disabled, h.event)
-		case !ok || st.TrustedHash == nil:
-			untrusted = append(untrusted, h.event)
-		case *st.TrustedHash != codexHookHash(h):
-			changed = append(changed, h.event)
-		}
-	}
-	var problems []string
-	if len(untrusted) > 0 {
-		problems = append(problems, strings.Join(untrusted, ", ")+" not trusted")
-	}
-	if len(changed) > 0 {
-		problems = append(problems, strings.Join(changed, ", ")+" changed since trusted")
-	}
-	if len(disabled) > 0 {
-		problems = append(problems, strings.Join(disabled, ", ")+" disabled (enabled = false)")
+	problems, disabled := codexTrustProblems(cfg, file, ours)
+	if disabled {
 		fix = "enable the gyrum hooks in codex's /hooks (or remove enabled = false from their [hooks.state] in " + config + ")"
 	}
 	if project != "" && len(problems) == 0 && !codexProjectTrusted(cfg, project) {
@@ -300,6 +262,58 @@ func checkCodexTrust(in Input, file, codexHome, project string) []Result {
 	return []Result{c}
 }
 
+// ourCodexHooks returns gyrum's hooks in the Codex hooks file at file:
+// none when it does not exist; an error that names the file when it
+// cannot be read (fs.ErrPermission among them) or parsed.
+func ourCodexHooks(in Input, file string) ([]codexHook, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", file, err)
+	}
+	hooks, err := codexHooks(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	var ours []codexHook
+	for _, h := range hooks {
+		if in.IsHookCommand(h.command()) {
+			ours = append(ours, h)
+		}
+	}
+	return ours, nil
+}
+
+// codexTrustProblems says, per kind, which of gyrum's hooks in file
+// Codex's [hooks.state] does not trust, trusted as they were before a
+// change, or disables; disabled is true when any is disabled.
+func codexTrustProblems(cfg codexConfig, file string, ours []codexHook) (problems []string, disabled bool) {
+	var untrusted, changed, off []string
+	for _, h := range ours {
+		st, ok := cfg.Hooks.State[codexHookKey(file, h)]
+		switch {
+		case ok && st.Enabled != nil && !*st.Enabled:
+			off = append(off, h.event)
+		case !ok || st.TrustedHash == nil:
+			untrusted = append(untrusted, h.event)
+		case *st.TrustedHash != codexHookHash(h):
+			changed = append(changed, h.event)
+		}
+	}
+	if len(untrusted) > 0 {
+		problems = append(problems, strings.Join(untrusted, ", ")+" not trusted")
+	}
+	if len(changed) > 0 {
+		problems = append(problems, strings.Join(changed, ", ")+" changed since trusted")
+	}
+	if len(off) > 0 {
+		problems = append(problems, strings.Join(off, ", ")+" disabled (enabled = false)")
+	}
+	return problems, len(off) > 0
+}
+
 // codexProjectTrusted reports whether Codex trusts project (its
 // [projects."PATH"] trust_level for it or a directory above it).
 func codexProjectTrusted(cfg codexConfig, project string) bool {
@@ -311,4 +325,14 @@ func codexProjectTrusted(cfg codexConfig, project string) bool {
 			return false
 		}
 	}
+}
+
+// firstNonEmpty returns the first of ss that is not empty.
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
