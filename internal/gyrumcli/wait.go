@@ -37,50 +37,9 @@ early and touches last-activity. The command returns at once.`,
 				if cmd.Flags().Changed("for") || reason != "" {
 					return clikit.Usagef("--done takes no --for or --reason")
 				}
-				if err := d.RemoveWait(); err != nil {
-					return err
-				}
-				if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceWait, Event: "done", At: a.now()}); err != nil {
-					return err
-				}
-				if asJSON {
-					return clikit.PrintJSON(a.Stdout, map[string]bool{"ended": true})
-				}
-				_, err := fmt.Fprintln(a.Stdout, "wait ended")
-				return err
+				return a.endWait(d, asJSON)
 			}
-			if dur <= 0 {
-				return clikit.Usagef("--for: give a positive duration, such as 45m")
-			}
-			reason = strings.TrimSpace(reason)
-			if reason == "" {
-				return clikit.Usagef("--reason: say what the agent waits for")
-			}
-			if len(reason) > 200 {
-				return clikit.Usagef("--reason is %d bytes, at most 200", len(reason))
-			}
-			if !d.HasLease() {
-				return clikit.Usagef("%s holds no lease: nothing to keep alive", d.Worktree)
-			}
-			limits, err := a.durations()
-			if err != nil {
-				return err
-			}
-			if dur > limits.InFlightMax {
-				fmt.Fprintf(a.Stderr, "gyrum: --for %s is longer than the in-flight cap %s: the wait counts for %s only\n",
-					dur, limits.InFlightMax, limits.InFlightMax)
-				dur = limits.InFlightMax
-			}
-			now := a.now()
-			w := gyrumdir.Wait{Reason: reason, DeclaredAt: now, Until: now.Add(dur)}
-			if err := d.WriteWait(w); err != nil {
-				return err
-			}
-			if asJSON {
-				return clikit.PrintJSON(a.Stdout, w)
-			}
-			_, err = fmt.Fprintf(a.Stdout, "waiting for %s until %s (%s)\n", reason, now.Add(dur).Format(time.RFC3339), dur)
-			return err
+			return a.declareWait(d, dur, reason, asJSON)
 		}),
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the worktree (default: the nearest .gyrum/ above the working directory)")
@@ -89,4 +48,57 @@ early and touches last-activity. The command returns at once.`,
 	cmd.Flags().BoolVar(&done, "done", false, "end the declared wait now")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the declaration as JSON ({\"ended\": true} with --done)")
 	return cmd
+}
+
+// endWait ends the declared wait of d now (gyrum wait --done) and
+// touches last-activity.
+func (a *App) endWait(d gyrumdir.Dir, asJSON bool) error {
+	if err := d.RemoveWait(); err != nil {
+		return err
+	}
+	if err := d.WriteActivity(gyrumdir.ActivityRecord{Source: gyrumdir.SourceWait, Event: "done", At: a.now()}); err != nil {
+		return err
+	}
+	if asJSON {
+		return clikit.PrintJSON(a.Stdout, map[string]bool{"ended": true})
+	}
+	_, err := fmt.Fprintln(a.Stdout, "wait ended")
+	return err
+}
+
+// declareWait declares a wait of dur (capped by the in-flight cap) for
+// reason in d, which must hold a lease.
+func (a *App) declareWait(d gyrumdir.Dir, dur time.Duration, reason string, asJSON bool) error {
+	if dur <= 0 {
+		return clikit.Usagef("--for: give a positive duration, such as 45m")
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return clikit.Usagef("--reason: say what the agent waits for")
+	}
+	if len(reason) > 200 {
+		return clikit.Usagef("--reason is %d bytes, at most 200", len(reason))
+	}
+	if !d.HasLease() {
+		return clikit.Usagef("%s holds no lease: nothing to keep alive", d.Worktree)
+	}
+	limits, err := a.durations()
+	if err != nil {
+		return err
+	}
+	if dur > limits.InFlightMax {
+		fmt.Fprintf(a.Stderr, "gyrum: --for %s is longer than the in-flight cap %s: the wait counts for %s only\n",
+			dur, limits.InFlightMax, limits.InFlightMax)
+		dur = limits.InFlightMax
+	}
+	now := a.now()
+	w := gyrumdir.Wait{Reason: reason, DeclaredAt: now, Until: now.Add(dur)}
+	if err := d.WriteWait(w); err != nil {
+		return err
+	}
+	if asJSON {
+		return clikit.PrintJSON(a.Stdout, w)
+	}
+	_, err = fmt.Fprintf(a.Stdout, "waiting for %s until %s (%s)\n", reason, now.Add(dur).Format(time.RFC3339), dur)
+	return err
 }
