@@ -1,6 +1,7 @@
 package warpcli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -115,27 +116,8 @@ backing off) and reads the list again.`,
   warp ticket list --watch -o json | jq -c 'select(.type == "update" and .to == "stalled")'`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			if lo.State != "" && !warp.TicketState(lo.State).Valid() {
-				return clikit.Usagef("--state %q: want open, claimed, completed or cancelled", lo.State)
-			}
-			for _, l := range lo.Labels {
-				if !warp.ValidTicketID(l) {
-					return clikit.Usagef("--label %q is invalid: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", l)
-				}
-			}
-			if lo.Verdict != "" {
-				if _, err := warp.ParseVerdict(lo.Verdict); err != nil {
-					return clikit.Usagef("--verdict: %s", warp.ErrorMessage(err))
-				}
-			}
-			if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
-				return clikit.Usagef("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
-			}
-			if watch && len(lo.Labels) > 0 {
-				return clikit.Usagef("--watch cannot follow --label: the event stream's rows carry no labels (list them with --label, or watch the state, verdict or host)")
-			}
-			if watch && (cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")) {
-				return clikit.Usagef("--watch follows every ticket the filters select: drop --limit and --cursor, which page a one-off list")
+			if err := checkListOptions(lo, watch, cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")); err != nil {
+				return err
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -144,28 +126,7 @@ backing off) and reads the list again.`,
 			if watch {
 				return c.watchTickets(cmd.Context(), cl, lo, o.json)
 			}
-			var list client.TicketList
-			if all {
-				list.Tickets, err = cl.AllTickets(cmd.Context(), lo)
-			} else {
-				list, err = cl.ListTickets(cmd.Context(), lo)
-			}
-			if err != nil {
-				return fail(cl, err)
-			}
-			if list.Tickets == nil {
-				list.Tickets = []client.Ticket{}
-			}
-			if o.json {
-				return c.printJSON(list)
-			}
-			if err := ticketTable(c.Stdout, c.now(), list.Tickets); err != nil {
-				return err
-			}
-			if list.NextCursor != "" {
-				fmt.Fprintf(c.Stderr, "more tickets: pass --all, or --cursor %s for the next page\n", clean(list.NextCursor))
-			}
-			return nil
+			return c.listTickets(cmd.Context(), cl, lo, all, o.json)
 		}),
 	}
 	f := cmd.Flags()
@@ -183,6 +144,63 @@ backing off) and reads the list again.`,
 	_ = cmd.RegisterFlagCompletionFunc("host", c.completeHosts(&o))
 	_ = cmd.RegisterFlagCompletionFunc("label", c.completeLabels(&o))
 	return cmd
+}
+
+// checkListOptions refuses what ticket list cannot ask: an unknown state
+// or verdict, a bad label or limit, and with --watch labels and paging
+// (paged says --limit or --cursor was given).
+func checkListOptions(lo client.ListOptions, watch, paged bool) error {
+	if lo.State != "" && !warp.TicketState(lo.State).Valid() {
+		return clikit.Usagef("--state %q: want open, claimed, completed or cancelled", lo.State)
+	}
+	for _, l := range lo.Labels {
+		if !warp.ValidTicketID(l) {
+			return clikit.Usagef("--label %q is invalid: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", l)
+		}
+	}
+	if lo.Verdict != "" {
+		if _, err := warp.ParseVerdict(lo.Verdict); err != nil {
+			return clikit.Usagef("--verdict: %s", warp.ErrorMessage(err))
+		}
+	}
+	if lo.Limit < 0 || lo.Limit > warp.MaxListLimit {
+		return clikit.Usagef("--limit %d: want 1 to %d", lo.Limit, warp.MaxListLimit)
+	}
+	if watch && len(lo.Labels) > 0 {
+		return clikit.Usagef("--watch cannot follow --label: the event stream's rows carry no labels (list them with --label, or watch the state, verdict or host)")
+	}
+	if watch && paged {
+		return clikit.Usagef("--watch follows every ticket the filters select: drop --limit and --cursor, which page a one-off list")
+	}
+	return nil
+}
+
+// listTickets prints one page of tickets lo selects (every page with
+// all) as a table, or as JSON.
+func (c *CLI) listTickets(ctx context.Context, cl *client.Client, lo client.ListOptions, all, asJSON bool) error {
+	var list client.TicketList
+	var err error
+	if all {
+		list.Tickets, err = cl.AllTickets(ctx, lo)
+	} else {
+		list, err = cl.ListTickets(ctx, lo)
+	}
+	if err != nil {
+		return fail(cl, err)
+	}
+	if list.Tickets == nil {
+		list.Tickets = []client.Ticket{}
+	}
+	if asJSON {
+		return c.printJSON(list)
+	}
+	if err := ticketTable(c.Stdout, c.now(), list.Tickets); err != nil {
+		return err
+	}
+	if list.NextCursor != "" {
+		fmt.Fprintf(c.Stderr, "more tickets: pass --all, or --cursor %s for the next page\n", clean(list.NextCursor))
+	}
+	return nil
 }
 
 // TicketDetail is what `warp ticket show --json` prints.
