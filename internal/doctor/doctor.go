@@ -398,23 +398,15 @@ func checkLoops(o Options) []Check {
 	return checks
 }
 
+// checkLoop checks the loop of registry entry e: it runs, it is the loop
+// of e's worktree, that worktree holds a lease and heartbeat.pid names
+// it; then what its last tick says (checkLoopState).
 func checkLoop(e gyrumdir.Entry) Check {
 	c := Check{Name: "loop " + e.Ticket}
 	who := fmt.Sprintf("loop of %s in %s (pid %d)", e.Ticket, e.Dir, e.PID)
 	id := e.Identity()
 	if !id.Alive() {
-		c.Status = StatusFail
-		c.Detail = who + " is not running (its registry entry is stale)"
-		if gone := agentGone(e.Dir); gone != "" {
-			// A loop restarted for a dead agent would only report its exit.
-			c.Detail += "; " + gone
-			c.Command = sweepCmd + "; " + releaseCmd(e.Dir)
-			c.Fix = "drop the entry and hand the ticket back: " + c.Command + "; to go on with the work, start a new agent session and run gyrum start-work " + shellquote.Quote(e.Ticket) + " from it"
-			return c
-		}
-		c.Command = sweepCmd + "; " + runLoop(e.Dir)
-		c.Fix = "drop the entry and restart the loop to keep the lease: " + c.Command + " (or only " + sweepCmd + " to drop it)"
-		return c
+		return loopNotRunning(c, who, e)
 	}
 	argv, _ := proc.Cmdline(e.PID)
 	dir, ok := watchdog.LoopDir(argv)
@@ -456,6 +448,30 @@ func checkLoop(e gyrumdir.Entry) Check {
 		c.Fix = "stop the extra loop: " + c.Command
 		return c
 	}
+	return checkLoopState(c, who, e.Dir, d)
+}
+
+// loopNotRunning is the check of an entry whose loop is gone: drop it,
+// and restart the loop — unless its agent is gone too, when the ticket is
+// to be handed back (a restarted loop would only report the exit).
+func loopNotRunning(c Check, who string, e gyrumdir.Entry) Check {
+	c.Status = StatusFail
+	c.Detail = who + " is not running (its registry entry is stale)"
+	if gone := agentGone(e.Dir); gone != "" {
+		c.Detail += "; " + gone
+		c.Command = sweepCmd + "; " + releaseCmd(e.Dir)
+		c.Fix = "drop the entry and hand the ticket back: " + c.Command + "; to go on with the work, start a new agent session and run gyrum start-work " + shellquote.Quote(e.Ticket) + " from it"
+		return c
+	}
+	c.Command = sweepCmd + "; " + runLoop(e.Dir)
+	c.Fix = "drop the entry and restart the loop to keep the lease: " + c.Command + " (or only " + sweepCmd + " to drop it)"
+	return c
+}
+
+// checkLoopState judges a live loop of worktree dir (d its .gyrum/) by
+// what it recorded: the agent start-work watches, whether warp took its
+// last heartbeat, and whether it can still write (a full disk).
+func checkLoopState(c Check, who, dir string, d gyrumdir.Dir) Check {
 	c.Status, c.Detail = StatusOK, who+" is alive and matches heartbeat.pid"
 	if l, err := d.ReadLease(); err == nil && (l.WatchedHow == "caller" || l.WatchedHow == "parent") {
 		// Not a failure: the lease is truthful if the process is the agent.
@@ -471,18 +487,18 @@ func checkLoop(e gyrumdir.Entry) Check {
 	case st.LastOutcome == "error" && (st.LastStatus == http.StatusUnauthorized || st.LastStatus == http.StatusForbidden):
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("%s is alive, but warp refuses its heartbeats (HTTP %d: %s)", who, st.LastStatus, st.LastError)
-		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(e.Dir) + "; " + runLoop(e.Dir)
+		c.Fix = "the loop runs with the WARP_TOKEN and WARP_URL start-work had (the token goes only to WARP_URL's server): give it an agent token of the server (a line of its --token-file) and the URL lease.json names, then restart the loop: gyrum heartbeat kill --dir " + shellquote.Quote(dir) + "; " + runLoop(dir)
 	case st.LastOutcome == "corrupt-lease":
 		c.Status = StatusWarn
 		c.Detail = who + " is alive, but could not read " + d.File(gyrumdir.LeaseFile) + " at its last tick: it writes it back from memory at the next (or heartbeats from memory if it cannot)"
-		c.Fix = "find what damaged lease.json; if the warning stays, check that the worktree is writable, or release the ticket: gyrum release --dir " + shellquote.Quote(e.Dir)
+		c.Fix = "find what damaged lease.json; if the warning stays, check that the worktree is writable, or release the ticket: gyrum release --dir " + shellquote.Quote(dir)
 	case st.LastOutcome == "error":
 		c.Detail += fmt.Sprintf("; its last heartbeat failed (%d failures in all; last: %s) and it retries", st.Failures, st.LastError)
 	}
 	if trouble := d.WriteTrouble(time.Now()); trouble != "" {
 		c.Status = StatusFail
 		c.Detail = who + ": " + trouble
-		c.Fix = "free space on that file system (df -h " + shellquote.Quote(e.Dir) + "); the loop writes its state and any lease-ended notice again at its next attempt"
+		c.Fix = "free space on that file system (df -h " + shellquote.Quote(dir) + "); the loop writes its state and any lease-ended notice again at its next attempt"
 	}
 	return c
 }
