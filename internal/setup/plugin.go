@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,42 +42,7 @@ func planPlugin(o Options, t hookTarget, command string) (steps []step, notes []
 	ours := existed && p.Ours(old)
 	now := o.Now()
 	if o.Uninstall {
-		if !existed {
-			return nil, nil, nil
-		}
-		if !ours {
-			return nil, []string{fmt.Sprintf("%s is not gyrum's plugin (its first line has no %q): left as it is", t.path, agent.PluginMarker)}, nil
-		}
-		_, current, _ := p.Command(old)
-		what := "remove " + t.path + ": gyrum's " + t.title + " plugin"
-		if !current {
-			what += " (it differs from what gyrum setup writes: a backup keeps it)"
-		}
-		dirs := t.pluginDirs
-		steps = append(steps, step{
-			describe: what,
-			diff:     unifiedDiff(t.path, old, nil, true),
-			apply: func(context.Context) (string, error) {
-				backup := ""
-				if !current {
-					b, err := writeBackup(t.path, old, now)
-					if err != nil {
-						return "", err
-					}
-					backup = "backup " + b
-				}
-				if err := removePluginFile(t.path, old); err != nil {
-					return backup, err
-				}
-				for _, d := range dirs { // innermost first; a directory not empty stays
-					if os.Remove(d) != nil {
-						break
-					}
-				}
-				return backup, nil
-			},
-		})
-		return steps, nil, nil
+		return planPluginRemoval(t, old, existed, ours, now)
 	}
 	if existed && !ours {
 		return nil, nil, fmt.Errorf("%s exists and is not gyrum's %s plugin (its first line has no %q): gyrum setup leaves it; move it away and run gyrum setup again",
@@ -113,6 +79,47 @@ func planPlugin(o Options, t hookTarget, command string) (steps []step, notes []
 		},
 	})
 	return steps, nil, nil
+}
+
+// planPluginRemoval plans the removal of t's plugin file (old, as read):
+// gyrum's only, a backup first when it was edited, then the directories
+// it alone filled.
+func planPluginRemoval(t hookTarget, old []byte, existed, ours bool, now time.Time) ([]step, []string, error) {
+	if !existed {
+		return nil, nil, nil
+	}
+	if !ours {
+		return nil, []string{fmt.Sprintf("%s is not gyrum's plugin (its first line has no %q): left as it is", t.path, agent.PluginMarker)}, nil
+	}
+	_, current, _ := t.plugin.Command(old)
+	what := "remove " + t.path + ": gyrum's " + t.title + " plugin"
+	if !current {
+		what += " (it differs from what gyrum setup writes: a backup keeps it)"
+	}
+	dirs := t.pluginDirs
+	return []step{{
+		describe: what,
+		diff:     unifiedDiff(t.path, old, nil, true),
+		apply: func(context.Context) (string, error) {
+			backup := ""
+			if !current {
+				b, err := writeBackup(t.path, old, now)
+				if err != nil {
+					return "", err
+				}
+				backup = "backup " + b
+			}
+			if err := removePluginFile(t.path, old); err != nil {
+				return backup, err
+			}
+			for _, d := range dirs { // innermost first; a directory not empty stays
+				if os.Remove(d) != nil {
+					break
+				}
+			}
+			return backup, nil
+		},
+	}}, nil, nil
 }
 
 // removePluginFile removes path, unless it changed since it was read as
