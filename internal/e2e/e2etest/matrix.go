@@ -86,6 +86,20 @@ type Plugin struct {
 	FailureText string
 }
 
+// OpencodePlugin is the Plugin of opencode and its fork Kilo: the file
+// under the config directory's plugins/, its read tool's filePath, and
+// "not found" from a missing file. home makes the wired HOME.
+func OpencodePlugin(home func(*testing.T) agenttest.Home) *Plugin {
+	return &Plugin{
+		Home: home,
+		Dir:  func(h agenttest.Home) string { return filepath.Join(h.Config, "plugins") },
+		FailingRead: func(path string) agenttest.Call {
+			return agenttest.Tool("read", map[string]any{"filePath": path})
+		},
+		FailureText: "not found",
+	}
+}
+
 // MarkerNaming is how a CLI's calls name their in-flight markers.
 type MarkerNaming int
 
@@ -174,7 +188,7 @@ func (m *Matrix) ForegroundStepHeld(t *testing.T) {
 		Poll(t, "the verdict exited", func() bool { return ws.Ticket("T-1").Verdict == warp.VerdictExited })
 	}
 	w.Stop()
-	heldActiveThroughTheCalls(t, w, d, from, st.Staleness)
+	HeldActiveThroughTheCalls(t, w, d, from, st.Staleness)
 }
 
 // quietHeld checks that the lease of ticket was held, fresh, through
@@ -208,13 +222,13 @@ func (m *Matrix) quietHeld(t *testing.T, ws *warptest.Server, ticket string, fro
 	}
 }
 
-// heldActiveThroughTheCalls checks the verdicts from from, when the calls
+// HeldActiveThroughTheCalls checks the verdicts from from, when the calls
 // under test began, until a staleness limit after the last tool call ended
 // (the last-activity record): active only, or exited last. Before from the
 // agent thinks, and after the last call it is idle on its way out, which a
 // loaded machine can stretch past the scaled stall threshold: stalled is
 // then the truth.
-func heldActiveThroughTheCalls(t *testing.T, w *Watcher, d gyrumdir.Dir, from time.Time, staleness float64) {
+func HeldActiveThroughTheCalls(t *testing.T, w *Watcher, d gyrumdir.Dir, from time.Time, staleness float64) {
 	t.Helper()
 	last, err := d.LastActivity()
 	if err != nil {

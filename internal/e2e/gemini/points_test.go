@@ -104,7 +104,7 @@ func TestForegroundStepHeld(t *testing.T) {
 	}
 	quietHeld(t, ws, "T-1", from.Add(e2etest.Secs(staleness)), to)
 	w.Stop()
-	heldActiveThroughTheCalls(t, w, d, from)
+	e2etest.HeldActiveThroughTheCalls(t, w, d, from, staleness)
 	exitReportedOrIdleLapse(t, ws, "T-1", d)
 }
 
@@ -157,7 +157,7 @@ func TestParallelCallsEachTracked(t *testing.T) {
 		}
 	}
 	w.Stop()
-	heldActiveThroughTheCalls(t, w, d, from)
+	e2etest.HeldActiveThroughTheCalls(t, w, d, from, staleness)
 }
 
 // A call a BeforeTool hook blocks, then a wedge (the API never answers):
@@ -414,27 +414,6 @@ func TestWrapModeRelaunchedAgent(t *testing.T) {
 	w.Stop()
 	if vs := w.Verdicts(); len(vs) == 0 || vs[len(vs)-1] != warp.VerdictStalled {
 		t.Errorf("verdicts while held %v, want to end stalled", vs)
-	}
-}
-
-// heldActiveThroughTheCalls checks the verdicts from from, when the calls
-// under test began, until a staleness limit after the last tool call ended
-// (the last-activity record): active only, or exited last (the session
-// may have ended). Before from the agent thinks, and after the last call
-// it is idle on its way out, which a loaded machine can stretch past the
-// scaled stall threshold: stalled is then the truth.
-func heldActiveThroughTheCalls(t *testing.T, w *e2etest.Watcher, d gyrumdir.Dir, from time.Time) {
-	t.Helper()
-	last, err := d.LastActivity()
-	if err != nil {
-		t.Fatalf("the last tool call's time: %v", err)
-	}
-	vs := w.VerdictsBetween(from, last.Add(e2etest.Secs(staleness)))
-	for i, v := range vs {
-		if v != warp.VerdictActive && (v != warp.VerdictExited || i != len(vs)-1) {
-			t.Errorf("verdicts while held from the calls until %vs after the last one %v (all: %v), want active (then exited) only", staleness, vs, w.Verdicts())
-			break
-		}
 	}
 }
 

@@ -12,7 +12,6 @@ package kilo_test
 // staleness of 4 s and a window of 8 s, and the step 14 s.
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,15 +34,8 @@ var matrix = &e2etest.Matrix{
 	Staleness:      3,
 	Window:         6 * time.Second,
 	Stall:          3 * time.Second,
-	Plugin: &e2etest.Plugin{
-		Home: newHome,
-		Dir:  func(h agenttest.Home) string { return filepath.Join(h.Config, "plugins") },
-		FailingRead: func(path string) agenttest.Call {
-			return agenttest.Tool("read", map[string]any{"filePath": path})
-		},
-		FailureText: "not found",
-	},
-	Step: e2etest.StepTiming{Staleness: 4, Window: 8 * time.Second, Quiet: 14},
+	Plugin:         e2etest.OpencodePlugin(newHome),
+	Step:           e2etest.StepTiming{Staleness: 4, Window: 8 * time.Second, Quiet: 14},
 }
 
 func TestForegroundStepHeld(t *testing.T)     { matrix.ForegroundStepHeld(t) }

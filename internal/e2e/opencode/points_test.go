@@ -11,7 +11,6 @@ package opencode_test
 // stall threshold 3 s), and the step 7 s.
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,15 +32,8 @@ var matrix = &e2etest.Matrix{
 	Staleness:      1,
 	Window:         1500 * time.Millisecond,
 	Stall:          time.Second,
-	Plugin: &e2etest.Plugin{
-		Home: newHome,
-		Dir:  func(h agenttest.Home) string { return filepath.Join(h.Config, "plugins") },
-		FailingRead: func(path string) agenttest.Call {
-			return agenttest.Tool("read", map[string]any{"filePath": path})
-		},
-		FailureText: "not found",
-	},
-	Step: e2etest.StepTiming{Staleness: 3, Window: 3 * time.Second, Quiet: 7},
+	Plugin:         e2etest.OpencodePlugin(newHome),
+	Step:           e2etest.StepTiming{Staleness: 3, Window: 3 * time.Second, Quiet: 7},
 }
 
 func TestForegroundStepHeld(t *testing.T)     { matrix.ForegroundStepHeld(t) }
