@@ -124,24 +124,10 @@ type step struct {
 // nothing is changed; with DryRun the hook changes are still printed
 // before the error is returned.
 func Run(ctx context.Context, o Options) (Report, error) {
-	if o.Out == nil {
-		o.Out = io.Discard
+	o, err := o.withDefaults()
+	if err != nil {
+		return Report{}, err
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Watchdog == "" {
-		o.Watchdog = WatchdogAuto
-	}
-	switch o.Watchdog {
-	case WatchdogAuto, WatchdogSystemd, WatchdogCron, WatchdogNone:
-	default:
-		return Report{}, clikit.Usagef("--watchdog %q: want auto, systemd, cron or none", o.Watchdog)
-	}
-	if !o.Uninstall && !filepath.IsAbs(o.Binary) {
-		return Report{}, clikit.Usagef("gyrum binary path %q is not absolute", o.Binary)
-	}
-
 	var rep Report
 	var steps []step
 	hookSteps, notes, err := planHooks(o)
@@ -180,24 +166,53 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, nil
 	}
 	beforeApply()
+	err = applySteps(ctx, o.Out, steps, &rep)
+	return rep, err
+}
+
+// withDefaults fills o's optional fields and checks the rest.
+func (o Options) withDefaults() (Options, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Watchdog == "" {
+		o.Watchdog = WatchdogAuto
+	}
+	switch o.Watchdog {
+	case WatchdogAuto, WatchdogSystemd, WatchdogCron, WatchdogNone:
+	default:
+		return o, clikit.Usagef("--watchdog %q: want auto, systemd, cron or none", o.Watchdog)
+	}
+	if !o.Uninstall && !filepath.IsAbs(o.Binary) {
+		return o, clikit.Usagef("gyrum binary path %q is not absolute", o.Binary)
+	}
+	return o, nil
+}
+
+// applySteps applies steps in order, saying what each did on out and
+// recording its backups in rep; it stops at the first that fails.
+func applySteps(ctx context.Context, out io.Writer, steps []step, rep *Report) error {
 	for _, s := range steps {
 		detail, err := s.apply(ctx)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if strings.HasPrefix(detail, "backup ") {
 			rep.Backups = append(rep.Backups, strings.TrimPrefix(detail, "backup "))
 		}
 		if detail != "" {
-			fmt.Fprintf(o.Out, "%s (%s)\n", pastTense(s.describe), detail)
+			fmt.Fprintf(out, "%s (%s)\n", pastTense(s.describe), detail)
 		} else {
-			fmt.Fprintln(o.Out, pastTense(s.describe))
+			fmt.Fprintln(out, pastTense(s.describe))
 		}
 	}
 	if len(steps) == 0 {
-		fmt.Fprintln(o.Out, "nothing to change: already set up")
+		fmt.Fprintln(out, "nothing to change: already set up")
 	}
-	return rep, nil
+	return nil
 }
 
 // beforeApply runs between the plan and its first step; tests change a
