@@ -294,71 +294,79 @@ func planHooks(o Options) (steps []step, notes []string, err error) {
 	}
 	command := HookCommand(o.Binary)
 	for _, t := range targets {
+		plan := planHookFile
 		if t.plugin != nil {
-			s, n, err := planPlugin(o, t, command)
-			if err != nil {
-				return nil, nil, err
-			}
-			steps, notes = append(steps, s...), append(notes, n...)
-			continue
+			plan = planPlugin
 		}
-		old, existed, err := readFile(t.path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", t.path, err)
-		}
-		var data []byte
-		var changed bool
-		if o.Uninstall {
-			if !existed {
-				continue
-			}
-			data, changed, err = t.uninstall(t.path, old)
-		} else {
-			data, changed, err = t.install(t.path, old, command)
-		}
+		s, n, err := plan(o, t, command)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !o.Uninstall && t.notes != nil {
-			notes = append(notes, t.notes(t.path, data, changed)...)
-		}
-		if !changed {
-			continue
-		}
-		edit := fileEdit{Path: t.path, Old: old, New: data, Existed: existed, Perm: 0o644, Backup: true}
-		verb := "update"
+		steps, notes = append(steps, s...), append(notes, n...)
+	}
+	return steps, notes, nil
+}
+
+// planHookFile plans the edit of t's settings file: gyrum's hook added
+// (or removed, with the file and its backups when nothing else was in
+// them). notes are for Report.Warnings.
+func planHookFile(o Options, t hookTarget, command string) (steps []step, notes []string, err error) {
+	old, existed, err := readFile(t.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", t.path, err)
+	}
+	var data []byte
+	var changed bool
+	if o.Uninstall {
 		if !existed {
-			verb = "create"
+			return nil, nil, nil
 		}
-		what := "add the gyrum touch-activity hook"
-		if o.Uninstall {
-			what = "remove the gyrum touch-activity hook"
-			if emptyJSON(data) {
-				// Nothing but gyrum's hook was in it (setup created it, or
-				// it held nothing else): the file goes, with no backup of
-				// what was only setup's own, and so do the backups that
-				// held nothing else either.
-				edit = fileEdit{Path: t.path, Old: old, Existed: true, Remove: true}
-				verb, what = "remove", "it held nothing but the gyrum touch-activity hook"
-				if extra := onlyOurBackups(t); len(extra) > 0 {
-					what += ", with its backups " + strings.Join(extra, ", ")
-					steps = append(steps, removeFiles(extra))
-				}
+		data, changed, err = t.uninstall(t.path, old)
+	} else {
+		data, changed, err = t.install(t.path, old, command)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.Uninstall && t.notes != nil {
+		notes = t.notes(t.path, data, changed)
+	}
+	if !changed {
+		return nil, notes, nil
+	}
+	edit := fileEdit{Path: t.path, Old: old, New: data, Existed: existed, Perm: 0o644, Backup: true}
+	verb := "update"
+	if !existed {
+		verb = "create"
+	}
+	what := "add the gyrum touch-activity hook"
+	if o.Uninstall {
+		what = "remove the gyrum touch-activity hook"
+		if emptyJSON(data) {
+			// Nothing but gyrum's hook was in it (setup created it, or
+			// it held nothing else): the file goes, with no backup of
+			// what was only setup's own, and so do the backups that
+			// held nothing else either.
+			edit = fileEdit{Path: t.path, Old: old, Existed: true, Remove: true}
+			verb, what = "remove", "it held nothing but the gyrum touch-activity hook"
+			if extra := onlyOurBackups(t); len(extra) > 0 {
+				what += ", with its backups " + strings.Join(extra, ", ")
+				steps = append(steps, removeFiles(extra))
 			}
 		}
-		now := o.Now()
-		steps = append(steps, step{
-			describe: fmt.Sprintf("%s %s: %s", verb, t.path, what),
-			diff:     unifiedDiff(t.path, old, data, existed),
-			apply: func(context.Context) (string, error) {
-				b, err := edit.apply(now)
-				if b != "" {
-					return "backup " + b, err
-				}
-				return "", err
-			},
-		})
 	}
+	now := o.Now()
+	steps = append(steps, step{
+		describe: fmt.Sprintf("%s %s: %s", verb, t.path, what),
+		diff:     unifiedDiff(t.path, old, data, existed),
+		apply: func(context.Context) (string, error) {
+			b, err := edit.apply(now)
+			if b != "" {
+				return "backup " + b, err
+			}
+			return "", err
+		},
+	})
 	return steps, notes, nil
 }
 
