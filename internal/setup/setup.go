@@ -469,70 +469,83 @@ func planScheduleSteps(ctx context.Context, o Options) ([]step, string, error) {
 	sd := o.Systemd
 	sd.UnitDir = o.UnitDir()
 	if o.Uninstall {
-		var steps []step
-		if o.Watchdog != WatchdogCron {
-			s, err := planSystemdRemove(ctx, sd)
-			if err != nil {
-				return nil, "", err
-			}
-			steps = append(steps, s...)
-		}
-		if o.Watchdog != WatchdogSystemd && o.Cron.Available() {
-			s, err := planCronRemove(ctx, o.Cron)
-			if err != nil {
-				return nil, "", err
-			}
-			steps = append(steps, s...)
-		}
-		return steps, "", nil
+		return planScheduleRemoval(ctx, o, sd)
 	}
+	use, err := chooseScheduler(ctx, o, sd)
+	if err != nil {
+		return nil, "", err
+	}
+	// The chosen schedule, and the other one removed: moving between
+	// them leaves no double schedule.
+	var install, remove func() ([]step, error)
+	switch use {
+	case WatchdogSystemd:
+		install = func() ([]step, error) { return planSystemdInstall(ctx, sd, o.Binary, o.ScheduleEnv) }
+		remove = func() ([]step, error) {
+			if !o.Cron.Available() {
+				return nil, nil
+			}
+			return planCronRemove(ctx, o.Cron)
+		}
+	default:
+		install = func() ([]step, error) { return planCronInstall(ctx, o.Cron, o.Binary, o.ScheduleEnv) }
+		remove = func() ([]step, error) { return planSystemdRemove(ctx, sd) }
+	}
+	steps, err := install()
+	if err != nil {
+		return nil, "", err
+	}
+	more, err := remove()
+	if err != nil {
+		return nil, "", err
+	}
+	return append(steps, more...), use, nil
+}
 
+// planScheduleRemoval plans the removal of the watchdog's schedule: the
+// systemd units unless --watchdog cron, the crontab line unless --watchdog
+// systemd (and there is a crontab).
+func planScheduleRemoval(ctx context.Context, o Options, sd Systemd) ([]step, string, error) {
+	var steps []step
+	if o.Watchdog != WatchdogCron {
+		s, err := planSystemdRemove(ctx, sd)
+		if err != nil {
+			return nil, "", err
+		}
+		steps = append(steps, s...)
+	}
+	if o.Watchdog != WatchdogSystemd && o.Cron.Available() {
+		s, err := planCronRemove(ctx, o.Cron)
+		if err != nil {
+			return nil, "", err
+		}
+		steps = append(steps, s...)
+	}
+	return steps, "", nil
+}
+
+// chooseScheduler resolves --watchdog to systemd or cron: auto takes
+// systemd --user where it works, else cron; an explicit choice that
+// cannot work here is an error that says what to do.
+func chooseScheduler(ctx context.Context, o Options, sd Systemd) (string, error) {
 	use := o.Watchdog
 	if use == WatchdogAuto || use == WatchdogSystemd {
 		if sd.Available(ctx) {
 			use = WatchdogSystemd
 		} else if use == WatchdogSystemd {
-			return nil, "", fmt.Errorf("--watchdog systemd: systemctl --user does not work here (no user manager or bus); use --watchdog cron")
+			return "", fmt.Errorf("--watchdog systemd: systemctl --user does not work here (no user manager or bus); use --watchdog cron")
 		} else {
 			use = WatchdogCron
 		}
 	}
 	if use == WatchdogCron && !o.Cron.Available() {
 		if o.Watchdog == WatchdogAuto {
-			return nil, "", errNoScheduler
+			return "", errNoScheduler
 		}
-		return nil, "", fmt.Errorf("--watchdog cron: no crontab program; install cron (Debian: apt-get install cron), " +
+		return "", fmt.Errorf("--watchdog cron: no crontab program; install cron (Debian: apt-get install cron), " +
 			"or run setup with --watchdog auto to install the hook alone and be told how to run the watchdog by hand")
 	}
-
-	var steps []step
-	switch use {
-	case WatchdogSystemd:
-		s, err := planSystemdInstall(ctx, sd, o.Binary, o.ScheduleEnv)
-		if err != nil {
-			return nil, "", err
-		}
-		steps = append(steps, s...)
-		if o.Cron.Available() { // moving from cron to systemd: no double schedule
-			s, err := planCronRemove(ctx, o.Cron)
-			if err != nil {
-				return nil, "", err
-			}
-			steps = append(steps, s...)
-		}
-	case WatchdogCron:
-		s, err := planCronInstall(ctx, o.Cron, o.Binary, o.ScheduleEnv)
-		if err != nil {
-			return nil, "", err
-		}
-		steps = append(steps, s...)
-		s, err = planSystemdRemove(ctx, sd)
-		if err != nil {
-			return nil, "", err
-		}
-		steps = append(steps, s...)
-	}
-	return steps, use, nil
+	return use, nil
 }
 
 func planSystemdInstall(ctx context.Context, sd Systemd, bin string, env map[string]string) ([]step, error) {
