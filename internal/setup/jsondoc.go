@@ -260,49 +260,12 @@ func decodeValue(dec *json.Decoder, data []byte) (*node, error) {
 		}
 		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
+	if t, ok := tok.(json.Delim); ok {
 		switch t {
 		case '{':
-			n := &node{isObj: true, offset: off}
-			for dec.More() {
-				keyOff := valueStart(data, int(dec.InputOffset()))
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is %v, want a string", kt)
-				}
-				keyEnd := int(dec.InputOffset())
-				v, err := decodeValue(dec, data)
-				if err != nil {
-					return nil, err
-				}
-				n.obj = append(n.obj, member{key: key, val: v})
-				n.orig = append(n.orig, child{key: key, keyOff: keyOff, keyEnd: keyEnd, val: v})
-			}
-			if _, err := dec.Token(); err != nil { // '}'
-				return nil, err
-			}
-			n.end = int(dec.InputOffset())
-			return n, nil
+			return decodeObject(dec, data, off)
 		case '[':
-			n := &node{isArr: true, offset: off}
-			for dec.More() {
-				v, err := decodeValue(dec, data)
-				if err != nil {
-					return nil, err
-				}
-				n.arr = append(n.arr, v)
-				n.orig = append(n.orig, child{keyOff: -1, keyEnd: -1, val: v})
-			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return nil, err
-			}
-			n.end = int(dec.InputOffset())
-			return n, nil
+			return decodeArray(dec, data, off)
 		default:
 			return nil, fmt.Errorf("unexpected %q", rune(t))
 		}
@@ -320,5 +283,53 @@ func decodeValue(dec *json.Decoder, data []byte) (*node, error) {
 	default:
 		return nil, fmt.Errorf("unexpected token %v", tok)
 	}
+	return n, nil
+}
+
+// decodeObject decodes the members of an object whose '{' dec just read
+// at offset off of data, and its '}'.
+func decodeObject(dec *json.Decoder, data []byte, off int) (*node, error) {
+	n := &node{isObj: true, offset: off}
+	for dec.More() {
+		keyOff := valueStart(data, int(dec.InputOffset()))
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := kt.(string)
+		if !ok {
+			return nil, fmt.Errorf("object key is %v, want a string", kt)
+		}
+		keyEnd := int(dec.InputOffset())
+		v, err := decodeValue(dec, data)
+		if err != nil {
+			return nil, err
+		}
+		n.obj = append(n.obj, member{key: key, val: v})
+		n.orig = append(n.orig, child{key: key, keyOff: keyOff, keyEnd: keyEnd, val: v})
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return nil, err
+	}
+	n.end = int(dec.InputOffset())
+	return n, nil
+}
+
+// decodeArray decodes the elements of an array whose '[' dec just read
+// at offset off of data, and its ']'.
+func decodeArray(dec *json.Decoder, data []byte, off int) (*node, error) {
+	n := &node{isArr: true, offset: off}
+	for dec.More() {
+		v, err := decodeValue(dec, data)
+		if err != nil {
+			return nil, err
+		}
+		n.arr = append(n.arr, v)
+		n.orig = append(n.orig, child{keyOff: -1, keyEnd: -1, val: v})
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, err
+	}
+	n.end = int(dec.InputOffset())
 	return n, nil
 }
