@@ -110,19 +110,9 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 	}
 	var current string
 	err = pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if schema == "" {
-			var s *string
-			if err := tx.QueryRow(ctx, "SELECT current_schema()").Scan(&s); err != nil {
-				return err
-			}
-			if s == nil {
-				var path string
-				_ = tx.QueryRow(ctx, "SHOW search_path").Scan(&path)
-				return warp.Errorf(warp.ErrInvalid, "no schema of the search_path (%s) exists: create it (CREATE SCHEMA ...) or fix search_path in the connection string", path)
-			}
-			current = *s
-		} else {
-			current = schema
+		var err error
+		if current, err = schemaOf(ctx, tx, schema); err != nil {
+			return err
 		}
 		// Replicas starting together wait here for the one migrating, for
 		// as long as its migrations take: no lock bound in this transaction.
@@ -143,30 +133,56 @@ func (db *DB) migrate(ctx context.Context, schema string) (string, error) {
 			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return fmt.Errorf("create schema_migrations: %w", err)
 		}
-		have, err := ownMigrations(ctx, tx, current, ms)
-		if err != nil {
-			return err
-		}
-		if latest := ms[len(ms)-1].version; have > latest {
-			return warp.Errorf(warp.ErrInvalid, "the database schema is at version %d, newer than this warp knows (%d): upgrade warp", have, latest)
-		}
-		for _, m := range ms {
-			if m.version <= have {
-				continue
-			}
-			db.log.Info("postgres: applying migration", "name", m.name, "schema", current)
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
-			}
-			db.log.Info("postgres: applied migration", "name", m.name, "schema", current)
-		}
-		return nil
+		return db.applyMigrations(ctx, tx, current, ms)
 	})
 	if err != nil {
 		return "", err // Open translates
 	}
 	return current, nil
+}
+
+// schemaOf is the schema warp's tables live in: schema when given, else
+// the connection's current schema (an error that says what to do when
+// no schema of its search_path exists).
+func schemaOf(ctx context.Context, tx pgx.Tx, schema string) (string, error) {
+	if schema != "" {
+		return schema, nil
+	}
+	var s *string
+	if err := tx.QueryRow(ctx, "SELECT current_schema()").Scan(&s); err != nil {
+		return "", err
+	}
+	if s == nil {
+		var path string
+		_ = tx.QueryRow(ctx, "SHOW search_path").Scan(&path)
+		return "", warp.Errorf(warp.ErrInvalid, "no schema of the search_path (%s) exists: create it (CREATE SCHEMA ...) or fix search_path in the connection string", path)
+	}
+	return *s, nil
+}
+
+// applyMigrations applies, in tx, the migrations of ms above the latest
+// schema_migrations records in schema, and records each; a database newer
+// than this warp is an error.
+func (db *DB) applyMigrations(ctx context.Context, tx pgx.Tx, schema string, ms []migration) error {
+	have, err := ownMigrations(ctx, tx, schema, ms)
+	if err != nil {
+		return err
+	}
+	if latest := ms[len(ms)-1].version; have > latest {
+		return warp.Errorf(warp.ErrInvalid, "the database schema is at version %d, newer than this warp knows (%d): upgrade warp", have, latest)
+	}
+	for _, m := range ms {
+		if m.version <= have {
+			continue
+		}
+		db.log.Info("postgres: applying migration", "name", m.name, "schema", schema)
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			return fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+		db.log.Info("postgres: applied migration", "name", m.name, "schema", schema)
+	}
+	return nil
 }
