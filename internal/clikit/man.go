@@ -113,6 +113,13 @@ func ManPage(cmd *cobra.Command, info version.Info) []byte {
 		}
 	}
 
+	writeSeeAlso(&b, cmd, children)
+	return b.Bytes()
+}
+
+// writeSeeAlso writes the SEE ALSO section: cmd's parent's page and its
+// children's, when it has any.
+func writeSeeAlso(b *bytes.Buffer, cmd *cobra.Command, children []*cobra.Command) {
 	var see []string
 	if cmd.HasParent() {
 		see = append(see, strings.TrimSuffix(ManPageName(cmd.Parent()), ".1"))
@@ -123,17 +130,17 @@ func ManPage(cmd *cobra.Command, info version.Info) []byte {
 	}
 	sort.Strings(kids)
 	see = append(see, kids...)
-	if len(see) > 0 {
-		b.WriteString(".SH SEE ALSO\n")
-		for i, s := range see {
-			sep := ","
-			if i == len(see)-1 {
-				sep = ""
-			}
-			fmt.Fprintf(&b, ".BR %s (1)%s\n", roffText(s), sep)
-		}
+	if len(see) == 0 {
+		return
 	}
-	return b.Bytes()
+	b.WriteString(".SH SEE ALSO\n")
+	for i, s := range see {
+		sep := ","
+		if i == len(see)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(b, ".BR %s (1)%s\n", roffText(s), sep)
+	}
 }
 
 // synopsisArgs returns what follows the command path in the synopsis: the
