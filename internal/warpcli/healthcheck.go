@@ -29,6 +29,28 @@ type HealthReport struct {
 	Error string `json:"error,omitempty"`
 }
 
+// checkHealth asks the server cl talks to for path (/healthz, /readyz)
+// within timeout: the report, and the error that made it unhealthy.
+func checkHealth(ctx context.Context, cl *client.Client, path string, timeout time.Duration) (HealthReport, error) {
+	rep := HealthReport{URL: cl.BaseURL(), Path: path}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var h client.Health
+	err := cl.Do(ctx, http.MethodGet, path, nil, &h)
+	if err == nil && h.Status == "" {
+		err = errors.New("the answer has no status: is this a warp server?")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("GET %s%s: no answer within %s", rep.URL, path, timeout)
+	}
+	if err != nil {
+		rep.Error = apiclient.Message(err)
+	} else {
+		rep.Healthy, rep.Status = true, h.Status
+	}
+	return rep, err
+}
+
 func (c *CLI) healthcheckCommand() *cobra.Command {
 	var o clientOptions
 	var ready bool
@@ -58,22 +80,7 @@ HEALTHCHECK (the distroless image has no curl).`,
 			if ready {
 				path = "/readyz"
 			}
-			rep := HealthReport{URL: cl.BaseURL(), Path: path}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			var h client.Health
-			err = cl.Do(ctx, http.MethodGet, path, nil, &h)
-			if err == nil && h.Status == "" {
-				err = errors.New("the answer has no status: is this a warp server?")
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("GET %s%s: no answer within %s", rep.URL, path, timeout)
-			}
-			if err != nil {
-				rep.Error = apiclient.Message(err)
-			} else {
-				rep.Healthy, rep.Status = true, h.Status
-			}
+			rep, err := checkHealth(cmd.Context(), cl, path, timeout)
 			if o.json {
 				if err := c.printJSON(rep); err != nil {
 					return err
