@@ -30,16 +30,46 @@ import (
 	"github.com/gyrum-labs/warp/internal/sim"
 )
 
+// options are warpbench's flags.
+type options struct {
+	cfg                  bench.Config
+	fc                   bench.FleetConfig
+	gyrum                string
+	large, asJSON, fleet bool
+	reclaim              int
+}
+
 func main() {
-	var cfg bench.Config
-	var gyrum string
-	var large, asJSON, fleet bool
-	var reclaim int
-	var fc bench.FleetConfig
-	flag.StringVar(&gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
-	flag.BoolVar(&large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
-	flag.BoolVar(&asJSON, "json", false, "print JSON instead of markdown")
-	flag.BoolVar(&fleet, "fleet", false, "run only the fleet figure (100k held leases, 4,200 heartbeats/s open loop for 20 s)")
+	o := parseFlags()
+	if o.fleet {
+		o.fc.PostgresURL = o.cfg.PostgresURL
+		os.Exit(runFleet(o.fc, o.asJSON))
+	}
+	if o.gyrum == "" {
+		if _, err := os.Stat("bin/gyrum"); err == nil {
+			o.gyrum = "bin/gyrum"
+		}
+	}
+	g, err := sim.FindGyrum(o.gyrum)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warpbench:", err)
+		os.Exit(2)
+	}
+	o.cfg.Gyrum = g
+	if o.reclaim > 0 {
+		os.Exit(runReclaim(g, o.reclaim, o.asJSON))
+	}
+	os.Exit(runBench(o))
+}
+
+// parseFlags reads warpbench's flags.
+func parseFlags() options {
+	var o options
+	cfg, fc := &o.cfg, &o.fc
+	flag.StringVar(&o.gyrum, "gyrum", "", "the gyrum binary (default: bin/gyrum, next to this executable, or PATH)")
+	flag.BoolVar(&o.large, "large", false, "also sweep over 100k and 1M active leases (minutes to load), and ingest at 1, 50 and 1000 hosts")
+	flag.BoolVar(&o.asJSON, "json", false, "print JSON instead of markdown")
+	flag.BoolVar(&o.fleet, "fleet", false, "run only the fleet figure (100k held leases, 4,200 heartbeats/s open loop for 20 s)")
 	flag.IntVar(&cfg.Requests, "requests", bench.DefaultRequests, "heartbeats per ingest target")
 	flag.IntVar(&cfg.IngestPairs, "ingest-pairs", bench.DefaultIngestPairs, "times each warp ingest target runs, each right after the no-op handler (the median pair is reported)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent load-generator clients")
@@ -53,28 +83,16 @@ func main() {
 	flag.IntVar(&fc.Leases, "fleet-leases", bench.DefaultFleetLeases, "held leases of the fleet figure")
 	flag.Float64Var(&fc.Rate, "fleet-rate", bench.DefaultFleetRate, "heartbeats per second of the fleet figure")
 	flag.DurationVar(&fc.Duration, "fleet-duration", bench.DefaultFleetDuration, "how long the fleet figure's load lasts")
-	flag.IntVar(&reclaim, "reclaim", 0, "run only the reclaim figure: kill this many agents, each until its ticket is open again")
+	flag.IntVar(&o.reclaim, "reclaim", 0, "run only the reclaim figure: kill this many agents, each until its ticket is open again")
 	flag.Parse()
-	if fleet {
-		fc.PostgresURL = cfg.PostgresURL
-		os.Exit(runFleet(fc, asJSON))
-	}
+	return o
+}
 
-	if gyrum == "" {
-		if _, err := os.Stat("bin/gyrum"); err == nil {
-			gyrum = "bin/gyrum"
-		}
-	}
-	g, err := sim.FindGyrum(gyrum)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "warpbench:", err)
-		os.Exit(2)
-	}
-	cfg.Gyrum = g
-	if reclaim > 0 {
-		os.Exit(runReclaim(g, reclaim, asJSON))
-	}
-	if large {
+// runBench runs and prints the benchmarks of o.cfg, and returns the exit
+// code.
+func runBench(o options) int {
+	cfg := o.cfg
+	if o.large {
 		cfg.SweepSizes = append(append([]int{}, bench.DefaultSweepSizes...), 100_000, bench.LargeSweepSize)
 		cfg.IngestHosts = bench.LargeIngestHosts
 	}
@@ -84,9 +102,9 @@ func main() {
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warpbench:", err)
-		os.Exit(1)
+		return 1
 	}
-	if asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
@@ -96,8 +114,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warpbench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // runFleet runs and prints the fleet figure, and returns the exit code.
