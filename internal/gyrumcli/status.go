@@ -51,50 +51,9 @@ says how to repair it (on stderr; "problems" with --json): restart the loop,
 which restores the record the hook needs, or release the ticket.`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry()
+			hs, err := a.hostStatus()
 			if err != nil {
 				return err
-			}
-			entries, bad, err := reg.List()
-			if err != nil {
-				return err
-			}
-			hs := HostStatus{Registry: reg.Dir(), Loops: []LoopStatus{}}
-			for _, b := range bad {
-				hs.Corrupt = append(hs.Corrupt, b.Err.Error())
-			}
-			for _, e := range entries {
-				d, err := gyrumdir.At(e.Dir)
-				if err != nil {
-					continue
-				}
-				s := a.inspect(d, e.PID)
-				// The registry is the authority on which loop this is.
-				s.LoopPID, s.LoopAlive, s.Registered = e.PID, e.Identity().Alive(), true
-				if s.Ticket == "" {
-					s.Ticket = e.Ticket
-				}
-				hs.Loops = append(hs.Loops, s)
-			}
-			a.addUnregistered(&hs, entries)
-			for _, s := range hs.Loops {
-				if s.Problem != "" {
-					hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Problem,
-						Fix: "free space on that file system (df -h " + shellquote.Quote(s.Dir) + "); the loop writes again at its next attempt"})
-				}
-			}
-			// An agent that exited, a loop that is gone: what to do next,
-			// unless a problem above already says it for the worktree.
-			for i := range hs.Loops {
-				s := &hs.Loops[i]
-				whatNext(s)
-				said := false
-				for _, p := range hs.Problems {
-					said = said || gyrumdir.SamePath(p.Dir, s.Dir)
-				}
-				if s.Next != "" && !said {
-					hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Gone, Fix: s.Next})
-				}
 			}
 			if asJSON {
 				return clikit.PrintJSON(a.Stdout, hs)
@@ -104,6 +63,57 @@ which restores the record the hook needs, or release the ticket.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// hostStatus gathers what status shows: every registered loop with its
+// lease, the leases without one, and the problems with what to do.
+func (a *App) hostStatus() (HostStatus, error) {
+	reg, err := a.registry()
+	if err != nil {
+		return HostStatus{}, err
+	}
+	entries, bad, err := reg.List()
+	if err != nil {
+		return HostStatus{}, err
+	}
+	hs := HostStatus{Registry: reg.Dir(), Loops: []LoopStatus{}}
+	for _, b := range bad {
+		hs.Corrupt = append(hs.Corrupt, b.Err.Error())
+	}
+	for _, e := range entries {
+		d, err := gyrumdir.At(e.Dir)
+		if err != nil {
+			continue
+		}
+		s := a.inspect(d, e.PID)
+		// The registry is the authority on which loop this is.
+		s.LoopPID, s.LoopAlive, s.Registered = e.PID, e.Identity().Alive(), true
+		if s.Ticket == "" {
+			s.Ticket = e.Ticket
+		}
+		hs.Loops = append(hs.Loops, s)
+	}
+	a.addUnregistered(&hs, entries)
+	for _, s := range hs.Loops {
+		if s.Problem != "" {
+			hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Problem,
+				Fix: "free space on that file system (df -h " + shellquote.Quote(s.Dir) + "); the loop writes again at its next attempt"})
+		}
+	}
+	// An agent that exited, a loop that is gone: what to do next, unless
+	// a problem above already says it for the worktree.
+	for i := range hs.Loops {
+		s := &hs.Loops[i]
+		whatNext(s)
+		said := false
+		for _, p := range hs.Problems {
+			said = said || gyrumdir.SamePath(p.Dir, s.Dir)
+		}
+		if s.Next != "" && !said {
+			hs.Problems = append(hs.Problems, StatusProblem{Dir: s.Dir, Problem: s.Ticket + ": " + s.Gone, Fix: s.Next})
+		}
+	}
+	return hs, nil
 }
 
 // addUnregistered adds the leases no running loop has registered: those of
