@@ -10,14 +10,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 )
 
-func (a *App) doctorCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "doctor [--json]",
-		Short: "Check that this host is wired for warp, and say how to fix what is not",
-		Example: `  gyrum doctor
-  gyrum doctor --json | jq '.checks[] | select(.status != "ok")'`,
-		Long: `doctor checks, each with a one-line fix:
+// doctorHelp is doctor's --help: its checks, one a line.
+const doctorHelp = `doctor checks, each with a one-line fix:
   hook         gyrum touch-activity is in the effective Claude Code settings
                (user, and ./.claude/settings.json and settings.local.json)
   hook-binary  the gyrum the hook runs exists and is executable
@@ -39,7 +33,16 @@ func (a *App) doctorCommand() *cobra.Command {
   warp         WARP_URL answers and accepts schema_version 2 heartbeats
                (probed with a heartbeat for the ticket gyrum-doctor-probe)
   loop ...     the loop of each local lease is alive and matches heartbeat.pid
-Exit 1 when something is wrong; warnings alone exit 0.`,
+Exit 1 when something is wrong; warnings alone exit 0.`
+
+func (a *App) doctorCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Check that this host is wired for warp, and say how to fix what is not",
+		Example: `  gyrum doctor
+  gyrum doctor --json | jq '.checks[] | select(.status != "ok")'`,
+		Long: doctorHelp,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
 			home, err := a.homeDir()
