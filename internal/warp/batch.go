@@ -262,6 +262,15 @@ func (r *batchRun) apply(i int) error {
 	if err := r.stage(ctx, l, ch); err != nil {
 		return err
 	}
+	if h.Note != nil {
+		at := h.NoteAt
+		if at.IsZero() || at.After(r.now) {
+			at = r.now
+		}
+		if err := r.tx.SetAttemptNote(ctx, l.Ticket, l.Epoch, *h.Note, at); err != nil {
+			return fmt.Errorf("record the note of %s/%d: %w", l.Ticket, l.Epoch, err)
+		}
+	}
 	r.answers[i].Result = res
 	r.count(host, caller.Token, h.SchemaVersion)
 	return nil
@@ -320,7 +329,7 @@ func (r *batchRun) stage(ctx context.Context, l Lease, ch Change) error {
 		r.verdicts.add(ch.Lease.Host, ch.Counts)
 	} else {
 		delete(r.beats, id)
-		if _, err := r.s.writeCounting(ctx, r.tx, ch, r.verdicts); err != nil {
+		if _, err := r.s.writeCounting(ctx, r.tx, &ch, r.verdicts); err != nil {
 			return err
 		}
 	}

@@ -30,6 +30,9 @@ type Change struct {
 	// recorded change moves one; likewise for what the loop reports about
 	// the hook.
 	Counts map[Verdict]int64
+	// EndedFrom is, for a change that ends a held lease, that lease as it
+	// was held (its verdict at the end goes into the attempt's record).
+	EndedFrom *Lease
 }
 
 // hookCountPrefix starts the count keys of hook health.
@@ -148,6 +151,8 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 		return Change{}, Errorf(ErrConflict, "ticket %s is completed: claim another with --next", t.ID)
 	case TicketCancelled:
 		return Change{}, Errorf(ErrConflict, "ticket %s is cancelled: claim another with --next, or have an operator reopen it (warp ticket reopen %s)", t.ID, t.ID)
+	case TicketBlocked:
+		return Change{}, Errorf(ErrConflict, "ticket %s is blocked: too many attempts ended without completing (warp ticket show %s lists them); claim another with --next, or have an operator reopen it (warp ticket reopen %s)", t.ID, t.ID, t.ID)
 	}
 	l := Lease{
 		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,
@@ -260,6 +265,7 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 // completed with prURL).
 func End(t Ticket, l Lease, state LeaseState, reason, prURL string, now time.Time) Change {
 	counts := map[Verdict]int64{recordedVerdict(l): -1, HookCountKey(l.HookSeen): -1}
+	held := l
 	l.State, l.EndedAt, l.EndReason, l.PRURL, l.VerdictDueAt = state, now, reason, prURL, time.Time{}
 	kind, data := EventReleased, map[string]any{"reason": reason, "agent": l.Agent, "host": l.Host}
 	t.State = TicketOpen
@@ -268,7 +274,7 @@ func End(t Ticket, l Lease, state LeaseState, reason, prURL string, now time.Tim
 		t.State = TicketCompleted
 	}
 	t.UpdatedAt = now
-	return Change{Ticket: t, TicketDirty: true, Lease: l, LeaseDirty: true, Counts: counts,
+	return Change{Ticket: t, TicketDirty: true, Lease: l, LeaseDirty: true, Counts: counts, EndedFrom: &held,
 		Events: []Event{{Ticket: t.ID, Epoch: l.Epoch, Kind: kind, At: now, Data: data}}}
 }
 
@@ -291,7 +297,7 @@ func CancelReason(reason string) string {
 func Cancel(t Ticket, holder *Lease, reason string, now time.Time) (Change, error) {
 	var ch Change
 	switch t.State {
-	case TicketOpen:
+	case TicketOpen, TicketBlocked:
 		ch = Change{Ticket: t}
 	case TicketClaimed:
 		if holder == nil || !holder.Held() {
@@ -311,18 +317,18 @@ func Cancel(t Ticket, holder *Lease, reason string, now time.Time) (Change, erro
 	return ch, nil
 }
 
-// Reopen reopens completed or cancelled ticket t at now: it turns open,
+// Reopen reopens completed, cancelled or blocked ticket t at now: it turns open,
 // to be claimed again with the next epoch (its leases, all ended, stay as
 // they ended), and the event reopened {from, reason} is recorded. An open
 // ticket is ErrConflict, and so is a claimed one: taking a ticket from its
 // holder is a release.
 func Reopen(t Ticket, reason string, now time.Time) (Change, error) {
 	switch t.State {
-	case TicketCompleted, TicketCancelled:
+	case TicketCompleted, TicketCancelled, TicketBlocked:
 	case TicketOpen:
 		return Change{}, Errorf(ErrConflict, "ticket %s is already open", t.ID)
 	case TicketClaimed:
-		return Change{}, Errorf(ErrConflict, "ticket %s is claimed: reopen is for completed and cancelled tickets; to take it from its holder, release its lease (warp release %s)", t.ID, t.ID)
+		return Change{}, Errorf(ErrConflict, "ticket %s is claimed: reopen is for completed, cancelled and blocked tickets; to take it from its holder, release its lease (warp release %s)", t.ID, t.ID)
 	default:
 		return Change{}, fmt.Errorf("reopen ticket %s: unknown state %q", t.ID, t.State)
 	}
@@ -338,8 +344,9 @@ func Reopen(t Ticket, reason string, now time.Time) (Change, error) {
 func Lapse(mode Mode, t Ticket, l Lease, now time.Time) Change {
 	reason, fb := LapseReason(mode, l)
 	counts := map[Verdict]int64{recordedVerdict(l): -1, HookCountKey(l.HookSeen): -1}
+	held := l
 	l.State, l.EndedAt, l.EndReason, l.FallbackExtended, l.VerdictDueAt = LeaseLapsed, now, reason, fb, time.Time{}
-	ch := Change{Ticket: t, Lease: l, LeaseDirty: true, Counts: counts}
+	ch := Change{Ticket: t, Lease: l, LeaseDirty: true, Counts: counts, EndedFrom: &held}
 	if t.Epoch == l.Epoch && t.State == TicketClaimed {
 		ch.Ticket.State, ch.Ticket.UpdatedAt, ch.TicketDirty = TicketOpen, now, true
 	}

@@ -89,6 +89,11 @@ type Config struct {
 	// nil: the process's monotonic clock. Nil with Now set: Now is taken
 	// as it is (tests that set the time by hand).
 	Elapsed func() time.Duration
+	// MaxAttempts is the attempt cap (warp serve --max-attempts): a ticket
+	// whose lease ends without completing for the MaxAttempts-th time
+	// since its last completion or reopen is blocked instead of reopened;
+	// 0: no cap.
+	MaxAttempts int
 	// Logger receives operational messages; discarded when nil.
 	Logger *slog.Logger
 }
@@ -349,6 +354,9 @@ type TicketView struct {
 	// LeaseSecret is the new lease's secret, in a claim's answer only (it
 	// is stored hashed and never shown again).
 	LeaseSecret string
+	// Attempts are the ticket's leases with their records, newest first
+	// (at most MaxAttemptsListed), in Service.Ticket's answer only.
+	Attempts []Attempt
 }
 
 func (s *Service) view(tl TicketLease, now time.Time) TicketView {
@@ -471,6 +479,11 @@ func (s *Service) Ticket(ctx context.Context, id string) (TicketView, error) {
 			tl.Lease = &l
 		}
 		out = s.view(tl, s.now())
+		if t.Epoch > 0 {
+			if out.Attempts, err = tx.Attempts(ctx, id, MaxAttemptsListed); err != nil {
+				return fmt.Errorf("read the attempts of %s: %w", id, err)
+			}
+		}
 		return nil
 	})
 	return out, err
@@ -696,7 +709,7 @@ func (s *Service) claim(ctx context.Context, r ClaimRequest, find func(Tx) (Tick
 		if err != nil {
 			return err
 		}
-		if _, err := s.write(ctx, tx, ch); err != nil {
+		if _, err := s.write(ctx, tx, &ch); err != nil {
 			return err
 		}
 		out = TicketView{Ticket: ch.Ticket, Lease: &ch.Lease, Verdict: s.cfg.Policy.Verdict(ch.Lease, now), LeaseSecret: secret}
@@ -707,7 +720,7 @@ func (s *Service) claim(ctx context.Context, r ClaimRequest, find func(Tx) (Tick
 
 // write stores what a transition of the lease core returns, in its order,
 // and returns the ids of its events.
-func (s *Service) write(ctx context.Context, tx Tx, ch Change) ([]int64, error) {
+func (s *Service) write(ctx context.Context, tx Tx, ch *Change) ([]int64, error) {
 	return s.writeCounting(ctx, tx, ch, nil)
 }
 
@@ -742,7 +755,11 @@ func (hc hostCounts) flush(ctx context.Context, tx Tx) error {
 
 // writeCounting is write with the count changes gathered into hc (when
 // not nil) instead of written at once.
-func (s *Service) writeCounting(ctx context.Context, tx Tx, ch Change, hc hostCounts) ([]int64, error) {
+//
+// A change that ends a lease also records the attempt's end (recordEnd),
+// which may block the ticket under the attempt cap: ch's ticket and
+// events then say so.
+func (s *Service) writeCounting(ctx context.Context, tx Tx, ch *Change, hc hostCounts) ([]int64, error) {
 	l := ch.Lease
 	switch {
 	case ch.InsertLease:
@@ -752,6 +769,15 @@ func (s *Service) writeCounting(ctx context.Context, tx Tx, ch Change, hc hostCo
 	case ch.LeaseDirty:
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return nil, fmt.Errorf("update lease %s/%d: %w", l.Ticket, l.Epoch, err)
+		}
+	}
+	if ch.EndedFrom != nil {
+		by := endedBy(ctx)
+		if l.EndReason == ReleaseExitReport {
+			by = "warp"
+		}
+		if err := s.recordEnd(ctx, tx, ch, by); err != nil {
+			return nil, err
 		}
 	}
 	if hc != nil {
@@ -857,6 +883,11 @@ func ValidateHeartbeat(h Heartbeat) error {
 	if h.HookEvents < 0 || h.HookEvents > MaxHookEvents {
 		return Errorf(ErrInvalid, "hook_events must be between 0 and %d, got %d", MaxHookEvents, h.HookEvents)
 	}
+	if h.Note != nil {
+		if err := CheckText("note", *h.Note, MaxNoteLen); err != nil {
+			return err
+		}
+	}
 	if h.Exit != "" && !ValidExit(h.Exit) {
 		return Errorf(ErrInvalid, "exit %q is unknown: want %s or %s", h.Exit, ExitParentExited, ExitWorktreeGone)
 	}
@@ -959,7 +990,7 @@ func (s *Service) finish(ctx context.Context, id string, epoch int64, state Leas
 		}
 		ch := End(t, l, state, reason, prURL, now)
 		stampOperator(ctx, ch.Events)
-		if _, err := s.write(ctx, tx, ch); err != nil {
+		if _, err := s.write(ctx, tx, &ch); err != nil {
 			return err
 		}
 		out = TicketView{Ticket: ch.Ticket, Lease: &ch.Lease}
@@ -1227,7 +1258,7 @@ func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease
 				return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
 			}
 			ch := Lapse(mode, t, l, now)
-			if _, err := s.writeCounting(ctx, tx, ch, counts); err != nil {
+			if _, err := s.writeCounting(ctx, tx, &ch, counts); err != nil {
 				return err
 			}
 			lapsed = append(lapsed, ch.Lease)

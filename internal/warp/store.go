@@ -111,6 +111,28 @@ type Tx interface {
 	// CountHeld counts held leases that b matches (VerdictBounds.Match).
 	CountHeld(ctx context.Context, b VerdictBounds) (int64, error)
 
+	// Attempts returns the leases of ticket with their attempt records
+	// (a record never written is the zero AttemptRecord with Ticket and
+	// Epoch set), newest epoch first, at most limit.
+	Attempts(ctx context.Context, ticket string, limit int) ([]Attempt, error)
+	// AttemptRecord returns the record of attempt (ticket, epoch); a
+	// record never written is the zero one with Ticket and Epoch set.
+	AttemptRecord(ctx context.Context, ticket string, epoch int64) (AttemptRecord, error)
+	// SetAttemptNote writes the note and its time of attempt (ticket,
+	// epoch), creating its record when there is none.
+	SetAttemptNote(ctx context.Context, ticket string, epoch int64, note string, at time.Time) error
+	// SetAttemptEnd writes the verdict in words and who ended attempt
+	// (ticket, epoch), creating its record when there is none.
+	SetAttemptEnd(ctx context.Context, ticket string, epoch int64, verdict, by string) error
+	// SetAttemptSnapshot writes the snapshot of attempt (ticket, epoch)
+	// when it has none (its state is empty), creating its record when
+	// there is none; ErrConflict when it has one.
+	SetAttemptSnapshot(ctx context.Context, ticket string, epoch int64, s Snapshot) error
+	// SetAttemptCapReset marks attempt (ticket, epoch) as the one after
+	// which the attempt cap counts again, creating its record when there
+	// is none.
+	SetAttemptCapReset(ctx context.Context, ticket string, epoch int64) error
+
 	// AppendEvent appends e and returns its id.
 	AppendEvent(ctx context.Context, e Event) (int64, error)
 	// Events returns the events of ticket (the global events when ticket is

@@ -116,8 +116,16 @@ func (s *Service) Cancel(ctx context.Context, id, reason string) (TicketView, er
 // Reopen reopens completed or cancelled ticket id (the lease core's
 // Reopen). reason is at most MaxIdentLen bytes.
 func (s *Service) Reopen(ctx context.Context, id, reason string) (TicketView, error) {
-	return s.operate(ctx, id, reason, func(_ Tx, t Ticket) (Change, error) {
-		return Reopen(t, reason, s.now())
+	return s.operate(ctx, id, reason, func(tx Tx, t Ticket) (Change, error) {
+		ch, err := Reopen(t, reason, s.now())
+		if err == nil && t.State == TicketBlocked {
+			// The cap counts again from here: the next MaxAttempts
+			// failed attempts block it again.
+			if err := tx.SetAttemptCapReset(ctx, t.ID, t.Epoch); err != nil {
+				return Change{}, fmt.Errorf("reset the attempt cap of %s: %w", t.ID, err)
+			}
+		}
+		return ch, err
 	})
 }
 
@@ -141,7 +149,7 @@ func (s *Service) operate(ctx context.Context, id, reason string, apply func(Tx,
 			return err
 		}
 		stampOperator(ctx, ch.Events)
-		if _, err := s.write(ctx, tx, ch); err != nil {
+		if _, err := s.write(ctx, tx, &ch); err != nil {
 			return err
 		}
 		out, err = s.viewTx(ctx, tx, ch.Ticket)

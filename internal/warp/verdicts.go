@@ -126,7 +126,7 @@ func (s *Service) recordVerdictBatch(ctx context.Context, now time.Time) (batch 
 		counts := hostCounts{}
 		for _, l := range leases {
 			ch, c, ok := s.cfg.Policy.RecordVerdict(Ticket{ID: l.Ticket}, l, now)
-			ids, err := s.writeCounting(ctx, tx, ch, counts)
+			ids, err := s.writeCounting(ctx, tx, &ch, counts)
 			if err != nil {
 				return err
 			}

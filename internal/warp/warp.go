@@ -14,24 +14,27 @@ import (
 // TicketState is the life-cycle state of a ticket.
 type TicketState string
 
-// Ticket states. A release or a lapse returns a claimed ticket to open.
-// An operator cancels an open or claimed ticket (its lease, when held, is
-// released) and reopens a completed or cancelled one.
+// Ticket states. A release or a lapse returns a claimed ticket to open,
+// or, under an attempt cap (Config.MaxAttempts), to blocked once that many
+// attempts ended without completing: claim-next skips it. An operator
+// cancels an open, blocked or claimed ticket (its lease, when held, is
+// released) and reopens a completed, cancelled or blocked one.
 const (
 	TicketOpen      TicketState = "open"
 	TicketClaimed   TicketState = "claimed"
 	TicketCompleted TicketState = "completed"
 	TicketCancelled TicketState = "cancelled"
+	TicketBlocked   TicketState = "blocked"
 )
 
 // TicketStates lists the ticket states, in their life-cycle order.
 func TicketStates() []TicketState {
-	return []TicketState{TicketOpen, TicketClaimed, TicketCompleted, TicketCancelled}
+	return []TicketState{TicketOpen, TicketClaimed, TicketCompleted, TicketCancelled, TicketBlocked}
 }
 
 // Valid reports whether s is a known ticket state.
 func (s TicketState) Valid() bool {
-	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted || s == TicketCancelled
+	return s == TicketOpen || s == TicketClaimed || s == TicketCompleted || s == TicketCancelled || s == TicketBlocked
 }
 
 // ValidTicketID reports whether id obeys the ticket id rule
@@ -188,6 +191,11 @@ const (
 	EventEdited    EventKind = "edited"
 	EventReopened  EventKind = "reopened"
 	EventCancelled EventKind = "cancelled"
+	// EventBlocked: the attempt cap blocked the ticket {attempts,
+	// max_attempts, reason}; EventSnapshot: an attempt's loop reported
+	// its worktree's snapshot {state, commit, host}.
+	EventBlocked  EventKind = "blocked"
+	EventSnapshot EventKind = "snapshot"
 )
 
 // Event is one entry of the history. Ticket is empty for global events
@@ -222,6 +230,11 @@ type Heartbeat struct {
 	// within its staleness limit. Recorded as a heartbeat (the loop lives),
 	// never as an extension.
 	Stale bool
+	// Note (v2, optional) is the agent's latest note (gyrum note), at most
+	// MaxNoteLen bytes, written at NoteAt (zero: when received); nil when
+	// the loop sent none. Kept as the attempt's last note.
+	Note   *string
+	NoteAt time.Time
 	// ReceivedAt is when this warp received the heartbeat (Service sets
 	// it); its activity age counts back from then, not from when a batch
 	// applies it, so a wait in the group commit credits no activity. Zero:
