@@ -343,6 +343,15 @@ func (c *Client) Release(ctx context.Context, id string, r ReleaseRequest) (Tick
 	return t, err
 }
 
+// RecordSnapshot reports the snapshot of attempt epoch of ticket id
+// (the lease's holder, held or ended). A second report for the same
+// attempt is ErrConflict: the first one stays.
+func (c *Client) RecordSnapshot(ctx context.Context, id string, epoch int64, s Snapshot) (Attempt, error) {
+	var a Attempt
+	err := c.Do(ctx, http.MethodPost, "/v1/tickets/"+url.PathEscape(id)+"/attempts/"+strconv.FormatInt(epoch, 10)+"/snapshot", s, &a)
+	return a, err
+}
+
 // Complete completes ticket id under the lease of r.Epoch.
 func (c *Client) Complete(ctx context.Context, id string, r CompleteRequest) (Ticket, error) {
 	var t Ticket

@@ -22,7 +22,61 @@ type Ticket struct {
 	// header Warp-Lease-Secret: new), and nowhere else: the holder sends it
 	// back in the same header with every write to the lease.
 	LeaseSecret string `json:"lease_secret,omitempty"`
+	// Attempts are the ticket's leases with what each left (newest first,
+	// at most 100): in the answers of GET /v1/tickets/{id} and of a claim
+	// (there the new lease is the first), nowhere else.
+	Attempts []Attempt `json:"attempts,omitempty"`
 }
+
+// Attempt is one lease of a ticket and what it left for the next
+// claimant: how it ended, the verdict at its end in words, the agent's
+// last note and the snapshot of its worktree.
+type Attempt struct {
+	Number    int64      `json:"number"` // the lease's epoch
+	Agent     string     `json:"agent"`
+	Host      string     `json:"host"`
+	State     string     `json:"state"` // held, completed, released, lapsed
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// EndReason is the lapse reason (no-activity, no-heartbeat,
+	// agent-exited) or the release reason; Exit the loop's exit report.
+	EndReason string `json:"end_reason,omitempty"`
+	Exit      string `json:"exit,omitempty"`
+	// EndedBy is who ended it: an operator's name, "agent", "warp".
+	EndedBy string `json:"ended_by,omitempty"`
+	// EndVerdict is the verdict at its end in words ("stalled 31m0s").
+	EndVerdict string     `json:"end_verdict,omitempty"`
+	Note       string     `json:"note,omitempty"`
+	NoteAt     *time.Time `json:"note_at,omitempty"`
+	PRURL      string     `json:"pr_url,omitempty"`
+	Snapshot   *Snapshot  `json:"snapshot,omitempty"`
+}
+
+// Snapshot is the state of an attempt's worktree as its loop saved it
+// (body of POST /v1/tickets/{id}/attempts/{epoch}/snapshot, and within
+// Attempt).
+type Snapshot struct {
+	// State: saved (Commit under Ref), gone (the worktree was already
+	// gone: nothing to save) or failed (Detail says why).
+	State  string `json:"state"`
+	Commit string `json:"commit,omitempty"`
+	Ref    string `json:"ref,omitempty"`    // refs/gyrum/<ticket>/<epoch>
+	Base   string `json:"base,omitempty"`   // the HEAD the worktree was at
+	Branch string `json:"branch,omitempty"` // the branch it had checked out
+	Remote string `json:"remote,omitempty"` // the repository's remote URL
+	Pushed bool   `json:"pushed,omitempty"` // Ref was pushed to Remote
+	Host   string `json:"host,omitempty"`   // the host whose repository holds Ref
+	Detail string `json:"detail,omitempty"`
+	// At is when warp recorded it (ignored in a request).
+	At *time.Time `json:"at,omitempty"`
+}
+
+// Snapshot states.
+const (
+	SnapshotSaved  = "saved"
+	SnapshotGone   = "gone"
+	SnapshotFailed = "failed"
+)
 
 // HeaderLeaseSecret carries the lease secret: "new" on a claim asks for
 // one; every write to a lease (heartbeat, exit report, release, complete)
@@ -152,6 +206,11 @@ type HeartbeatRequest struct {
 	// shown no activity within the loop's staleness limit: it keeps the
 	// verdict "stalled" (not "silent") and never extends the lease.
 	Stale bool `json:"stale,omitempty"`
+	// Note (v2, optional) is the agent's latest note (gyrum note, at most
+	// 1024 bytes), sent once after it changes; NoteAt is when the agent
+	// wrote it. warp keeps it as the attempt's last note.
+	Note   *string    `json:"note,omitempty"`
+	NoteAt *time.Time `json:"note_at,omitempty"`
 }
 
 // SchemaV2 is the heartbeat schema version whose bodies carry the agent's

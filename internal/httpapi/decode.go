@@ -209,6 +209,10 @@ func DecodeHeartbeat(r io.Reader) (warp.Heartbeat, error) {
 		}
 		h.Epoch, h.ActivityAge, h.InFlight, h.Exit = req.Epoch, *req.ActivityAgeS, req.InFlight, req.Exit
 		h.HookSeen, h.HookEvents, h.Stale = req.HookSeen, req.HookEvents, req.Stale
+		h.Note = req.Note
+		if req.NoteAt != nil {
+			h.NoteAt = *req.NoteAt
+		}
 	default:
 		return warp.Heartbeat{}, warp.Errorf(warp.ErrUnsupportedSchema,
 			"schema_version %d is not supported: this server speaks 1 and 2 (omit it for 1)", h.SchemaVersion)

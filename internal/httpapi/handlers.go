@@ -164,6 +164,29 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// recordSnapshot records the snapshot of an attempt (the lease's holder,
+// held or ended; once per attempt: a second is 409 conflict).
+func (s *Server) recordSnapshot(w http.ResponseWriter, r *http.Request) error {
+	epoch, err := strconv.ParseInt(r.PathValue("epoch"), 10, 64)
+	if err != nil || epoch <= 0 {
+		return warp.Errorf(warp.ErrInvalid, "epoch %q in the path is not a positive integer", r.PathValue("epoch"))
+	}
+	var req Snapshot
+	if err := decodeRequest(r, &req, true); err != nil {
+		return err
+	}
+	rec, err := s.svc.RecordSnapshot(r.Context(), r.PathValue("id"), epoch, warp.Snapshot{State: req.State, Commit: req.Commit,
+		Ref: req.Ref, Base: req.Base, Branch: req.Branch, Remote: req.Remote, Pushed: req.Pushed, Host: req.Host, Detail: req.Detail})
+	if err != nil {
+		return err
+	}
+	s.changed(apihook.Change{Kind: warp.EventSnapshot, Ticket: rec.Ticket, Epoch: rec.Epoch})
+	snap := FromSnapshot(rec.Snapshot)
+	writeJSON(w, http.StatusOK, Attempt{Number: rec.Epoch, EndedBy: rec.EndedBy, EndVerdict: rec.EndVerdict, Note: rec.Note,
+		NoteAt: optTime(rec.NoteAt), Snapshot: &snap})
+	return nil
+}
+
 func (s *Server) claimNext(w http.ResponseWriter, r *http.Request) error {
 	var req ClaimNextRequest
 	if err := decodeRequest(r, &req, true); err != nil {

@@ -161,6 +161,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/claims/next", s.claimNext, RoleAgent)
 	s.handle("POST /v1/tickets/{id}/release", s.release, RoleAgent) // without epoch: admin, checked inside
 	s.handle("POST /v1/tickets/{id}/complete", s.complete, RoleAgent)
+	s.handle("POST /v1/tickets/{id}/attempts/{epoch}/snapshot", s.recordSnapshot, RoleAgent)
 	s.handle("POST /heartbeat", s.heartbeat, RoleAgent)
 	s.handle("POST /v1/heartbeat", s.heartbeat, RoleAgent)
 	s.handle("GET /v1/adoption", s.adoption, RoleAdmin)

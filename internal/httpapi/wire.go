@@ -23,7 +23,29 @@ func FromTicketView(v warp.TicketView) Ticket {
 		l := FromLease(*v.Lease)
 		t.Lease = &l
 	}
+	for _, a := range v.Attempts {
+		t.Attempts = append(t.Attempts, FromAttempt(a))
+	}
 	return t
+}
+
+// FromAttempt converts a domain attempt to the wire form.
+func FromAttempt(a warp.Attempt) Attempt {
+	l, r := a.Lease, a.Record
+	out := Attempt{Number: l.Epoch, Agent: l.Agent, Host: l.Host, State: string(l.State), StartedAt: l.ClaimedAt,
+		EndedAt: optTime(l.EndedAt), EndReason: l.EndReason, Exit: l.Exit, EndedBy: r.EndedBy, EndVerdict: r.EndVerdict,
+		Note: r.Note, NoteAt: optTime(r.NoteAt), PRURL: l.PRURL}
+	if r.Snapshot.State != "" {
+		s := FromSnapshot(r.Snapshot)
+		out.Snapshot = &s
+	}
+	return out
+}
+
+// FromSnapshot converts a domain snapshot to the wire form.
+func FromSnapshot(s warp.Snapshot) Snapshot {
+	return Snapshot{State: s.State, Commit: s.Commit, Ref: s.Ref, Base: s.Base, Branch: s.Branch, Remote: s.Remote,
+		Pushed: s.Pushed, Host: s.Host, Detail: s.Detail, At: optTime(s.At)}
 }
 
 // FromLease converts a domain lease to the wire form.

@@ -9,6 +9,8 @@ type (
 	Ticket              = client.Ticket
 	Lease               = client.Lease
 	LeaseStatus         = client.LeaseStatus
+	Attempt             = client.Attempt
+	Snapshot            = client.Snapshot
 	TicketList          = client.TicketList
 	CreateTicketRequest = client.CreateTicketRequest
 	ClaimRequest        = client.ClaimRequest

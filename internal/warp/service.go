@@ -713,6 +713,12 @@ func (s *Service) claim(ctx context.Context, r ClaimRequest, find func(Tx) (Tick
 			return err
 		}
 		out = TicketView{Ticket: ch.Ticket, Lease: &ch.Lease, Verdict: s.cfg.Policy.Verdict(ch.Lease, now), LeaseSecret: secret}
+		if ch.Lease.Epoch > 1 {
+			// The next claimant is handed what the earlier attempts left.
+			if out.Attempts, err = tx.Attempts(ctx, t.ID, MaxAttemptsListed); err != nil {
+				return fmt.Errorf("read the attempts of %s: %w", t.ID, err)
+			}
+		}
 		return nil
 	})
 	return out, err

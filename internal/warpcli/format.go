@@ -11,6 +11,7 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/handoff"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -198,6 +199,12 @@ func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.E
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(t.Attempts) > 0 {
+		fmt.Fprintf(w, "\nattempts (%d, newest first)\n", len(t.Attempts))
+		for _, line := range handoff.Lines(handoff.New(t, t.Epoch+1).Attempts, now, 0) {
+			fmt.Fprintln(w, clikit.Clean(line))
+		}
 	}
 	fmt.Fprintf(w, "\nevents (%d)\n", len(events))
 	tw = newTable(w)

@@ -62,6 +62,9 @@ type ServeConfig struct {
 	Policy        warp.Policy
 	SweepInterval time.Duration
 	ReleaseOnExit bool
+	// MaxAttempts is the attempt cap (--max-attempts): after that many
+	// attempts of a ticket ended without completing, it is blocked; 0: off.
+	MaxAttempts int
 	// HookAlarm holds the fleet alarm's thresholds (--hook-alarm-ratio,
 	// --hook-alarm-min).
 	HookAlarm warp.HookAlarm
@@ -246,7 +249,7 @@ func (m *Main) startService(ctx context.Context) error {
 		}
 	}
 	scfg := warp.Config{
-		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm,
+		Policy: cfg.Policy, InitialMode: cfg.Mode, ReleaseOnExit: cfg.ReleaseOnExit, HookAlarm: cfg.HookAlarm, MaxAttempts: cfg.MaxAttempts,
 		MaxHostsPerToken: cfg.MaxHostsPerToken, SweepInterval: cfg.SweepInterval, Instance: instanceName(cfg.Addr),
 		Now: cfg.Now, Logger: m.log,
 	}
@@ -699,6 +702,7 @@ SIGTERM shut it down gracefully.`,
 	clikit.IntVar(f, &cfg.MaxConns, "max-conns", cfg.MaxConns, "most connections open at once; more get 503 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxConnsPerClient, "max-conns-per-client", cfg.MaxConnsPerClient, "most connections open at once from one client IP; more get 429 (0: no limit)")
 	clikit.IntVar(f, &cfg.MaxHostsPerToken, "max-hosts-per-token", cfg.MaxHostsPerToken, "most distinct hosts one agent token may report within a day; more get 429 (0: no limit)")
+	clikit.IntVar(f, &cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "block a ticket (claim-next skips it; warp ticket reopen puts it back) after this many of its attempts ended without completing (0: no cap)")
 	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", cfg.ReleaseOnExit, "release a lease as soon as its loop reports the agent exited (false: it lapses one lease window later)")
 	f.Float64Var(&cfg.HookAlarm.Ratio, "hook-alarm-ratio", cfg.HookAlarm.Ratio,
 		"host alarm: share of a host's held leases that turned stalled or unwired within one stall window (0 < r <= 1)")
