@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("HostCounts", func(t *testing.T) { testHostCounts(t, open) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
 	t.Run("TicketOps", func(t *testing.T) { testTicketOps(t, open) })
+	t.Run("Attempts", func(t *testing.T) { testAttempts(t, open) })
 	t.Run("Adoption", func(t *testing.T) { testAdoption(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
 	t.Run("LeaseHistory", func(t *testing.T) { testLeaseHistory(t, open) })
