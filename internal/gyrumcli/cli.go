@@ -134,7 +134,7 @@ loops.`,
 	clikit.SetupRoot(root, a.Stdout, a.Stderr)
 	root.SetIn(a.stdin())
 	root.AddCommand(a.startWorkCommand(), a.heartbeatCommand(), a.touchActivityCommand(),
-		a.completePRCommand(), a.releaseCommand(), a.waitCommand(), a.statusCommand())
+		a.completePRCommand(), a.releaseCommand(), a.waitCommand(), a.noteCommand(), a.statusCommand())
 	// The host-maintenance commands, one line each:
 	root.AddCommand(a.setupCommand())
 	root.AddCommand(a.doctorCommand())

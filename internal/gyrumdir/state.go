@@ -36,6 +36,9 @@ type LoopState struct {
 	Skips      int64     `json:"skips"`
 	Failures   int64     `json:"failures"`
 	NextTickAt time.Time `json:"next_tick_at,omitzero"`
+	// NoteSentAt is the time (Note.At) of the last note warp acknowledged:
+	// a note.json with another time is sent with the next heartbeat.
+	NoteSentAt time.Time `json:"note_sent_at,omitzero"`
 }
 
 // WriteState writes heartbeat.state atomically (a reader sees the old

@@ -852,9 +852,22 @@ func (l *Loop) v2(d Decision) client.HeartbeatRequest {
 	two := 2
 	secs := d.Age.Seconds()
 	seen := l.hookSeen
-	return client.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
+	body := client.HeartbeatRequest{SchemaVersion: &two, Ticket: l.lease.Ticket, Epoch: l.lease.Epoch,
 		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: d.InFlight, Stale: d.Stale,
 		HookSeen: &seen, HookEvents: l.hookPending}
+	body.Note, body.NoteAt = PendingNote(l.dir, l.state.NoteSentAt)
+	return body
+}
+
+// PendingNote returns the agent's note (note.json) and its time when it
+// is not the one warp acknowledged at sent; nils when there is none to
+// send (none written, the same, or unreadable: a torn note is not sent).
+func PendingNote(d gyrumdir.Dir, sent time.Time) (*string, *time.Time) {
+	n, err := d.ReadNote()
+	if err != nil || n.At.Equal(sent) {
+		return nil, nil
+	}
+	return &n.Text, &n.At
 }
 
 // observeHook updates hook_seen and the pending hook-event count before a
@@ -903,6 +916,9 @@ func (l *Loop) post(ctx context.Context, body client.HeartbeatRequest, now time.
 func (l *Loop) answered(body client.HeartbeatRequest, res client.HeartbeatResponse, now time.Time) {
 	if body.SchemaVersion != nil {
 		l.hookPending -= body.HookEvents // the server has added them
+	}
+	if body.NoteAt != nil {
+		l.state.NoteSentAt = *body.NoteAt
 	}
 	l.failures = 0
 	l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
