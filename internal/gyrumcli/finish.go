@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
 )
 
 func (a *App) completePRCommand() *cobra.Command {
@@ -71,6 +74,33 @@ type FinishResult struct {
 	Action string  `json:"action"` // completed, "not completed" (refused by warp), released
 	Server string  `json:"server"` // "ok" or the error warp answered
 	Loop   stopped `json:"loop"`
+	// Snapshot is the worktree's state saved for the next claimant;
+	// absent outside a git work tree.
+	Snapshot *client.Snapshot `json:"snapshot,omitempty"`
+}
+
+// sendNote sends the agent's note (gyrum note) that the stopped loop has
+// not sent, with a v2 heartbeat, before the lease ends: a note left just
+// before release is what the next claimant most needs. A refused or failed
+// heartbeat is only a lost note.
+func (a *App) sendNote(ctx context.Context, api *client.Client, d gyrumdir.Dir, lease gyrumdir.Lease) {
+	var sent time.Time
+	if st, err := d.ReadState(); err == nil {
+		sent = st.NoteSentAt
+	}
+	note, at := heartbeat.PendingNote(d, sent)
+	if note == nil {
+		return
+	}
+	age := time.Duration(0)
+	if last, err := d.LastActivity(); err == nil {
+		age = max(a.now().Sub(last), 0)
+	}
+	body := client.NewHeartbeat(lease.Ticket, lease.Epoch, age)
+	body.Host, body.Agent, body.Note, body.NoteAt = lease.Host, lease.Agent, note, at
+	if _, err := api.Heartbeat(ctx, body); err != nil {
+		fmt.Fprintf(a.Stderr, "gyrum: the note was not sent: %s\n", apiclient.Message(err))
+	}
 }
 
 func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL string, asJSON bool) error {
@@ -95,6 +125,7 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 	}
 	api := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret)
 	res := FinishResult{Ticket: lease.Ticket, Epoch: lease.Epoch, Action: "released", Server: "ok", Loop: st}
+	a.sendNote(ctx, api, d, lease)
 	if complete {
 		res.Action = "completed"
 		_, err = api.Complete(ctx, lease.Ticket, client.CompleteRequest{Epoch: lease.Epoch, PRURL: prURL})
@@ -111,6 +142,11 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 			res.Action = "not completed"
 			refused = fmt.Errorf("warp refused to complete %s: %s (local state cleaned)", lease.Ticket, res.Server)
 		}
+	}
+	// The lease has ended (or had): the worktree's state is the attempt's
+	// snapshot, for whoever claims the ticket next.
+	if snap, err := heartbeat.SaveSnapshot(ctx, api, d.Worktree, lease, lease.SnapshotPush, nil); err == nil {
+		res.Snapshot = &snap
 	}
 	if err := d.Clear(); err != nil {
 		return fmt.Errorf("clean %s: %w", d.Path, err)

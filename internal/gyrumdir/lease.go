@@ -37,6 +37,10 @@ type Lease struct {
 	// gyrum before 2026-12-07.
 	Watched    string `json:"watched,omitempty"`
 	WatchedHow string `json:"watched_how,omitempty"`
+	// SnapshotPush: when the lease ends, the snapshot of the worktree is
+	// also pushed to its remote (GYRUM_SNAPSHOT_PUSH at start-work), so a
+	// claimant on another host can fetch it.
+	SnapshotPush bool `json:"snapshot_push,omitempty"`
 }
 
 // Validate reports an ErrCorrupt error for a lease that cannot be used.

@@ -330,11 +330,29 @@ func (l *Loop) Run(ctx context.Context) (Exit, error) {
 		}
 		exit = l.tick(ctx, false)
 	}
+	l.snapshot(ctx, exit)
 	if l.untold != nil && exit != ExitSignal {
 		l.keepTelling(ctx)
 	}
 	l.log.Info("loop exits", "reason", string(exit), "posts", l.state.Posts, "skips", l.state.Skips, "failures", l.state.Failures)
 	return exit, nil
+}
+
+// snapshot saves and reports the worktree's state when the loop ended
+// because its agent is gone or its lease ended (SaveSnapshot), after the
+// exit report. release and complete-pr stop the loop with a signal and
+// save it themselves; a superseded lease.json is the next lease's.
+func (l *Loop) snapshot(ctx context.Context, exit Exit) {
+	switch exit {
+	case ExitParentExited, ExitWorktreeGone, ExitLeaseEnded, ExitStaleEpoch:
+	default:
+		return
+	}
+	if l.legacy {
+		return
+	}
+	api, _ := l.api.(SnapshotAPI)
+	_, _ = SaveSnapshot(ctx, api, l.dir.Worktree, l.lease, l.lease.SnapshotPush, l.log)
 }
 
 // wakeOnExit returns a context that ctx's end or the watched process's
