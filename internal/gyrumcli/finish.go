@@ -98,7 +98,7 @@ func (a *App) sendNote(ctx context.Context, api *client.Client, d gyrumdir.Dir, 
 	}
 	body := client.NewHeartbeat(lease.Ticket, lease.Epoch, age)
 	body.Host, body.Agent, body.Note, body.NoteAt = lease.Host, lease.Agent, note, at
-	if _, err := api.Heartbeat(ctx, body); err != nil {
+	if _, err := api.Heartbeat(ctx, body); err != nil && !endedAlready(err) {
 		fmt.Fprintf(a.Stderr, "gyrum: the note was not sent: %s\n", apiclient.Message(err))
 	}
 }

@@ -2,6 +2,7 @@ package gyrumcli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,8 +25,11 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/handoff"
+	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/proc"
 	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/snapshot"
 	"github.com/gyrum-labs/warp/internal/ticketid"
 )
 
@@ -38,6 +43,7 @@ type startWorkOptions struct {
 	watchPID int
 	schema   int
 	json     bool
+	resume   bool
 }
 
 // StartResult is what start-work prints with --json.
@@ -53,6 +59,9 @@ type StartResult struct {
 	WatchedPID int    `json:"watched_pid"`
 	Watched    string `json:"watched"`     // executable name
 	WatchedHow string `json:"watched_how"` // --watch-pid, CLAUDE_PID, ancestor, app-server-client, caller, parent, self
+	// Handoff is what the earlier attempts left (.gyrum/handoff.json);
+	// absent for a first claim.
+	Handoff *handoff.Handoff `json:"handoff,omitempty"`
 }
 
 func (a *App) startWorkCommand() *cobra.Command {
@@ -83,6 +92,7 @@ func (a *App) startWorkCommand() *cobra.Command {
 	clikit.IntVar(f, &o.watchPID, "watch-pid", 0, "the agent process to watch (default: CLAUDE_PID, the ancestor walk, the parent)")
 	clikit.IntVar(f, &o.schema, "schema-version", 2, "2: the activity-gated loop; 1: a pre-ADR v1 loop (mixed fleets, the simulator)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	f.BoolVar(&o.resume, "resume", false, "with --worktree: make the worktree from the last snapshot of an earlier attempt reachable here (the local ref, else fetched from its remote)")
 	return cmd
 }
 
@@ -151,6 +161,9 @@ func (o *startWorkOptions) parseArgs(args []string, dash int) (ticket string, ch
 		if len(o.labels) > 0 {
 			return "", nil, clikit.Usagef("--label goes with --next")
 		}
+	}
+	if o.resume && !o.worktree {
+		return "", nil, clikit.Usagef("--resume makes a new worktree from the last attempt's snapshot: give --worktree too")
 	}
 	if o.schema != 1 && o.schema != 2 {
 		return "", nil, clikit.Usagef("--schema-version %d: want 1 or 2", o.schema)
@@ -255,6 +268,7 @@ type startRun struct {
 	d       gyrumdir.Dir
 	lease   gyrumdir.Lease
 	res     StartResult
+	handoff *handoff.Handoff // what the earlier attempts left
 
 	undo undo
 	kept bool // the lease is in the hands of the loop (or of CMD): no undo
@@ -424,6 +438,11 @@ func (s *startRun) claim(ctx context.Context) error {
 	}
 	s.res = StartResult{Ticket: t.ID, Epoch: t.Lease.Epoch, WarpURL: api.BaseURL(), Agent: agent, Host: host,
 		WatchedPID: s.watched.PID, Watched: s.watched.Name, WatchedHow: s.watched.How}
+	h := handoff.New(t, t.Lease.Epoch)
+	s.handoff = &h
+	if len(h.Attempts) > 0 {
+		s.res.Handoff = s.handoff
+	}
 	return nil
 }
 
@@ -445,11 +464,27 @@ func (s *startRun) prepare() error {
 		if err != nil {
 			return firstErr(s.in.err(), err)
 		}
+		var from *handoff.Attempt
+		if s.o.resume {
+			if from = s.reachableSnapshot(s.in.ctx); from != nil {
+				// The old attempt's worktree may still be here, on
+				// gyrum/<ticket>: this one is the new attempt's.
+				plan.Path += fmt.Sprintf("-%d", s.res.Epoch)
+				plan.Branch += fmt.Sprintf("-%d", s.res.Epoch)
+				plan.Start = from.Snapshot.Base
+			}
+		}
 		if err := addWorktree(s.in.ctx, plan); err != nil {
 			return firstErr(s.in.err(), err)
 		}
 		s.undo.add(func() { _ = removeWorktree(context.Background(), plan) })
 		wt, s.res.Branch = plan.Path, plan.Branch
+		if from != nil {
+			if err := snapshot.Restore(s.in.ctx, wt, from.Snapshot.Commit); err != nil {
+				return firstErr(s.in.err(), fmt.Errorf("resume from the snapshot of attempt %d: %w", from.Number, err))
+			}
+			s.handoff.Resumed = from.Snapshot.Commit
+		}
 		// Without --worktree, check looked at base before the claim.
 		if err := refuseTracked(s.in.ctx, wt); err != nil {
 			return firstErr(s.in.err(), err)
@@ -480,8 +515,14 @@ func (s *startRun) prepareDir(wt string) error {
 	}
 	s.lease = gyrumdir.Lease{Ticket: s.t.ID, Epoch: s.t.Lease.Epoch, WarpURL: s.api.BaseURL(), Agent: s.res.Agent, Host: s.res.Host,
 		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret, Watched: s.watched.Name, WatchedHow: s.watched.How}
+	s.lease.SnapshotPush = snapshotPush(s.a.getenv("GYRUM_SNAPSHOT_PUSH"))
 	if err := d.WriteLease(s.lease); err != nil {
 		return err
+	}
+	if s.handoff != nil {
+		if err := writeHandoff(d, *s.handoff); err != nil {
+			return err
+		}
 	}
 	if err := d.WritePID(gyrumdir.ParentPIDFile, s.watched.Identity); err != nil {
 		return err
@@ -665,7 +706,74 @@ func printStart(w io.Writer, r StartResult, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(w, "claimed %s epoch %d\ndir     %s%s\nloop    pid %d, watching pid %d (%s, %s)\n",
 		r.Ticket, r.Epoch, r.Dir, branch, r.LoopPID, r.WatchedPID, r.Watched, r.WatchedHow)
+	if err != nil || r.Handoff == nil {
+		return err
+	}
+	h := r.Handoff
+	fmt.Fprintf(w, "earlier attempts (%d, newest first; all of it in .gyrum/%s):\n", len(h.Attempts), handoff.File)
+	for _, line := range handoff.Lines(h.Attempts, time.Time{}, maxHandoffLines) {
+		fmt.Fprintln(w, "  "+clikit.Clean(line))
+	}
+	if h.Resumed != "" {
+		_, err = fmt.Fprintf(w, "resumed from snapshot %s: its changes are uncommitted in %s\n", h.Resumed, r.Dir)
+	} else {
+		_, err = fmt.Fprintln(w, "nothing of them was applied here (start-work --worktree --resume starts from the last snapshot)")
+	}
 	return err
+}
+
+// maxHandoffLines bounds the attempts start-work prints (handoff.json
+// holds them all).
+const maxHandoffLines = 3
+
+// snapshotPush reads GYRUM_SNAPSHOT_PUSH: 1, true or yes push snapshots
+// to the worktree's remote.
+func snapshotPush(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// writeHandoff writes .gyrum/handoff.json.
+func writeHandoff(d gyrumdir.Dir, h handoff.Handoff) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode handoff: %w", err)
+	}
+	return gyrumdir.WriteFileAtomic(d.File(gyrumdir.HandoffFile), append(data, '\n'))
+}
+
+// reachableSnapshot returns the newest earlier attempt whose saved
+// snapshot this host can reach — the commit in the repository (the same
+// host: worktrees share it), else fetched from the snapshot's remote —
+// or nil, saying why on stderr: then nothing of the old attempts is
+// applied.
+func (s *startRun) reachableSnapshot(ctx context.Context) *handoff.Attempt {
+	for i := range s.handoff.Attempts {
+		a := &s.handoff.Attempts[i]
+		sn := a.Snapshot
+		if sn == nil || sn.State != client.SnapshotSaved || sn.Commit == "" {
+			continue
+		}
+		if snapshot.Has(ctx, s.repo, sn.Commit) {
+			return a
+		}
+		if sn.Remote != "" {
+			fctx, cancel := context.WithTimeout(ctx, heartbeat.SnapshotTimeout)
+			err := snapshot.Fetch(fctx, s.repo, sn.Remote, sn.Ref)
+			cancel()
+			if err == nil && snapshot.Has(ctx, s.repo, sn.Commit) {
+				return a
+			}
+			fmt.Fprintf(s.a.Stderr, "gyrum: the snapshot of attempt %d (%s) could not be fetched from %s: %v\n", a.Number, sn.Commit, clikit.Clean(sn.Remote), err)
+			continue
+		}
+		fmt.Fprintf(s.a.Stderr, "gyrum: the snapshot of attempt %d (%s) is on host %s and was not pushed (GYRUM_SNAPSHOT_PUSH=1 there pushes snapshots)\n", a.Number, sn.Commit, clikit.Clean(sn.Host))
+	}
+	fmt.Fprintln(s.a.Stderr, "gyrum: --resume: no snapshot of an earlier attempt is reachable here: the worktree starts from HEAD")
+	return nil
 }
 
 // findCommand refuses, before anything is claimed, a CMD that cannot be

@@ -25,6 +25,8 @@ type worktreePlan struct {
 	Repo   string // top level of the repository the worktree is added to
 	Path   string // the new worktree
 	Branch string
+	// Start is the commit a new branch starts from; HEAD when empty.
+	Start string
 }
 
 // worktreeRepo returns the top level of the repository holding from, a
@@ -65,6 +67,9 @@ func addWorktree(ctx context.Context, p worktreePlan) error {
 		return fmt.Errorf("create %s: %w", filepath.Dir(p.Path), err)
 	}
 	args := []string{"worktree", "add", "-b", p.Branch, p.Path}
+	if p.Start != "" {
+		args = append(args, p.Start)
+	}
 	if _, err := git(ctx, p.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+p.Branch); err == nil {
 		args = []string{"worktree", "add", p.Path, p.Branch}
 	}

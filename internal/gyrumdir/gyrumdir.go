@@ -48,6 +48,9 @@ const (
 	StateFile = "heartbeat.state"
 	// LogFile is the loop's log; it rotates to LogFile+".1".
 	LogFile = "heartbeat.log"
+	// HandoffFile holds what the ticket's earlier attempts left
+	// (internal/handoff.Handoff), written by start-work for the agent.
+	HandoffFile = "handoff.json"
 )
 
 // oldStateSpare is the second copy of heartbeat.state that earlier gyrum
@@ -165,7 +168,7 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, ServerPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile, NoteFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, ServerPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile, NoteFile, HandoffFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

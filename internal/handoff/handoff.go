@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
 
 // File is the name of the handoff file in a worktree's .gyrum/.
-const File = "handoff.json"
+const File = gyrumdir.HandoffFile
 
 // Handoff is .gyrum/handoff.json: the ticket's earlier attempts, newest
 // first, as the claim answered them.
