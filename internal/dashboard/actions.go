@@ -44,15 +44,15 @@ var actions = map[string]action{
 		}},
 	"cancel": {Name: "cancel", Heading: "Cancel", Button: "Cancel the ticket", Done: "cancelled",
 		allowed: func(v warp.TicketView) string {
-			if v.Ticket.State != warp.TicketOpen && v.Ticket.State != warp.TicketClaimed {
-				return "only an open or claimed ticket is cancelled (it is " + string(v.Ticket.State) + ")"
+			if v.Ticket.State != warp.TicketOpen && v.Ticket.State != warp.TicketClaimed && v.Ticket.State != warp.TicketBlocked {
+				return "only an open, claimed or blocked ticket is cancelled (it is " + string(v.Ticket.State) + ")"
 			}
 			return ""
 		}},
 	"reopen": {Name: "reopen", Heading: "Reopen", Button: "Reopen the ticket", Done: "reopened",
 		allowed: func(v warp.TicketView) string {
-			if v.Ticket.State != warp.TicketCompleted && v.Ticket.State != warp.TicketCancelled {
-				return "only a completed or cancelled ticket is reopened (it is " + string(v.Ticket.State) + ")"
+			if v.Ticket.State != warp.TicketCompleted && v.Ticket.State != warp.TicketCancelled && v.Ticket.State != warp.TicketBlocked {
+				return "only a completed, cancelled or blocked ticket is reopened (it is " + string(v.Ticket.State) + ")"
 			}
 			return ""
 		}},

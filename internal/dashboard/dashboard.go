@@ -37,6 +37,8 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/handoff"
+	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -391,7 +393,20 @@ type indexData struct {
 	Filtered  bool
 	PageSize  int
 	Charts    chartsData
+	// Blocked are the tickets the attempt cap blocked (warp serve
+	// --max-attempts), listed before the claimed ones: each waits for an
+	// operator. BlockedMore: there are more than shown.
+	Blocked     []blockedView
+	BlockedMore bool
 }
+
+// blockedView is one blocked ticket of the index page.
+type blockedView struct {
+	ID, Title, Age string
+}
+
+// maxBlockedListed bounds the blocked tickets the index page lists.
+const maxBlockedListed = 20
 
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -443,6 +458,15 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := data.Now
+	blocked, err := d.svc.ListTickets(ctx, warp.ListOptions{State: warp.TicketBlocked, Limit: maxBlockedListed})
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	for _, v := range blocked.Tickets {
+		data.Blocked = append(data.Blocked, blockedView{ID: v.Ticket.ID, Title: v.Ticket.Title, Age: FormatAge(now.Sub(v.Ticket.UpdatedAt))})
+	}
+	data.BlockedMore = blocked.NextCursor != ""
 	op, hasOp := httpkit.OperatorFrom(ctx)
 	data.CanAct = hasOp && op.CanAct
 	data.Rows = make([]rowView, len(list.Tickets))
@@ -530,6 +554,28 @@ type ticketData struct {
 	// what the last one did (?done=).
 	Actions []actionLink
 	Done    string
+	// Attempts are the ticket's leases and what each left, newest first.
+	Attempts []attemptView
+}
+
+// attemptView is one attempt of the ticket page (internal/handoff's words).
+type attemptView struct {
+	handoff.Attempt
+	StartedAge, EndedAge string
+	SnapshotWords        string
+}
+
+func newAttemptViews(v warp.TicketView, now time.Time) []attemptView {
+	wire := httpapi.FromTicketView(v)
+	h := handoff.New(wire, v.Ticket.Epoch+1)
+	out := make([]attemptView, len(h.Attempts))
+	for i, a := range h.Attempts {
+		out[i] = attemptView{Attempt: a, StartedAge: FormatAge(now.Sub(a.StartedAt)), SnapshotWords: handoff.SnapshotWords(a.Attempt)}
+		if a.EndedAt != nil {
+			out[i].EndedAge = FormatAge(now.Sub(*a.EndedAt))
+		}
+	}
+	return out
 }
 
 // timelineLimit is how many events the ticket page shows at once.
@@ -559,6 +605,7 @@ func (d *Dashboard) ticket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.Row = newRowViewWith(data.View, data.Now, d.svc.Policy())
+	data.Attempts = newAttemptViews(data.View, data.Now)
 	data.Lease = data.View.Lease
 	if data.Lease != nil {
 		data.PRIsLink = isHTTPURL(data.Lease.PRURL)
