@@ -175,15 +175,13 @@ func (s *Server) recordSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeRequest(r, &req, true); err != nil {
 		return err
 	}
-	rec, err := s.svc.RecordSnapshot(r.Context(), r.PathValue("id"), epoch, warp.Snapshot{State: req.State, Commit: req.Commit,
+	a, err := s.svc.RecordSnapshot(r.Context(), r.PathValue("id"), epoch, warp.Snapshot{State: req.State, Commit: req.Commit,
 		Ref: req.Ref, Base: req.Base, Branch: req.Branch, Remote: req.Remote, Pushed: req.Pushed, Host: req.Host, Detail: req.Detail})
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventSnapshot, Ticket: rec.Ticket, Epoch: rec.Epoch})
-	snap := FromSnapshot(rec.Snapshot)
-	writeJSON(w, http.StatusOK, Attempt{Number: rec.Epoch, EndedBy: rec.EndedBy, EndVerdict: rec.EndVerdict, Note: rec.Note,
-		NoteAt: optTime(rec.NoteAt), Snapshot: &snap})
+	s.changed(apihook.Change{Kind: warp.EventSnapshot, Ticket: a.Lease.Ticket, Epoch: a.Lease.Epoch})
+	writeJSON(w, http.StatusOK, FromAttempt(a))
 	return nil
 }
 

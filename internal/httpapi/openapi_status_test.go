@@ -654,6 +654,53 @@ func docCases() []docCase {
 		})
 	}
 
+	// Snapshots of attempts (issue 45): by the holder, held or ended, once.
+	snapRoute := "POST /v1/tickets/{id}/attempts/{epoch}/snapshot"
+	snapPath := func(id string, e int64) string { return fmt.Sprintf("/v1/tickets/%s/attempts/%d/snapshot", id, e) }
+	saved := func(id string, e int64) string {
+		return js(map[string]any{"state": "saved", "commit": strings.Repeat("ab", 20), "ref": fmt.Sprintf("refs/gyrum/%s/%d", id, e),
+			"branch": "gyrum/" + id, "remote": "git@example.com:a/b.git", "host": "h1"})
+	}
+	add(snapRoute, 200, "", "ended lease, its holder", func(f *docFixture) docReq {
+		id, e, sec := f.released()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: saved(id, e)}
+	})
+	add(snapRoute, 200, "", "worktree gone", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: `{"state":"gone","host":"h1"}`}
+	})
+	add(snapRoute, 400, "invalid", "unknown state", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: `{"state":"maybe"}`}
+	})
+	add(snapRoute, 400, "invalid", "another ref", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: saved(id, e+1)}
+	})
+	add(snapRoute, 400, "invalid", "epoch 0", func(f *docFixture) docReq {
+		id, _, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, 0), token: agentToken, secret: sec, body: `{"state":"gone"}`}
+	})
+	add(snapRoute, 404, "not_found", "no such attempt", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e+1), token: agentToken, secret: sec, body: saved(id, e+1)}
+	})
+	add(snapRoute, 409, "conflict", "a second snapshot", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		if _, err := f.svc.RecordSnapshot(context.Background(), id, e, warp.Snapshot{State: warp.SnapshotGone}); err != nil {
+			f.t.Fatal(err)
+		}
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: saved(id, e)}
+	})
+	add(snapRoute, 409, "not_holder", "no secret", func(f *docFixture) docReq {
+		id, e, _ := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, body: saved(id, e)}
+	})
+	add(snapRoute, 413, "body_too_large", "64 KiB", func(f *docFixture) docReq {
+		id, e, sec := f.claimed()
+		return docReq{method: "POST", path: snapPath(id, e), token: agentToken, secret: sec, body: big}
+	})
+
 	// Heartbeats, on both paths.
 	for _, hp := range []string{"/v1/heartbeat", "/heartbeat"} {
 		route := "POST " + hp

@@ -119,7 +119,7 @@ func testAttempts(t *testing.T, open func(t *testing.T) warp.Store) {
 		_, err = e.svc.RecordSnapshot(warp.WithCaller(e.ctx, warp.Caller{Agent: true, Token: "tok", LeaseSecret: "wrong"}), "T-1", 1, snap)
 		wantErr(t, "a snapshot without the lease secret", err, warp.ErrNotHolder)
 		rec, err := e.svc.RecordSnapshot(warp.WithCaller(e.ctx, warp.Caller{Agent: true, Token: "tok", LeaseSecret: v.LeaseSecret}), "T-1", 1, snap)
-		if err != nil || rec.Snapshot.State != warp.SnapshotGone {
+		if err != nil || rec.Record.Snapshot.State != warp.SnapshotGone {
 			t.Fatalf("the holder's snapshot: %+v, %v", rec, err)
 		}
 	})

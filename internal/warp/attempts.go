@@ -260,13 +260,14 @@ func (s *Service) Attempts(ctx context.Context, id string) ([]Attempt, error) {
 // ending: the caller must be the one that held the lease (its secret or
 // token; admins too), held or not. An attempt records one snapshot: a
 // second report is ErrConflict, so a lapsed agent that kept working
-// cannot replace what was saved when its lease ended.
-func (s *Service) RecordSnapshot(ctx context.Context, id string, epoch int64, snap Snapshot) (AttemptRecord, error) {
+// cannot replace what was saved when its lease ended. It returns the
+// attempt as recorded.
+func (s *Service) RecordSnapshot(ctx context.Context, id string, epoch int64, snap Snapshot) (Attempt, error) {
 	if err := ValidateSnapshot(id, epoch, snap); err != nil {
-		return AttemptRecord{}, err
+		return Attempt{}, err
 	}
 	snap.At = s.now()
-	var out AttemptRecord
+	var out Attempt
 	err := s.store.Update(ctx, func(tx Tx) error {
 		if _, err := readTicket(ctx, tx, id); err != nil {
 			return err
@@ -296,7 +297,8 @@ func (s *Service) RecordSnapshot(ctx context.Context, id string, epoch int64, sn
 		if _, err := tx.AppendEvent(ctx, Event{Ticket: id, Epoch: epoch, Kind: EventSnapshot, At: snap.At, Data: data}); err != nil {
 			return fmt.Errorf("append snapshot event of %s: %w", id, err)
 		}
-		out, err = tx.AttemptRecord(ctx, id, epoch)
+		out.Lease = l
+		out.Record, err = tx.AttemptRecord(ctx, id, epoch)
 		return err
 	})
 	return out, err
