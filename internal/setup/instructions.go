@@ -43,6 +43,12 @@ gyrum commands below with your shell tool (` + wrap(strings.Join(tools, "; "), 3
 - Claim before you start, from the project directory:
   ` + "`gyrum start-work TICKET`" + `, or ` + "`gyrum start-work --next`" + ` for the oldest
   open ticket (add ` + "`--worktree`" + ` for a worktree of its own, and work there).
+  It prints what earlier attempts at the ticket did (all of it in
+  .gyrum/handoff.json): read it before you start, and with
+  ` + "`--worktree --resume`" + ` start from the last attempt's saved work.
+- Leave a note when you change course and before you release:
+  ` + "`gyrum note \"tried X: fails on Y; next: Z\"`" + ` (at most 1 KiB). The next
+  agent that takes the ticket is shown it.
 - Done: ` + "`gyrum complete-pr --pr URL`" + ` once the pull request is up; to give
   the ticket back unfinished: ` + "`gyrum release`" + `.
 - A tool call that itself waits (a long command, an MCP tool waiting on a
