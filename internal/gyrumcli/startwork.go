@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -711,7 +710,7 @@ func printStart(w io.Writer, r StartResult, asJSON bool) error {
 	}
 	h := r.Handoff
 	fmt.Fprintf(w, "earlier attempts (%d, newest first; all of it in .gyrum/%s):\n", len(h.Attempts), handoff.File)
-	for _, line := range handoff.Lines(h.Attempts, time.Time{}, maxHandoffLines) {
+	for _, line := range handoff.Lines(h.Attempts, maxHandoffLines) {
 		fmt.Fprintln(w, "  "+clikit.Clean(line))
 	}
 	if h.Resumed != "" {

@@ -6,7 +6,6 @@ package handoff
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -138,7 +137,7 @@ func short(c string) string {
 // Lines is the few lines that tell the next claimant about attempts
 // (newest first), one attempt each plus its note, at most max attempts
 // (0: all).
-func Lines(attempts []Attempt, now time.Time, max int) []string {
+func Lines(attempts []Attempt, max int) []string {
 	var out []string
 	for i, a := range attempts {
 		if max > 0 && i == max {

@@ -202,7 +202,7 @@ func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.E
 	}
 	if len(t.Attempts) > 0 {
 		fmt.Fprintf(w, "\nattempts (%d, newest first)\n", len(t.Attempts))
-		for _, line := range handoff.Lines(handoff.New(t, t.Epoch+1).Attempts, now, 0) {
+		for _, line := range handoff.Lines(handoff.New(t, t.Epoch+1).Attempts, 0) {
 			fmt.Fprintln(w, clikit.Clean(line))
 		}
 	}
