@@ -512,7 +512,7 @@ type TicketPage struct {
 // ListTickets lists tickets in creation order.
 func (s *Service) ListTickets(ctx context.Context, o ListOptions) (TicketPage, error) {
 	if o.State != "" && !o.State.Valid() {
-		return TicketPage{}, Errorf(ErrInvalid, "unknown state %q: want open, claimed, completed or cancelled", o.State)
+		return TicketPage{}, Errorf(ErrInvalid, "unknown state %q: want open, claimed, completed, cancelled or blocked", o.State)
 	}
 	labels, err := normLabels(o.Labels)
 	if err != nil {

@@ -113,7 +113,7 @@ func (s *Service) Cancel(ctx context.Context, id, reason string) (TicketView, er
 	})
 }
 
-// Reopen reopens completed or cancelled ticket id (the lease core's
+// Reopen reopens completed, cancelled or blocked ticket id (the lease core's
 // Reopen). reason is at most MaxIdentLen bytes.
 func (s *Service) Reopen(ctx context.Context, id, reason string) (TicketView, error) {
 	return s.operate(ctx, id, reason, func(tx Tx, t Ticket) (Change, error) {

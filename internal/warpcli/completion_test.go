@@ -62,7 +62,7 @@ func TestCompletionFromTheServer(t *testing.T) {
 		{[]string{"ticket", "create", "T-9", "--label", ""}, []string{"backend", "db", "frontend"}},
 		{[]string{"ticket", "create", "--label", "f"}, []string{"frontend"}},
 		{[]string{"ticket", "list", "--host", ""}, []string{"build-7"}},
-		{[]string{"ticket", "list", "--state", ""}, []string{"open", "claimed", "completed", "cancelled"}},
+		{[]string{"ticket", "list", "--state", ""}, []string{"open", "claimed", "completed", "cancelled", "blocked"}},
 		// Fixed values come whole: the shell filters them by what was typed.
 		{[]string{"ticket", "list", "--verdict", "s"}, []string{"active", "stalled", "unwired", "silent", "exited"}},
 		{[]string{"ticket", "list", "-o", ""}, []string{"text", "json"}},

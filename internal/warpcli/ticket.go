@@ -130,7 +130,7 @@ backing off) and reads the list again.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed, cancelled")
+	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed, cancelled, blocked")
 	f.StringSliceVar(&lo.Labels, "label", nil, "only tickets carrying this label (repeat, or comma-separate: every one)")
 	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, unwired, silent, exited")
 	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
@@ -151,7 +151,7 @@ backing off) and reads the list again.`,
 // (paged says --limit or --cursor was given).
 func checkListOptions(lo client.ListOptions, watch, paged bool) error {
 	if lo.State != "" && !warp.TicketState(lo.State).Valid() {
-		return clikit.Usagef("--state %q: want open, claimed, completed or cancelled", lo.State)
+		return clikit.Usagef("--state %q: want open, claimed, completed, cancelled or blocked", lo.State)
 	}
 	for _, l := range lo.Labels {
 		if !warp.ValidTicketID(l) {

@@ -89,7 +89,7 @@ func (c *CLI) ticketCancelCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a ticket: no agent claims it until it is reopened",
-		Long: `Cancel an open or claimed ticket. A claimed ticket's lease is released first
+		Long: `Cancel an open, blocked or claimed ticket. A claimed ticket's lease is released first
 (end reason "cancelled", or "cancelled: REASON"), so its heartbeat loop stops
 and tells its agent. A cancelled ticket is never claimed (claim answers 409,
 claim-next passes it by) until 'warp ticket reopen' opens it again. A
@@ -118,9 +118,10 @@ func (c *CLI) ticketReopenCommand() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "reopen ID",
-		Short: "Reopen a completed or cancelled ticket",
-		Long: `Reopen a completed or cancelled ticket: it is open again, and the next claim
-gets the next epoch (its ended leases stay as they ended). An open ticket, or
+		Short: "Reopen a completed, cancelled or blocked ticket",
+		Long: `Reopen a completed, cancelled or blocked ticket: it is open again, and the next
+claim gets the next epoch (its ended leases stay as they ended); a blocked
+ticket (warp serve --max-attempts) gets that many attempts again. An open ticket, or
 a claimed one, cannot be reopened (409): to take a ticket from its holder,
 release it ('warp release ID'). Needs an admin token.`,
 		Example: `  warp ticket reopen T-42 --reason "the fix regressed"`,
