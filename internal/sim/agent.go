@@ -67,6 +67,18 @@ type agent struct {
 	hookCalls    int
 	hookFailures int
 	hookProblem  string // the first failure, for the report
+
+	// repo is the agent's repository, of which its worktree is a linked
+	// git worktree (so what gyrum saves under refs/gyrum/ outlives the
+	// worktree); edits are the uncommitted files its tool calls wrote.
+	repo  string
+	edits []edit
+}
+
+// edit is one file a tool call wrote into the worktree, uncommitted.
+type edit struct {
+	path, content string
+	at            time.Time
 }
 
 // run plays the agent's script until it ends or ctx is cancelled. Each
@@ -181,6 +193,7 @@ func (a *agent) toolCall(ctx context.Context, pre, post Action, hasPost bool) {
 		}
 		return
 	}
+	a.edit(pre.ToolUseID)
 	bash := pre.Tool == "Bash" && hasPost
 	if bash {
 		if pre.Background > 0 {
@@ -239,6 +252,59 @@ func (a *agent) start(ctx context.Context) error {
 		return fmt.Errorf("gyrum start-work %s: no loop: %w", a.plan.Ticket, err)
 	}
 	return nil
+}
+
+// makeWorktree makes the agent's repository (one commit) under the
+// simulation's repos/ and its worktree as a linked git worktree of it, on
+// the branch gyrum/<ticket>, as start-work --worktree would.
+func (a *agent) makeWorktree(ctx context.Context) error {
+	a.repo = filepath.Join(a.r.root, "repos", a.plan.Name)
+	if err := os.MkdirAll(a.repo, 0o700); err != nil {
+		return fmt.Errorf("create repository: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(a.repo, "README"), []byte("simulated project of "+a.plan.Name+"\n"), 0o600); err != nil {
+		return fmt.Errorf("create repository: %w", err)
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "README"},
+		{"commit", "-q", "-m", "start"},
+		{"worktree", "add", "-q", "-b", "gyrum/" + a.plan.Ticket, a.dir},
+	} {
+		if _, err := simGit(ctx, a.repo, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// simGit runs git in dir with a fixed identity and no global config.
+func simGit(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=warpsim", "GIT_AUTHOR_EMAIL=warpsim@localhost",
+		"GIT_COMMITTER_NAME=warpsim", "GIT_COMMITTER_EMAIL=warpsim@localhost", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// edit writes the tool call's work into the worktree, uncommitted: a
+// file of its own under work/ (the worktree may be gone: nothing then).
+func (a *agent) edit(toolUseID string) {
+	path := filepath.Join("work", toolUseID+".txt")
+	content := "edit of " + toolUseID + "\n"
+	if err := os.MkdirAll(filepath.Join(a.dir, "work"), 0o700); err != nil {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(a.dir, path), []byte(content), 0o600); err != nil {
+		return
+	}
+	a.mu.Lock()
+	a.edits = append(a.edits, edit{path: path, content: content, at: time.Now()})
+	a.mu.Unlock()
 }
 
 // startStandIn starts the watched process: this executable as the agent

@@ -41,6 +41,13 @@ type Observation struct {
 	PostStarts []time.Time
 	ToldAt     time.Time
 	Notices    int
+	// The work of a failed agent (issue 45): the edits its tool calls
+	// left uncommitted in its worktree; of those, the ones no attempt's
+	// snapshot holds byte for byte, and among them the ones that went
+	// with a worktree deleted before its loop saved it. Snapshot is the
+	// state of its attempt's snapshot ("" none reported).
+	WorkEdits, WorkLost, WorkDeleted int
+	Snapshot                         string
 }
 
 // observe measures the outcome at the end of the scenario: leases and
@@ -72,6 +79,9 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 			o.LastActivityAt, o.LastHeartbeatAt, o.ExpiresAt = view.Lease.LastActivityAt, view.Lease.LastHeartbeatAt, view.Lease.ExpiresAt
 			o.Verdict = srv.svc.Policy().Verdict(*view.Lease, end)
 		}
+		if !a.failedAt.IsZero() {
+			o.WorkEdits, o.WorkLost, o.WorkDeleted, o.Snapshot = a.work(ctx, view.Attempts)
+		}
 		events, err := srv.svc.Events(ctx, a.plan.Ticket, 0, 0)
 		if err != nil {
 			return nil, fmt.Errorf("read events of %s: %w", a.plan.Ticket, err)
@@ -92,6 +102,46 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 		}
 	}
 	return obs, nil
+}
+
+// work judges a failed agent's edits against the snapshots of its
+// ticket's attempts (newest first): each edit must be in one, byte for
+// byte, in the agent's repository — where refs/gyrum/ lives, so a saved
+// snapshot outlives the worktree. An edit missing from every snapshot is
+// lost, or deleted when the worktree was deleted (the loop may not have
+// saved it before: the deletion follows the kill by 30 product seconds).
+func (a *agent) work(ctx context.Context, atts []warp.Attempt) (edits, lost, deleted int, state string) {
+	a.mu.Lock()
+	es := append([]edit(nil), a.edits...)
+	gone := !a.deletedAt.IsZero()
+	a.mu.Unlock()
+	var commits []string
+	for _, at := range atts {
+		sn := at.Record.Snapshot
+		if state == "" {
+			state = sn.State
+		}
+		if sn.State == warp.SnapshotSaved {
+			commits = append(commits, sn.Commit)
+		}
+	}
+	for _, e := range es {
+		found := false
+		for _, c := range commits {
+			if got, err := simGit(ctx, a.repo, "cat-file", "blob", c+":"+e.path); err == nil && got+"\n" == e.content {
+				found = true
+				break
+			}
+		}
+		switch {
+		case found:
+		case gone:
+			deleted++
+		default:
+			lost++
+		}
+	}
+	return len(es), lost, deleted, state
 }
 
 // summaryInput returns everything Summarize needs besides the observations.

@@ -98,6 +98,13 @@ type Report struct {
 	// MaxInjectionLagMin is how late, at worst, a failure happened against
 	// its schedule (a busy machine runs late; the figures use the actual time).
 	MaxInjectionLagMin float64 `json:"max_injection_lag_min"`
+	// The work of the failed agents (issue 45): edits left uncommitted in
+	// their worktrees; those no later attempt could recover (in no
+	// snapshot), and those deleted with their worktree before the loop
+	// saved it.
+	WorkEdits   int `json:"work_edits"`
+	WorkLost    int `json:"work_lost"`
+	WorkDeleted int `json:"work_deleted_with_worktree"`
 }
 
 // Settings are the product durations of the run, unscaled, in seconds.
@@ -239,6 +246,10 @@ type AgentResult struct {
 	HookFailures     int      `json:"hook_failures"`
 	HookProblem      string   `json:"hook_problem,omitempty"`
 	WorktreeDeleted  bool     `json:"worktree_deleted"`
+	WorkEdits        int      `json:"work_edits"`
+	WorkLost         int      `json:"work_lost"`
+	WorkDeleted      int      `json:"work_deleted_with_worktree"`
+	Snapshot         string   `json:"snapshot,omitempty"`
 	ProjectCwd       bool     `json:"project_cwd,omitempty"`
 	LongStepMinutes  float64  `json:"long_step_min,omitempty"`
 	PlannedFailAtMin float64  `json:"planned_fail_at_min,omitempty"`
@@ -307,7 +318,11 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive, ReleasedAtMin: offset(o.ReleasedAt),
 			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices,
 			WorktreeDeleted: !o.DeletedAt.IsZero(), ProjectCwd: p.ProjectCwd, LongStepMinutes: p.LongStep.Minutes(),
+			WorkEdits: o.WorkEdits, WorkLost: o.WorkLost, WorkDeleted: o.WorkDeleted, Snapshot: o.Snapshot,
 		}
+		rep.WorkEdits += o.WorkEdits
+		rep.WorkLost += o.WorkLost
+		rep.WorkDeleted += o.WorkDeleted
 		if p.Class.Failure() {
 			ar.PlannedFailAtMin = p.FailAt.Minutes()
 			if ar.FailedAtMin != nil {
@@ -659,10 +674,24 @@ func checks(rep *Report, info RunInfo) []Check {
 			Detail: fmt.Sprintf("%d/%d active", active, healthy) + listed("not active", notActive)},
 		{Name: "no operator action needed", OK: kills+releases == 0,
 			Detail: fmt.Sprintf("%d leases to release by hand, %d loops to kill by hand", releases, kills)},
+		{Name: "no work lost: every edit a failed agent left uncommitted is in its attempt's snapshot", OK: rep.WorkLost == 0,
+			Detail: fmt.Sprintf("work lost %d of %d edits of failed agents; %d went with a worktree deleted before its loop saved it",
+				rep.WorkLost, rep.WorkEdits, rep.WorkDeleted) + listed("lost", workLosers(rep.AgentResults))},
 	}
 	if info.Watchdog {
 		out = append(out, Check{Name: "every watchdog sweep ran", OK: len(info.WatchdogErrors) == 0 && info.WatchdogRuns > 0,
 			Detail: fmt.Sprintf("%d sweeps, %d failed", info.WatchdogRuns, len(info.WatchdogErrors))})
+	}
+	return out
+}
+
+// workLosers names the agents that lost work, with their snapshot's state.
+func workLosers(as []AgentResult) []string {
+	var out []string
+	for _, a := range as {
+		if a.WorkLost > 0 {
+			out = append(out, fmt.Sprintf("%s %d (snapshot %s)", a.Name, a.WorkLost, cmp.Or(a.Snapshot, "none")))
+		}
 	}
 	return out
 }

@@ -486,3 +486,25 @@ func TestSummarizeTickLateness(t *testing.T) {
 		t.Errorf("the same gap before every agent started: verdict %s, timing %+v; want judged", rep.Verdict, rep.Timing)
 	}
 }
+
+// Work lost (issue 45): a failed agent's edits that no attempt's snapshot
+// holds fail the claim; those that went with a deleted worktree are
+// counted apart.
+func TestSummarizeWorkLost(t *testing.T) {
+	orphan := func(name string, c sim.Class, edits, lost, deleted int) sim.Observation {
+		return sim.Observation{Plan: agent(name, c), StartedAt: pm(0), FailedAt: pm(10), LapsedAt: pm(40.5),
+			LeaseState: warp.LeaseLapsed, LoopsAfterWD: -1, Heartbeats: append(hbs(2, 6), exitReport(10.3)),
+			WorkEdits: edits, WorkLost: lost, WorkDeleted: deleted, Snapshot: warp.SnapshotSaved}
+	}
+	saved := sim.Summarize(info(), []sim.Observation{orphan("o1", sim.ClassOrphan, 4, 0, 0), orphan("o2", sim.ClassOrphanGone, 3, 0, 3), healthy("h1")})
+	if c := check(t, saved, "no work lost"); !c.OK || c.Detail != "work lost 0 of 7 edits of failed agents; 3 went with a worktree deleted before its loop saved it" {
+		t.Errorf("all saved: %+v", c)
+	}
+	lost := sim.Summarize(info(), []sim.Observation{orphan("o1", sim.ClassOrphan, 4, 2, 0), healthy("h1")})
+	if c := check(t, lost, "no work lost"); c.OK || !strings.Contains(c.Detail, "work lost 2 of 4") || !strings.Contains(c.Detail, "o1 2 (snapshot saved)") {
+		t.Errorf("two lost: %+v", c)
+	}
+	if lost.OK || lost.WorkLost != 2 {
+		t.Errorf("report OK %v, work lost %d: want a failed report with 2", lost.OK, lost.WorkLost)
+	}
+}

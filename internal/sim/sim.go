@@ -274,6 +274,11 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 			// prepares for the ticket lies elsewhere.
 			a.cwd = filepath.Join(r.agentsDir, ap.Name+".project")
 		}
+		// The agent's repository and worktree exist before the clock
+		// starts: git's own time must not delay the schedule.
+		if err := a.makeWorktree(ctx); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", ap.Name, err)
+		}
 		r.agents = append(r.agents, a)
 	}
 	r.log.Info("embedded warp listening", "url", srv.URL(), "mode", r.cfg.Mode, "lease_window", r.srvCfg.Policy.LeaseWindow,
