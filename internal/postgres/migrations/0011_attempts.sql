@@ -2,11 +2,12 @@
 -- warp serve --max-attempts), and one row per attempt (a lease) that
 -- keeps what it got done: the verdict at its end in words, who ended it,
 -- the agent's last note (gyrum note) and the snapshot of its worktree
--- (internal/sqlite 0012 holds the same).
+-- (internal/sqlite 0012 holds the same). Safe to run again (tests replay
+-- migrations on a schema that has them).
 ALTER TABLE tickets DROP CONSTRAINT IF EXISTS tickets_state_check;
 ALTER TABLE tickets ADD CONSTRAINT tickets_state_check CHECK (state IN ('open', 'claimed', 'completed', 'cancelled', 'blocked'));
 
-CREATE TABLE attempts (
+CREATE TABLE IF NOT EXISTS attempts (
     ticket          text    NOT NULL REFERENCES tickets (id) ON DELETE CASCADE,
     epoch           bigint  NOT NULL,
     note            text    NOT NULL DEFAULT '',
