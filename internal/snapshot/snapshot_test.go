@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func run(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -208,5 +209,35 @@ func TestRestoreThroughRemote(t *testing.T) {
 	}
 	if staged := run(t, other, "diff", "--cached", "--name-only"); staged != "" {
 		t.Errorf("Restore staged %q, want nothing", staged)
+	}
+}
+
+// BenchmarkTake: a snapshot of a worktree of 1,000 tracked files with 10
+// changed and 10 new ones (each iteration a new attempt's ref).
+func BenchmarkTake(b *testing.B) {
+	dir := b.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	for i := range 1000 {
+		write(b, filepath.Join(dir, "src", strconv.Itoa(i/100), strconv.Itoa(i)+".go"), "package p // "+strconv.Itoa(i)+"\n")
+	}
+	run("add", "-A")
+	run("commit", "-q", "-m", "base")
+	for i := range 10 {
+		write(b, filepath.Join(dir, "src/0", strconv.Itoa(i)+".go"), "package p // changed\n")
+		write(b, filepath.Join(dir, "new", strconv.Itoa(i)+".go"), "package p // new\n")
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := snapshot.Take(context.Background(), dir, "T-1", int64(i+1), snapshot.Options{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
