@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/handoff"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -198,8 +199,8 @@ func TestStartWorkHandsOverWithoutResume(t *testing.T) {
 }
 
 // The same through a bare remote for a second clone (another host): the
-// loop pushes the snapshot's ref (GYRUM_SNAPSHOT_PUSH=1) and start-work
-// --resume in the clone fetches it.
+// loop pushes the snapshot's ref (gyrum setup --snapshot-push) and
+// start-work --resume in the clone fetches it.
 func TestResumeAfterSIGKILLOtherHost(t *testing.T) {
 	e := newEnv(t)
 	e.ws.Create("T-x")
@@ -211,7 +212,10 @@ func TestResumeAfterSIGKILLOtherHost(t *testing.T) {
 	clone := filepath.Join(t.TempDir(), "clone")
 	gitT(t, t.TempDir(), "clone", "-q", "--no-local", bare, clone)
 	e.vars["GYRUM_WORKTREE_ROOT"] = t.TempDir()
-	e.vars["GYRUM_SNAPSHOT_PUSH"] = "1"
+	// This host pushes its snapshots (gyrum setup --snapshot-push).
+	if r := e.gyrum(repo, "", "setup", "--snapshot-push"); r.code != 0 || !strings.Contains(r.stdout, "wrote") {
+		t.Fatalf("setup --snapshot-push: %+v", r)
+	}
 	_, snap := killedAgent(t, e, repo, "T-x")
 	if !snap.Pushed || snap.Remote != bare {
 		t.Fatalf("snapshot not pushed: %+v", snap)
@@ -249,5 +253,58 @@ func TestLaterSnapshotDoesNotReplace(t *testing.T) {
 	}
 	if got := gitT(t, repo, "rev-parse", snap.Ref); got != snap.Commit {
 		t.Errorf("%s is %s, want the first %s", snap.Ref, got, snap.Commit)
+	}
+}
+
+// gyrum setup --snapshot-push turns the push on for the host's next
+// leases, --snapshot-push=false (or with --uninstall) off, --dry-run
+// changes nothing, and GYRUM_SNAPSHOT_PUSH wins over it.
+func TestSetupSnapshotPush(t *testing.T) {
+	e := newEnv(t)
+	marker := filepath.Join(e.home, gyrumcli.SnapshotPushFile)
+	pushOf := func(ticket string) bool {
+		t.Helper()
+		e.ws.Create(ticket)
+		wt := mkdir(t)
+		_, watched := agent(t, "sleep", "1000")
+		e.startResult(e.gyrum(wt, "", "start-work", ticket, "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+		d, err := gyrumdir.Open(wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := d.ReadLease()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.SnapshotPush
+	}
+	if pushOf("T-p1") {
+		t.Error("snapshot_push without the setting")
+	}
+	if r := e.gyrum(e.home, "", "setup", "--snapshot-push", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "would write") {
+		t.Fatalf("dry run: %+v", r)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("--dry-run wrote %s: %v", marker, err)
+	}
+	if r := e.gyrum(e.home, "", "setup", "--snapshot-push"); r.code != 0 {
+		t.Fatalf("setup --snapshot-push: %+v", r)
+	}
+	if !pushOf("T-p2") {
+		t.Error("no snapshot_push with the setting")
+	}
+	e.vars["GYRUM_SNAPSHOT_PUSH"] = "0"
+	if pushOf("T-p3") {
+		t.Error("GYRUM_SNAPSHOT_PUSH=0 does not win over the setting")
+	}
+	e.vars["GYRUM_SNAPSHOT_PUSH"] = ""
+	if r := e.gyrum(e.home, "", "setup", "--snapshot-push", "--uninstall"); r.code != 0 || !strings.Contains(r.stdout, "removed") {
+		t.Fatalf("setup --snapshot-push --uninstall: %+v", r)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("%s still there: %v", marker, err)
+	}
+	if r := e.gyrum(e.home, "", "setup", "--snapshot-push", "--watchdog", "none"); r.code != 2 {
+		t.Errorf("--snapshot-push with --watchdog: %+v, want a usage error", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/agent"
 	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/setup"
 )
 
@@ -61,6 +62,9 @@ func (a *App) setupCommand() *cobra.Command {
 			if cmd.Flags().Changed("instructions") {
 				return a.setupInstructions(cmd, fl.instructions, fl.uninstall, fl.dryRun)
 			}
+			if cmd.Flags().Changed("snapshot-push") {
+				return a.setupSnapshotPush(cmd, fl.snapshotPush && !fl.uninstall, fl.dryRun)
+			}
 			o, err := a.setupOptions(fl)
 			if err != nil {
 				return err
@@ -78,6 +82,7 @@ func (a *App) setupCommand() *cobra.Command {
 	f.StringVar(&fl.instructions, "instructions", "", "print the agent instructions snippet, or with =FILE put it into FILE ("+strings.Join(files, ", ")+") once")
 	f.Lookup("instructions").NoOptDefVal = instructionsStdout
 	f.BoolVar(&fl.json, "json", false, "print {changed, schedule, backups, warnings} instead of one line per change")
+	f.BoolVar(&fl.snapshotPush, "snapshot-push", false, "alone: push every worktree snapshot (refs/gyrum/<ticket>/<attempt>) to the worktree's remote from now on, on this host (=false or --uninstall: stop)")
 	return cmd
 }
 
@@ -86,6 +91,7 @@ type setupFlags struct {
 	project, watchdog, instructions string
 	uninstall, dryRun, json         bool
 	agents                          []string
+	snapshotPush                    bool
 }
 
 // setupOptions turns the flags and the environment into what setup.Run
@@ -224,6 +230,68 @@ const instructionsStdout = "-"
 
 // setupInstructions is setup --instructions[=FILE]: print the snippet, or
 // put it into (with --uninstall: remove it from) FILE.
+// SnapshotPushFile in $GYRUM_HOME says that start-work on this host
+// pushes worktree snapshots to the remote (gyrum setup --snapshot-push);
+// GYRUM_SNAPSHOT_PUSH, when set, wins over it.
+const SnapshotPushFile = "snapshot-push"
+
+// setupSnapshotPush writes (on) or removes the host's snapshot-push
+// setting, alone: it touches neither hooks nor the watchdog.
+func (a *App) setupSnapshotPush(cmd *cobra.Command, on, dryRun bool) error {
+	for _, name := range []string{"project", "watchdog", "agents", "instructions"} {
+		if cmd.Flags().Changed(name) {
+			return clikit.Usagef("--snapshot-push works alone: run 'gyrum setup --%s ...' separately", name)
+		}
+	}
+	home, err := gyrumdir.Home(a.getenv)
+	if err != nil {
+		return clikit.Usagef("%v", err)
+	}
+	path := filepath.Join(home, SnapshotPushFile)
+	_, statErr := os.Stat(path)
+	exists := statErr == nil
+	verb := map[bool]string{true: "would ", false: ""}[dryRun]
+	switch {
+	case on && exists, !on && !exists:
+		_, err = fmt.Fprintf(a.Stdout, "%s: unchanged (snapshots are %spushed)\n", path, map[bool]string{true: "", false: "not "}[on])
+		return err
+	case dryRun:
+	case on:
+		if err := os.MkdirAll(home, gyrumdir.DirPerm); err != nil {
+			return err
+		}
+		if err := gyrumdir.WriteFileAtomic(path, []byte("start-work pushes worktree snapshots to the remote (gyrum setup --snapshot-push)\n")); err != nil {
+			return err
+		}
+	default:
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+	}
+	what := map[bool]string{true: "wrote", false: "removed"}[on]
+	if dryRun {
+		what = map[bool]string{true: "write", false: "remove"}[on]
+	}
+	_, err = fmt.Fprintf(a.Stdout, "%s%s %s: start-work's leases %s snapshots to the worktree's remote\n", verb, what, path,
+		map[bool]string{true: "push", false: "no longer push"}[on])
+	return err
+}
+
+// snapshotPushOn says whether start-work pushes snapshots: GYRUM_SNAPSHOT_PUSH
+// when not empty (1, true, yes: on; anything else: off), else the host's
+// setting (gyrum setup --snapshot-push).
+func (a *App) snapshotPushOn() bool {
+	if v := a.getenv("GYRUM_SNAPSHOT_PUSH"); v != "" {
+		return snapshotPush(v)
+	}
+	home, err := gyrumdir.Home(a.getenv)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(home, SnapshotPushFile))
+	return err == nil
+}
+
 func (a *App) setupInstructions(cmd *cobra.Command, file string, uninstall, dryRun bool) error {
 	for _, name := range []string{"project", "watchdog", "agents"} {
 		if cmd.Flags().Changed(name) {

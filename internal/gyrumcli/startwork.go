@@ -514,7 +514,7 @@ func (s *startRun) prepareDir(wt string) error {
 	}
 	s.lease = gyrumdir.Lease{Ticket: s.t.ID, Epoch: s.t.Lease.Epoch, WarpURL: s.api.BaseURL(), Agent: s.res.Agent, Host: s.res.Host,
 		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret, Watched: s.watched.Name, WatchedHow: s.watched.How}
-	s.lease.SnapshotPush = snapshotPush(s.a.getenv("GYRUM_SNAPSHOT_PUSH"))
+	s.lease.SnapshotPush = s.a.snapshotPushOn()
 	if err := d.WriteLease(s.lease); err != nil {
 		return err
 	}
@@ -769,7 +769,7 @@ func (s *startRun) reachableSnapshot(ctx context.Context) *handoff.Attempt {
 			fmt.Fprintf(s.a.Stderr, "gyrum: the snapshot of attempt %d (%s) could not be fetched from %s: %v\n", a.Number, sn.Commit, clikit.Clean(sn.Remote), err)
 			continue
 		}
-		fmt.Fprintf(s.a.Stderr, "gyrum: the snapshot of attempt %d (%s) is on host %s and was not pushed (GYRUM_SNAPSHOT_PUSH=1 there pushes snapshots)\n", a.Number, sn.Commit, clikit.Clean(sn.Host))
+		fmt.Fprintf(s.a.Stderr, "gyrum: the snapshot of attempt %d (%s) is on host %s and was not pushed (gyrum setup --snapshot-push there pushes them)\n", a.Number, sn.Commit, clikit.Clean(sn.Host))
 	}
 	fmt.Fprintln(s.a.Stderr, "gyrum: --resume: no snapshot of an earlier attempt is reachable here: the worktree starts from HEAD")
 	return nil
