@@ -262,6 +262,13 @@ func TestReleaseCommand(t *testing.T) {
 	if tk := decode[client.Ticket](t, r.stdout); tk.State != "open" || tk.Lease.Epoch != 2 || tk.Lease.State != "released" {
 		t.Errorf("release --json %+v", tk)
 	}
+	// show lists both attempts, newest first, each with how it ended.
+	r = s.run(t, nil, "ticket", "show", "T-1").mustSucceed(t)
+	i2, i1 := strings.Index(r.stdout, "#2 O on h2: released"), strings.Index(r.stdout, "#1 O on h1: released")
+	if !strings.Contains(r.stdout, "attempts (2, newest first)") || i2 < 0 || i1 < i2 || !strings.Contains(r.stdout, "(agent wedged)") ||
+		!strings.Contains(r.stdout, "snapshot none reported") {
+		t.Errorf("show's attempts:\n%s", r.stdout)
+	}
 }
 
 // TestStaleUnlock: four leases, idle or not by the server's own rule in
