@@ -308,3 +308,30 @@ func TestSetupSnapshotPush(t *testing.T) {
 		t.Errorf("--snapshot-push with --watchdog: %+v, want a usage error", r)
 	}
 }
+
+// gyrum note refuses what warp would: no lease, an empty note, one over
+// 1 KiB, several arguments; a good one is note.json {"text","at"}.
+func TestNoteBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-n")
+	wt := mkdir(t)
+	if r := e.gyrum(wt, "", "note", "x"); r.code == 0 {
+		t.Errorf("note without a lease: %+v", r)
+	}
+	_, watched := agent(t, "sleep", "1000")
+	e.startResult(e.gyrum(wt, "", "start-work", "T-n", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	for _, args := range [][]string{{"note", "  "}, {"note", strings.Repeat("é", 513)}, {"note", "a", "b"}, {"note"}} {
+		if r := e.gyrum(wt, "", args...); r.code != 2 {
+			t.Errorf("gyrum %q: exit %d (%s), want 2", args[:min(len(args), 1)], r.code, r.stderr)
+		}
+	}
+	r := e.gyrum(wt, "", "note", " tried the cache ", "--json")
+	var n gyrumdir.Note
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &n) != nil || n.Text != "tried the cache" || n.At.IsZero() {
+		t.Fatalf("note --json: %+v", r)
+	}
+	d, _ := gyrumdir.Open(wt)
+	if got, err := d.ReadNote(); err != nil || got.Text != "tried the cache" {
+		t.Errorf("note.json: %+v %v", got, err)
+	}
+}
