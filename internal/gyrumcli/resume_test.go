@@ -335,3 +335,26 @@ func TestNoteBadInput(t *testing.T) {
 		t.Errorf("note.json: %+v %v", got, err)
 	}
 }
+
+// start-work -- CMD: what CMD leaves uncommitted when it exits is the
+// attempt's snapshot, as after gyrum release.
+func TestWrapperSavesASnapshot(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-w")
+	repo := codeRepo(t)
+	r := e.gyrum(repo, "", "start-work", "T-w", "--", "sh", "-c", "printf 'half done\\n' > src/app.go; exit 1")
+	if r.code != 1 {
+		t.Fatalf("start-work -- CMD: %+v, want CMD's exit 1", r)
+	}
+	v := e.ws.Ticket("T-w")
+	if len(v.Attempts) != 1 || v.Attempts[0].Lease.EndReason != "command-exited" {
+		t.Fatalf("attempts %+v", v.Attempts)
+	}
+	sn := v.Attempts[0].Record.Snapshot
+	if sn.State != warp.SnapshotSaved {
+		t.Fatalf("snapshot %+v", sn)
+	}
+	if got := gitT(t, repo, "show", sn.Commit+":src/app.go"); got != "half done" {
+		t.Errorf("src/app.go in the snapshot: %q", got)
+	}
+}

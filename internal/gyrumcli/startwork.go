@@ -862,11 +862,16 @@ func (a *App) endAfterChild(d gyrumdir.Dir, lease gyrumdir.Lease) {
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && (cur.Ticket != lease.Ticket || cur.Epoch != lease.Epoch)) {
 		return // ended by CMD
 	}
-	_, rerr := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret).Release(ctx, lease.Ticket, client.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
+	api := a.client(lease.WarpURL).WithLeaseSecret(lease.LeaseSecret)
+	a.sendNote(ctx, api, d, lease)
+	_, rerr := api.Release(ctx, lease.Ticket, client.ReleaseRequest{Epoch: lease.Epoch, Reason: "command-exited"})
 	if rerr != nil && !endedAlready(rerr) {
 		fmt.Fprintf(a.Stderr, "gyrum: release %s: %s; lease.json kept, retry with 'gyrum release --dir %s'\n", lease.Ticket, apiclient.Message(rerr), shellquote.Quote(d.Worktree))
 		return
 	}
+	// What CMD left in the worktree is the attempt's snapshot, as after
+	// gyrum release.
+	_, _ = heartbeat.SaveSnapshot(ctx, api, d.Worktree, lease, lease.SnapshotPush, nil)
 	if err := d.Clear(); err != nil {
 		fmt.Fprintf(a.Stderr, "gyrum: clean %s: %v\n", d.Path, err)
 	}
