@@ -90,17 +90,18 @@ func Ended(a client.Attempt) string {
 	return s
 }
 
-// Get is the shell command that brings a's snapshot into a repository:
-// the local ref when it is on this host, else a fetch from its remote.
+// Get is the shell command that writes a's snapshot over the files of a
+// worktree (unstaged, as start-work --resume does): from the local
+// repository on its host, else fetched from its remote when pushed.
 func Get(a client.Attempt) string {
 	s := a.Snapshot
 	if s == nil || s.State != client.SnapshotSaved {
 		return ""
 	}
 	if s.Pushed && s.Remote != "" {
-		return fmt.Sprintf("git fetch %s %s:%s && git checkout %s -- .", shellquote.Quote(s.Remote), s.Ref, s.Ref, s.Commit)
+		return fmt.Sprintf("git fetch %s %s:%s && git restore --source=%s --worktree -- .", shellquote.Quote(s.Remote), s.Ref, s.Ref, s.Commit)
 	}
-	return fmt.Sprintf("git checkout %s -- .   # on %s, in the repository of its worktree (%s)", s.Commit, s.Host, s.Ref)
+	return fmt.Sprintf("git restore --source=%s --worktree -- .   # on %s, in the repository of its worktree (%s)", s.Commit, s.Host, s.Ref)
 }
 
 // SnapshotWords says what the snapshot of a holds.
