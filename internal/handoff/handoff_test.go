@@ -41,7 +41,7 @@ func TestNewAndLines(t *testing.T) {
 	if len(h.Attempts) != 2 || h.Attempts[0].Number != 2 || h.Attempts[1].Number != 1 {
 		t.Fatalf("attempts before epoch 3: %+v", h.Attempts)
 	}
-	if want := "git fetch git@x:a/b.git refs/gyrum/T-1/2:refs/gyrum/T-1/2 && git checkout " + commit + " -- ."; h.Attempts[0].Get != want {
+	if want := "git fetch git@x:a/b.git refs/gyrum/T-1/2:refs/gyrum/T-1/2 && git restore --source=" + commit + " --worktree -- ."; h.Attempts[0].Get != want {
 		t.Errorf("get %q, want %q", h.Attempts[0].Get, want)
 	}
 	if h.Attempts[1].Get != "" {
