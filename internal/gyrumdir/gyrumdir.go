@@ -168,7 +168,7 @@ func (d Dir) File(name string) string { return d.file(name) }
 // the log. Missing files are not an error.
 func (d Dir) Clear() error {
 	var errs []error
-	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, ServerPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile, NoteFile, HandoffFile} {
+	for _, name := range []string{LeaseFile, LoopPIDFile, ParentPIDFile, ServerPIDFile, WaitFile, TranscriptFile, StateFile, oldStateSpare, ActivityFile, HookEventsFile, HookEventsOld, NoticeFile, NoteFile, HandoffFile, CallsFile, CallsOld, LoopToldFile, NudgeFile} {
 		if err := os.Remove(d.file(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -32,6 +32,7 @@ package hook
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/progress"
 )
 
 // Claude Code hook event names that change the in-flight markers.
@@ -89,18 +91,33 @@ type Payload struct {
 	Object bool
 }
 
+// maxCapture bounds what the hook keeps of tool_input, tool_response and
+// error to fingerprint them; a larger value is fingerprinted by the hash
+// of its raw bytes, computed as it streams by.
+const maxCapture = 64 << 10
+
 // Parse scans at most limit bytes of r for the top-level string fields
 // hook_event_name, cwd, tool_name, tool_use_id and transcript_path,
 // skipping every other value without keeping it (tool_input is hashed on
 // the way: CallKey). A syntax error or a cut-off input ends the scan: the
 // fields seen before it are returned.
 func Parse(r io.Reader, limit int64) Payload {
+	p, _ := ParseCall(r, limit)
+	return p
+}
+
+// ParseCall is Parse, also returning what a completed call's fingerprint
+// is made of (issue 44): the raw tool_input, tool_response (or
+// tool_result) and error, each kept up to maxCapture bytes, else stood
+// for by a hash of its bytes.
+func ParseCall(r io.Reader, limit int64) (Payload, progress.Completed) {
 	s := &scanner{r: bufio.NewReaderSize(io.LimitReader(r, limit), 32<<10)}
 	p := s.payload()
 	if s.inputDone {
 		p.CallKey = callKey(p.ToolName, s.input)
 	}
-	return p
+	s.done.Tool = p.ToolName
+	return p, s.done
 }
 
 // payload scans the top-level object; the hash of a complete tool_input is
@@ -159,14 +176,24 @@ func (s *scanner) payload() Payload {
 			*dst = v
 			continue
 		}
-		if key == "tool_input" {
-			s.hashing, s.h, s.crc = true, fnvOffset, 0
-			ok := s.skip()
-			s.hashing = false
+		switch key {
+		case "tool_input", "tool_response", "tool_result", "error":
+			raw, h, ok := s.capture()
 			if !ok {
 				return p
 			}
-			s.input, s.inputDone = s.h^uint64(s.crc)<<32, true
+			switch key {
+			case "tool_input":
+				s.input, s.inputDone = h, true
+				s.done.Input, s.done.InputHash = raw, h
+			case "error":
+				s.done.Error = raw
+				if raw == nil {
+					s.done.Error = []byte(`"error"`) // too large to keep: an error all the same
+				}
+			default:
+				s.done.Response, s.done.ResponseHash, s.done.HasResponse = raw, h, true
+			}
 			continue
 		}
 		if !s.skip() {
@@ -203,8 +230,28 @@ func callKey(tool string, input uint64) string {
 	return fmt.Sprintf("input-%016x", h)
 }
 
+// capture skips one value, hashing its raw bytes and keeping them up to
+// maxCapture (raw nil past that).
+func (s *scanner) capture() (raw []byte, hash uint64, ok bool) {
+	s.hashing, s.h, s.crc = true, fnvOffset, 0
+	s.keep, s.kept, s.over = true, s.kept[:0], false
+	ok = s.skip()
+	s.hashing, s.keep = false, false
+	if !s.over {
+		raw = bytes.Clone(s.kept)
+	}
+	return raw, s.h ^ uint64(s.crc)<<32, ok
+}
+
 type scanner struct {
 	r *bufio.Reader
+	// keep collects what hashing reads into kept, up to maxCapture bytes
+	// (over when the value is larger).
+	keep bool
+	kept []byte
+	over bool
+	// done collects the fingerprint's material (ParseCall).
+	done progress.Completed
 	// hashing folds every byte read into h and crc (tool_input's raw
 	// value); input is the hash of a tool_input read to its end
 	// (inputDone).
@@ -219,11 +266,30 @@ func (s *scanner) next() (byte, bool) {
 	c, err := s.r.ReadByte()
 	if err == nil && s.hashing {
 		s.h = (s.h ^ uint64(c)) * fnvPrime
+		if s.keep {
+			s.keepBytes([]byte{c})
+		}
 	}
 	return c, err == nil
 }
 
-func (s *scanner) fold(b []byte) { s.crc = crc32.Update(s.crc, castagnoli, b) }
+func (s *scanner) fold(b []byte) {
+	s.crc = crc32.Update(s.crc, castagnoli, b)
+	if s.keep {
+		s.keepBytes(b)
+	}
+}
+
+func (s *scanner) keepBytes(b []byte) {
+	if s.over {
+		return
+	}
+	if len(s.kept)+len(b) > maxCapture {
+		s.over, s.kept = true, s.kept[:0]
+		return
+	}
+	s.kept = append(s.kept, b...)
+}
 
 func (s *scanner) peek() (byte, bool) {
 	b, err := s.r.Peek(1)
@@ -371,6 +437,12 @@ type Options struct {
 	// state stopped moving: a full disk) and the agent was not told yet,
 	// at most once a minute per worktree (gyrumdir.Dir.ShouldAsk).
 	Ask func(d gyrumdir.Dir) (gyrumdir.LeaseEnded, bool)
+	// NoLabels keeps the fingerprints of calls without their labels (the
+	// tool and a shell command's first characters): GYRUM_LOOP_LABELS=off.
+	NoLabels bool
+	// NoTell keeps the hook from telling the agent that it loops or makes
+	// no progress: GYRUM_LOOP_TELL=off.
+	NoTell bool
 }
 
 // Result is what the hook has to tell the agent: the messages of leases
@@ -390,7 +462,14 @@ var ErrNoWorktree = errors.New("no .gyrum directory found")
 // the agent o.AgentPID holds (the agent index); else the one found walking
 // up from p.CWD, then o.Cwd. It updates the markers and last-activity, and
 // on a Post event collects the lease-ended notices waiting there.
-func Apply(p Payload, o Options) (Result, error) {
+func Apply(p Payload, o Options) (Result, error) { return ApplyCall(p, nil, o) }
+
+// ApplyCall is Apply for a payload whose call material ParseCall read:
+// on a Post event it also appends the call's fingerprints to the calls
+// file, and tells the agent, once per episode, that it loops (the latest
+// calls repeat: progress.Detect) or that its lease makes no progress (the
+// loop's nudge).
+func ApplyCall(p Payload, done *progress.Completed, o Options) (Result, error) {
 	dirs, links := targets(p, o)
 	if len(dirs) == 0 {
 		return Result{}, ErrNoWorktree
@@ -398,9 +477,20 @@ func Apply(p Payload, o Options) (Result, error) {
 	res := Result{Event: p.Event}
 	var errs []error
 	for i, d := range dirs {
-		errs = append(errs, applyTo(d, p, o))
+		recorded, err := applyTo(d, p, o)
+		errs = append(errs, err)
 		if ev := canonical(p.Event); ev != EventPostToolUse && ev != EventPostToolUseFailure {
 			continue
+		}
+		if recorded && done != nil {
+			tell, err := recordCall(d, *done, o)
+			errs = append(errs, err)
+			if tell != "" {
+				res.Notices = append(res.Notices, tell)
+			}
+		}
+		if n, ok := d.TakeNudge(); ok && !o.NoTell {
+			res.Notices = append(res.Notices, n.Text)
 		}
 		n, ok := d.TakeNotice()
 		if !ok && o.Ask != nil && d.LoopSilent(o.Now) && d.ShouldAsk(o.Now) {
@@ -470,7 +560,43 @@ func (o Options) ours(d gyrumdir.Dir) bool {
 	return o.Prepared == (gyrumdir.Prepared{}) || o.Prepared.Has(d.Worktree)
 }
 
-func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
+// recordCall appends the completed call's fingerprints to d's calls file
+// and returns what to tell the agent when the latest calls now make a loop
+// it was not told about ("" when none, or when o.NoTell).
+func recordCall(d gyrumdir.Dir, c progress.Completed, o Options) (string, error) {
+	fp := progress.Fingerprint(c, !o.NoLabels)
+	if err := d.AppendCall(gyrumdir.CallRecord{At: o.Now, Call: fp.Call, Result: fp.Result, Failed: fp.Failed, Label: fp.Label, Error: fp.Error}); err != nil {
+		return "", err
+	}
+	if o.NoTell {
+		return "", nil
+	}
+	recs, err := d.LastCalls(progress.Window)
+	if err != nil {
+		return "", err
+	}
+	loop, ok := progress.Detect(progress.Calls(recs), progress.DefaultLimits)
+	if !ok {
+		return "", nil
+	}
+	// The episode is the repetition: its first call and what repeats.
+	first := recs[len(recs)-loop.Count]
+	if !d.TellLoopOnce(first.At.UTC().Format(time.RFC3339Nano) + " " + hex.EncodeToString(first.Call[:])) {
+		return "", nil
+	}
+	return LoopMessage(loop), nil
+}
+
+// LoopMessage is what the agent is told when its latest calls repeat.
+func LoopMessage(l progress.Loop) string {
+	return "gyrum: you are " + progress.Words(l.Label, l.Count, l.Error) +
+		" — the same call with the same result; repeating it will not change that. " +
+		"Change approach; if stuck, `gyrum note` what you tried and `gyrum release`."
+}
+
+// applyTo updates d's markers and activity for p; recorded is false for
+// a second run of the hook for the same call (nothing more is credited).
+func applyTo(d gyrumdir.Dir, p Payload, o Options) (recorded bool, _ error) {
 	var err error
 	rec := gyrumdir.ActivityRecord{Source: gyrumdir.SourceHook, Event: p.Event, Tool: p.ToolName, At: o.Now}
 	switch canonical(p.Event) {
@@ -479,14 +605,14 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 		if id == "" {
 			id = p.CallKey
 		} else if started, ended := d.CallSeen(id); started || ended {
-			return nil // the same call through a second hook configuration
+			return false, nil // the same call through a second hook configuration
 		}
 		err = errors.Join(d.StartInFlight(id, p.ToolName, o.Now), d.RecordTranscript(p.Transcript))
 	case EventPostToolUse, EventPostToolUseFailure:
 		if p.ToolUseID != "" {
 			dup, eerr := d.EndCall(p.ToolUseID)
 			if dup {
-				return nil // ended already, by the same call's other hook run
+				return false, nil // ended already, by the same call's other hook run
 			}
 			err = errors.Join(eerr, d.WriteActivity(rec))
 			break
@@ -497,7 +623,7 @@ func applyTo(d gyrumdir.Dir, p Payload, o Options) error {
 	}
 	// Every run counts, PreToolUse too: the loop's hook_seen and
 	// hook_events report that the hook is wired, whatever the event.
-	return errors.Join(err, d.CountHookEvent())
+	return true, errors.Join(err, d.CountHookEvent())
 }
 
 // endMarker removes the marker of a tool call without a tool_use_id (Gemini
@@ -553,17 +679,20 @@ func find(starts ...string) (gyrumdir.Dir, error) {
 // Callers ignore the error; tests read it.
 func Run(stdin io.Reader, o Options) (Result, error) {
 	p := Payload{}
+	var done *progress.Completed
 	if stdin != nil && readable(stdin) {
 		if f, ok := stdin.(*os.File); ok {
 			// A writer that never closes the pipe must not hang the agent.
 			stdin = withDeadline(f, time.Now().Add(StdinWait))
 		}
-		p = Parse(stdin, MaxInput)
+		var c progress.Completed
+		p, c = ParseCall(stdin, MaxInput)
+		done = &c
 	}
 	if !p.Object {
-		p = Payload{} // garbage or nothing: a plain touch
+		p, done = Payload{}, nil // garbage or nothing: a plain touch
 	}
-	return Apply(p, o)
+	return ApplyCall(p, done, o)
 }
 
 // StdinWait bounds the hook's read of its payload, the whole of it: a

@@ -37,6 +37,8 @@ type Env struct {
 func Main(args []string, env Env) {
 	defer func() { _ = recover() }()
 	o := Options{Now: env.Now, Ask: env.Ask}
+	o.NoLabels = env.Getenv != nil && off(env.Getenv(EnvLoopLabels))
+	o.NoTell = env.Getenv != nil && off(env.Getenv(EnvLoopTell))
 	announced := ""
 	for i := 0; i < len(args); i++ {
 		s := args[i]
@@ -102,6 +104,24 @@ func Main(args []string, env Env) {
 	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
 		_, _ = env.Stdout.Write(out)
 	}
+}
+
+// Operator settings of the hook's loop detection (issue 44).
+const (
+	// EnvLoopLabels=off keeps calls' fingerprints without their labels.
+	EnvLoopLabels = "GYRUM_LOOP_LABELS"
+	// EnvLoopTell=off keeps the hook from telling the agent it loops or
+	// makes no progress.
+	EnvLoopTell = "GYRUM_LOOP_TELL"
+)
+
+// off reports whether a setting's value turns it off.
+func off(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "off", "0", "false", "no":
+		return true
+	}
+	return false
 }
 
 // announcedPID returns the pid an agent hands its hooks (agent.PIDEnv:

@@ -1,5 +1,12 @@
 package progress
 
+import (
+	"cmp"
+	"fmt"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"strings"
+)
+
 // Call is one completed tool call as the hook fingerprints it: what was
 // called (tool and canonical input), what came of it (exit status or
 // error and a hash of the output), whether it failed, and a short label.
@@ -7,6 +14,9 @@ type Call struct {
 	Call, Result [8]byte
 	Failed       bool
 	Label        string
+	// Error says how a failed call failed (its error's first line or its
+	// exit status); "" when it did not fail or labels are off.
+	Error string
 }
 
 // Limits are the repetitions that make a loop.
@@ -37,6 +47,9 @@ type Loop struct {
 	Failing bool
 	// Alternating: two calls alternate.
 	Alternating bool
+	// Error is how the repeated call fails ("" when it does not, or
+	// labels are off).
+	Error string
 }
 
 // Detect looks at the latest calls (oldest first) and reports the loop
@@ -62,7 +75,7 @@ func Detect(calls []Call, lim Limits) (Loop, bool) {
 		run++
 	}
 	if last.Failed && run >= lim.SameFailure || run >= lim.Same {
-		return Loop{Label: last.Label, Count: run, Failing: last.Failed}, true
+		return Loop{Label: last.Label, Count: run, Failing: last.Failed, Error: last.Error}, true
 	}
 	// A, B, A, B, ...: two different calls, each with one result.
 	if n >= lim.Alternation && last.Call != calls[n-2].Call {
@@ -79,8 +92,39 @@ func Detect(calls []Call, lim Limits) (Loop, bool) {
 			alt++
 		}
 		if alt >= lim.Alternation {
-			return Loop{Label: a.Label + " / " + b.Label, Count: alt, Failing: a.Failed || b.Failed, Alternating: true}, true
+			return Loop{Label: a.Label + " / " + b.Label, Count: alt, Failing: a.Failed || b.Failed, Alternating: true, Error: cmp.Or(b.Error, a.Error)}, true
 		}
 	}
 	return Loop{}, false
+}
+
+// Words says a loop in words for the agent and the operator:
+//
+//	looping on `Bash: npm test` ×7: TypeError: x is not a function
+//
+// label is "" when labels are off ("the same tool call"), errText "" when
+// the call does not fail or its error is unknown.
+func Words(label string, count int, errText string) string {
+	what := "the same tool call"
+	if label != "" {
+		what = "`" + strings.ReplaceAll(label, "`", "'") + "`"
+	}
+	s := fmt.Sprintf("looping on %s ×%d", what, count)
+	if errText != "" {
+		s += ": " + errText
+	}
+	return s
+}
+
+// Window is how many of the latest calls loop detection looks at: enough
+// for the longest repetition the limits name, and a count past it.
+const Window = 32
+
+// Calls turns the records of the calls file into Calls.
+func Calls(recs []gyrumdir.CallRecord) []Call {
+	out := make([]Call, len(recs))
+	for i, r := range recs {
+		out[i] = Call{Call: r.Call, Result: r.Result, Failed: r.Failed, Label: r.Label, Error: r.Error}
+	}
+	return out
 }
