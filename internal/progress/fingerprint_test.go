@@ -88,7 +88,7 @@ func TestFingerprintFailureAndLabels(t *testing.T) {
 		{"an exit_code field", completed("shell", `{"cmd":["bash","-lc","make"]}`, `{"exit_code":3}`, "", false), true, "shell: bash -lc make", "exit 3"},
 		{"an error field", completed("Edit", `{"file_path":"a"}`, `{"error":"old_string not found"}`, "", false), true, "Edit", "old_string not found"},
 		{"a plain read", completed("Read", `{"file_path":"a"}`, `{"content":"Exit code 1"}`, "", false), false, "Read", ""},
-		{"a long command", completed("Bash", `{"command":"` + long + `"}`, `{"stdout":""}`, "", false), false, "Bash: " + long[:80], ""},
+		{"a long command", completed("Bash", `{"command":"`+long+`"}`, `{"stdout":""}`, "", false), false, "Bash: " + long[:80], ""},
 	} {
 		f := progress.Fingerprint(c.in, true)
 		if f.Failed != c.failed || f.Label != c.label || f.Error != c.errTxt {
