@@ -211,6 +211,22 @@ type HeartbeatRequest struct {
 	// wrote it. warp keeps it as the attempt's last note.
 	Note   *string    `json:"note,omitempty"`
 	NoteAt *time.Time `json:"note_at,omitempty"`
+	// ProgressAgeS (v2, optional) is the time since the agent's work last
+	// progressed (a worktree state new in the lease, a commit, a call
+	// whose result changed, a note); absent from loops before issue 44.
+	ProgressAgeS *float64 `json:"progress_age_s,omitempty"`
+	// Loop (v2, optional) says what repeats while the agent's latest
+	// calls make a loop; absent when they do not.
+	Loop *LoopReport `json:"loop,omitempty"`
+}
+
+// LoopReport says what repeats: the repeated call's label ("" when the
+// host keeps no labels), how many calls the repetition spans, and how the
+// call fails ("" when it does not).
+type LoopReport struct {
+	Label string `json:"label"`
+	Count int    `json:"count"`
+	Error string `json:"error,omitempty"`
 }
 
 // SchemaV2 is the heartbeat schema version whose bodies carry the agent's

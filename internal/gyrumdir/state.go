@@ -39,6 +39,8 @@ type LoopState struct {
 	// NoteSentAt is the time (Note.At) of the last note warp acknowledged:
 	// a note.json with another time is sent with the next heartbeat.
 	NoteSentAt time.Time `json:"note_sent_at,omitzero"`
+	// ProgressAgeS is the time since the work last progressed (issue 44).
+	ProgressAgeS float64 `json:"progress_age_s,omitempty"`
 }
 
 // WriteState writes heartbeat.state atomically (a reader sees the old

@@ -170,6 +170,10 @@ type Loop struct {
 	// untold is the lease-ended notice the loop could not write (see
 	// keepTelling); nil when there is none.
 	untold *gyrumdir.LeaseEnded
+	// progress is the progress evidence (issue 44); verdict is warp's
+	// latest verdict, whose turn to spinning the agent is told.
+	progress *progressWatch
+	verdict  string
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -570,6 +574,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 		l.stale = d.Stale
 	}
 	l.observeHook()
+	l.observeProgress(ctx, now)
 	if d.InFlight == "" || strings.HasPrefix(d.InFlight, BackgroundPrefix) {
 		// The age was measured when the tick began; sampling processes
 		// takes time under load, and warp subtracts the age from the time
@@ -874,6 +879,10 @@ func (l *Loop) v2(d Decision) client.HeartbeatRequest {
 		Host: l.lease.Host, Agent: l.lease.Agent, ActivityAgeS: &secs, InFlight: d.InFlight, Stale: d.Stale,
 		HookSeen: &seen, HookEvents: l.hookPending}
 	body.Note, body.NoteAt = PendingNote(l.dir, l.state.NoteSentAt)
+	if l.progress != nil {
+		body.ProgressAgeS = client.Ptr(l.progress.age(l.now()).Seconds())
+		body.Loop = l.progress.loop
+	}
 	return body
 }
 
@@ -886,6 +895,43 @@ func PendingNote(d gyrumdir.Dir, sent time.Time) (*string, *time.Time) {
 		return nil, nil
 	}
 	return &n.Text, &n.At
+}
+
+// observeProgress reads the progress evidence once per tick.
+func (l *Loop) observeProgress(ctx context.Context, now time.Time) {
+	if l.progress == nil {
+		claimed := l.lease.ClaimedAt
+		if claimed.IsZero() || claimed.After(now) {
+			claimed = now
+		}
+		l.progress = newProgressWatch(l.dir.Worktree, claimed)
+	}
+	if err := l.progress.observe(ctx, l.dir, now); err != nil {
+		l.log.Warn("read progress evidence", "err", err)
+	}
+	if err := l.dir.RotateCalls(); err != nil {
+		l.log.Warn("rotate calls", "err", err)
+	}
+	l.state.ProgressAgeS = l.progress.age(now).Seconds()
+}
+
+// VerdictSpinning is warp's verdict of a lease whose agent is active but
+// whose work has not progressed for the progress deadline.
+const VerdictSpinning = "spinning"
+
+// nudge tells the agent, once per episode, that warp judges its lease
+// spinning (the hook shows the nudge on its next call).
+func (l *Loop) nudge(verdict string, now time.Time) {
+	was := l.verdict
+	l.verdict = verdict
+	if verdict != VerdictSpinning || was == VerdictSpinning || l.progress == nil {
+		return
+	}
+	n := gyrumdir.Nudge{Ticket: l.lease.Ticket, Epoch: l.lease.Epoch, Episode: verdict + " " + now.UTC().Format(time.RFC3339),
+		Text: SpinningNudge(l.lease.Ticket, l.progress.age(now)), At: now}
+	if err := l.dir.WriteNudge(n); err != nil {
+		l.log.Warn("write nudge", "err", err)
+	}
 }
 
 // observeHook updates hook_seen and the pending hook-event count before a
@@ -941,6 +987,7 @@ func (l *Loop) answered(body client.HeartbeatRequest, res client.HeartbeatRespon
 	l.failures = 0
 	l.state.LastOutcome, l.state.LastStatus, l.state.LastError = "ok", 200, ""
 	l.state.ExpiresAt, l.state.Verdict = res.ExpiresAt, res.Verdict
+	l.nudge(res.Verdict, now)
 	l.held = res.ExpiresAt
 	if res.ExpiresInS > 0 {
 		l.held = now.Add(time.Duration(res.ExpiresInS * float64(time.Second)))
