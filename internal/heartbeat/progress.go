@@ -21,7 +21,7 @@ const NoteFile = "note.json"
 type progressWatch struct {
 	tree    progress.Worktree
 	states  *progress.Tracker
-	noGit   bool      // the worktree is not a git worktree: no states
+	noGit   bool // the worktree is not a git worktree: no states
 	claimed time.Time
 	last    time.Time // the latest progress; the claim until any
 	noteAt  time.Time // the latest note seen
