@@ -111,6 +111,13 @@ type Lease struct {
 	PRURL            string     `json:"pr_url,omitempty"`
 	HookSeen         string     `json:"hook_seen,omitempty"`
 	HookEvents       int64      `json:"hook_events,omitempty"`
+	// LastProgressAt is when the agent's work last progressed (issue 44):
+	// the claim, then what its loop reports; absent for a lease whose
+	// loop never reported progress.
+	LastProgressAt *time.Time `json:"last_progress_at,omitempty"`
+	// Loop says what repeats while the loop reports the agent's latest
+	// calls loop; absent otherwise.
+	Loop *LoopReport `json:"loop,omitempty"`
 }
 
 // LeaseStatus is the answer of GET /v1/tickets/{id}/leases/{epoch}: what

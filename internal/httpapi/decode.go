@@ -213,6 +213,10 @@ func DecodeHeartbeat(r io.Reader) (warp.Heartbeat, error) {
 		if req.NoteAt != nil {
 			h.NoteAt = *req.NoteAt
 		}
+		h.ProgressAge = req.ProgressAgeS
+		if req.Loop != nil {
+			h.Loop = &warp.Loop{Label: req.Loop.Label, Count: req.Loop.Count, Error: req.Loop.Error}
+		}
 	default:
 		return warp.Heartbeat{}, warp.Errorf(warp.ErrUnsupportedSchema,
 			"schema_version %d is not supported: this server speaks 1 and 2 (omit it for 1)", h.SchemaVersion)

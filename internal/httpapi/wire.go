@@ -56,8 +56,16 @@ func FromLease(l warp.Lease) Lease {
 		SchemaVersion: l.SchemaVersion, InFlight: l.InFlight, FirstV2At: optTime(l.FirstV2At), RefreshedAt: optTime(l.RefreshedAt),
 		ExpiresAt: l.ExpiresAt, Exit: l.Exit, ExitedAt: optTime(l.ExitedAt), EndedAt: optTime(l.EndedAt),
 		EndReason: l.EndReason, FallbackExtended: l.FallbackExtended, PRURL: l.PRURL,
-		HookSeen: string(l.HookSeen), HookEvents: l.HookEvents,
+		HookSeen: string(l.HookSeen), HookEvents: l.HookEvents, LastProgressAt: optTime(l.LastProgressAt),
+		Loop: fromLoop(l.Loop),
 	}
+}
+
+func fromLoop(l warp.Loop) *LoopReport {
+	if !l.Looping() {
+		return nil
+	}
+	return &LoopReport{Label: l.Label, Count: l.Count, Error: l.Error}
 }
 
 // ToLease converts a wire lease back to the domain form, for clients that
@@ -69,7 +77,8 @@ func ToLease(ticket string, l Lease) warp.Lease {
 		SchemaVersion: l.SchemaVersion, InFlight: l.InFlight, FirstV2At: derefTime(l.FirstV2At), RefreshedAt: derefTime(l.RefreshedAt),
 		ExpiresAt: l.ExpiresAt, Exit: l.Exit, ExitedAt: derefTime(l.ExitedAt), EndedAt: derefTime(l.EndedAt),
 		EndReason: l.EndReason, FallbackExtended: l.FallbackExtended, PRURL: l.PRURL,
-		HookSeen: warp.HookSeen(l.HookSeen), HookEvents: l.HookEvents,
+		HookSeen: warp.HookSeen(l.HookSeen), HookEvents: l.HookEvents, LastProgressAt: derefTime(l.LastProgressAt),
+		Loop: toLoop(l.Loop),
 	}
 }
 
@@ -100,4 +109,11 @@ func derefTime(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+func toLoop(l *LoopReport) warp.Loop {
+	if l == nil {
+		return warp.Loop{}
+	}
+	return warp.Loop{Label: l.Label, Count: l.Count, Error: l.Error}
 }

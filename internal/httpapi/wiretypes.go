@@ -11,6 +11,7 @@ type (
 	LeaseStatus         = client.LeaseStatus
 	Attempt             = client.Attempt
 	Snapshot            = client.Snapshot
+	LoopReport          = client.LoopReport
 	TicketList          = client.TicketList
 	CreateTicketRequest = client.CreateTicketRequest
 	ClaimRequest        = client.ClaimRequest

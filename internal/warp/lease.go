@@ -156,7 +156,7 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 	}
 	l := Lease{
 		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,
-		ClaimedAt: now, LastHeartbeatAt: now, LastActivityAt: now, RefreshedAt: now,
+		ClaimedAt: now, LastHeartbeatAt: now, LastActivityAt: now, RefreshedAt: now, LastProgressAt: now,
 		Claimant: c.Token, SecretHash: secretHash,
 	}
 	l.ExpiresAt = p.ExpiresAt(mode, l)
@@ -222,6 +222,17 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 			}
 		}
 		l.HookEvents = addSaturating(l.HookEvents, h.HookEvents)
+		if h.ProgressAge != nil {
+			// A loop that reports progress says whether its agent loops
+			// each time: no loop field is no loop.
+			if at := received.Add(-time.Duration(*h.ProgressAge * float64(time.Second))); at.After(l.LastProgressAt) {
+				l.LastProgressAt = at
+			}
+			l.Loop = Loop{}
+			if h.Loop != nil {
+				l.Loop = *h.Loop
+			}
+		}
 	} else {
 		l.InFlight = ""
 	}

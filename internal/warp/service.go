@@ -16,6 +16,14 @@ import (
 	"time"
 )
 
+// Bounds of a heartbeat's progress report (issue 44): progress_age_s (a
+// year), loop.count, and the bytes of loop.label and loop.error.
+const (
+	MaxProgressAge = 366 * 24 * 3600
+	MaxLoopCount   = 1 << 20
+	MaxLoopText    = 512
+)
+
 // MaxHookEvents bounds hook_events of one heartbeat: a hook per tool call
 // cannot run a million times between two ticks; more is a broken client.
 const MaxHookEvents = 1 << 20
@@ -891,6 +899,17 @@ func ValidateHeartbeat(h Heartbeat) error {
 	}
 	if h.Note != nil {
 		if err := CheckText("note", *h.Note, MaxNoteLen); err != nil {
+			return err
+		}
+	}
+	if p := h.ProgressAge; p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0) || *p < 0 || *p > MaxProgressAge) {
+		return Errorf(ErrInvalid, "progress_age_s must be a finite number between 0 and %v, got %v", MaxProgressAge, *p)
+	}
+	if l := h.Loop; l != nil {
+		if l.Count < 2 || l.Count > MaxLoopCount {
+			return Errorf(ErrInvalid, "loop.count must be between 2 and %d, got %d", MaxLoopCount, l.Count)
+		}
+		if err := checkTexts(MaxLoopText, "loop.label", l.Label, "loop.error", l.Error); err != nil {
 			return err
 		}
 	}

@@ -118,7 +118,26 @@ type Lease struct {
 	// VerdictDueAt is when the verdict pass must next look at the lease
 	// (Policy.VerdictDue as of its last write); zero when never.
 	VerdictDueAt time.Time
+	// LastProgressAt is when the agent's work last progressed (issue
+	// 44): the claim, moved forward by heartbeats' progress_age_s; zero
+	// for a lease from before progress reports.
+	LastProgressAt time.Time
+	// Loop is what repeats, as the latest heartbeat reported it; zero
+	// (Count 0) when the agent's latest calls make no loop.
+	Loop Loop
 }
+
+// Loop says what repeats in an agent's latest calls: the repeated call's
+// label ("" when its host keeps no labels), how many calls the repetition
+// spans, how the call fails ("" when it does not).
+type Loop struct {
+	Label string
+	Count int
+	Error string
+}
+
+// Looping reports whether l names a loop.
+func (l Loop) Looping() bool { return l.Count > 0 }
 
 // HookSeen is the loop's report on whether the agent's hook has fired.
 type HookSeen string
@@ -235,6 +254,12 @@ type Heartbeat struct {
 	// the loop sent none. Kept as the attempt's last note.
 	Note   *string
 	NoteAt time.Time
+	// ProgressAge (v2, optional, seconds) is the time since the agent's
+	// work last progressed; nil from loops before issue 44, which leave
+	// the lease's progress and loop as they are. Loop is what repeats in
+	// the agent's latest calls, nil when nothing does.
+	ProgressAge *float64
+	Loop        *Loop
 	// ReceivedAt is when this warp received the heartbeat (Service sets
 	// it); its activity age counts back from then, not from when a batch
 	// applies it, so a wait in the group commit credits no activity. Zero:
