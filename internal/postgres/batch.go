@@ -123,18 +123,20 @@ func (t *tx) WriteBatch(ctx context.Context, ls []warp.Lease, cs []warp.Heartbea
 // updateLeasesSQL writes the heartbeat columns of leases given as arrays,
 // one element a lease ($1 ticket, $2 epoch, then the columns), and fails
 // (division by zero: the statement then aborts the transaction, which
-// skips the COMMIT sent with it) unless it updated $16 leases.
+// skips the COMMIT sent with it) unless it updated $20 leases.
 const updateLeasesSQL = `WITH u AS (UPDATE leases l SET last_heartbeat_at = v.hb, last_activity_at = v.act,
 		progress_at = v.prog, schema_version = v.schema, in_flight = v.in_flight, first_v2_at = v.first_v2,
 		refreshed_at = v.refreshed, expires_at = v.expires, fallback_extended = v.fallback, hook_seen = v.hook_seen,
-		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due
+		hook_events = v.hook_events, recorded_verdict = v.verdict, verdict_due_at = v.due,
+		last_progress_at = v.last_progress, loop_label = v.loop_label, loop_count = v.loop_count, loop_error = v.loop_error
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::integer[], $7::text[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::boolean[], $12::text[], $13::bigint[], $14::text[], $15::bigint[])
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::boolean[], $12::text[], $13::bigint[], $14::text[], $15::bigint[],
+			$16::bigint[], $17::text[], $18::integer[], $19::text[])
 			AS v(ticket, epoch, hb, act, prog, schema, in_flight, first_v2, refreshed, expires, fallback, hook_seen,
-			hook_events, verdict, due)
+			hook_events, verdict, due, last_progress, loop_label, loop_count, loop_error)
 		WHERE l.ticket = v.ticket AND l.epoch = v.epoch
 		RETURNING 1)
-	SELECT 1 / (count(*) = $16)::integer FROM u`
+	SELECT 1 / (count(*) = $20)::integer FROM u`
 
 // queueUpdateLeases queues on b the update of the heartbeat columns of
 // ls, in one statement (arrays unnested into rows); nothing for no lease.
@@ -146,8 +148,9 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 	var (
 		tickets, inFlight, hookSeen, verdict                          = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		epoch, hb, act, prog, firstV2, refreshed, expires, hookEvents = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		due                                                           = make([]int64, n)
-		schema                                                        = make([]int32, n)
+		due, lastProgress                                             = make([]int64, n), make([]int64, n)
+		loopLabel, loopError                                          = make([]string, n), make([]string, n)
+		schema, loopCount                                             = make([]int32, n), make([]int32, n)
 		fallback                                                      = make([]bool, n)
 	)
 	for i, l := range ls {
@@ -156,8 +159,10 @@ func queueUpdateLeases(b *pgx.Batch, ls []warp.Lease) {
 		schema[i], inFlight[i], firstV2[i], refreshed[i] = int32(l.SchemaVersion), l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt)
 		expires[i], fallback[i], hookSeen[i], hookEvents[i] = ts(l.ExpiresAt), l.FallbackExtended, string(l.HookSeen), l.HookEvents
 		verdict[i], due[i] = string(l.RecordedVerdict), ts(l.VerdictDueAt)
+		lastProgress[i], loopLabel[i], loopCount[i], loopError[i] = ts(l.LastProgressAt), l.Loop.Label, int32(l.Loop.Count), l.Loop.Error
 	}
-	b.Queue(updateLeasesSQL, tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due, n)
+	b.Queue(updateLeasesSQL, tickets, epoch, hb, act, prog, schema, inFlight, firstV2, refreshed, expires, fallback, hookSeen, hookEvents, verdict, due,
+		lastProgress, loopLabel, loopCount, loopError, n)
 }
 
 // queueRecordHeartbeats queues on b a batch's heartbeat counts: the

@@ -88,13 +88,16 @@ func (r *ticketRow) ticket() warp.Ticket {
 const leaseCols = "l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at, l.last_activity_at, " +
 	"l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at, l.exit, l.exited_at, " +
 	"l.ended_at, l.end_reason, l.fallback_extended, l.pr_url, l.hook_seen, l.hook_events, l.recorded_verdict, " +
-	"l.claimant, l.secret_hash, l.verdict_due_at"
+	"l.claimant, l.secret_hash, l.verdict_due_at, l.last_progress_at, l.loop_label, l.loop_count, l.loop_error"
 
 // leaseRow scans leaseCols; every field tolerates NULL so a LEFT JOIN that
 // found no lease scans too (Epoch.Valid is then false).
 type leaseRow struct {
 	ticket, agent, host, state, inFlight, exit, endReason, prURL pgtype.Text
 	hookSeen, recordedVerdict, claimant, secretHash              pgtype.Text
+	loopLabel, loopError                                         pgtype.Text
+	lastProgressAt                                               pgtype.Int8
+	loopCount                                                    pgtype.Int4
 	epoch, hookEvents                                            pgtype.Int8
 	schemaVersion                                                pgtype.Int4
 	claimedAt, lastHeartbeatAt, lastActivityAt, firstV2At        pgtype.Int8
@@ -106,7 +109,7 @@ func (r *leaseRow) dest() []any {
 	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimedAt, &r.lastHeartbeatAt, &r.lastActivityAt,
 		&r.schemaVersion, &r.inFlight, &r.firstV2At, &r.refreshedAt, &r.expiresAt, &r.exit, &r.exitedAt,
 		&r.endedAt, &r.endReason, &r.fallbackExtended, &r.prURL, &r.hookSeen, &r.hookEvents, &r.recordedVerdict,
-		&r.claimant, &r.secretHash, &r.verdictDueAt}
+		&r.claimant, &r.secretHash, &r.verdictDueAt, &r.lastProgressAt, &r.loopLabel, &r.loopCount, &r.loopError}
 }
 
 func (r *leaseRow) lease() warp.Lease {
@@ -121,6 +124,8 @@ func (r *leaseRow) lease() warp.Lease {
 		PRURL: r.prURL.String, HookSeen: warp.HookSeen(r.hookSeen.String), HookEvents: r.hookEvents.Int64,
 		RecordedVerdict: warp.Verdict(r.recordedVerdict.String),
 		Claimant:        r.claimant.String, SecretHash: r.secretHash.String, VerdictDueAt: fromTS(r.verdictDueAt),
+		LastProgressAt: fromTS(r.lastProgressAt),
+		Loop:           warp.Loop{Label: r.loopLabel.String, Count: int(r.loopCount.Int32), Error: r.loopError.String},
 	}
 }
 
@@ -274,12 +279,14 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at, last_heartbeat_at,
 		last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at, expires_at, exit, exited_at,
 		ended_at, end_reason, fallback_extended, pr_url, hook_seen, hook_events, recorded_verdict, claimant, secret_hash,
-		verdict_due_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+		verdict_due_at, last_progress_at, loop_label, loop_count, loop_error)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26,
+			$27, $28, $29, $30)`,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
 		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
 		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, ts(l.VerdictDueAt))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, ts(l.VerdictDueAt),
+		ts(l.LastProgressAt), l.Loop.Label, l.Loop.Count, l.Loop.Error)
 	return translate(err)
 }
 
@@ -288,12 +295,14 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		last_heartbeat_at = $7, last_activity_at = $8, progress_at = $9, schema_version = $10, in_flight = $11,
 		first_v2_at = $12, refreshed_at = $13, expires_at = $14, exit = $15, exited_at = $16, ended_at = $17,
 		end_reason = $18, fallback_extended = $19, pr_url = $20, hook_seen = $21, hook_events = $22,
-		recorded_verdict = $23, verdict_due_at = $24
+		recorded_verdict = $23, verdict_due_at = $24, last_progress_at = $25, loop_label = $26, loop_count = $27,
+		loop_error = $28
 		WHERE ticket = $1 AND epoch = $2`,
 		l.Ticket, l.Epoch, l.Agent, l.Host, string(l.State), ts(l.ClaimedAt), ts(l.LastHeartbeatAt),
 		ts(l.LastActivityAt), ts(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight, ts(l.FirstV2At), ts(l.RefreshedAt),
 		ts(l.ExpiresAt), l.Exit, ts(l.ExitedAt), ts(l.EndedAt), l.EndReason, l.FallbackExtended, l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), ts(l.VerdictDueAt))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), ts(l.VerdictDueAt),
+		ts(l.LastProgressAt), l.Loop.Label, l.Loop.Count, l.Loop.Error)
 	if err != nil {
 		return translate(err)
 	}

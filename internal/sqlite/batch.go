@@ -73,8 +73,9 @@ func qUpdateLeasesBeat(n int) string {
 	return `UPDATE leases SET last_heartbeat_at = v.column3, last_activity_at = v.column4, progress_at = v.column5,
 		schema_version = v.column6, in_flight = v.column7, first_v2_at = v.column8, refreshed_at = v.column9,
 		expires_at = v.column10, fallback_extended = v.column11, hook_seen = v.column12, hook_events = v.column13,
-		recorded_verdict = v.column14, verdict_due_at = v.column15
-		FROM (VALUES ` + values(n, 15) + `) AS v
+		recorded_verdict = v.column14, verdict_due_at = v.column15, last_progress_at = v.column16,
+		loop_label = v.column17, loop_count = v.column18, loop_error = v.column19
+		FROM (VALUES ` + values(n, 19) + `) AS v
 		WHERE leases.ticket = v.column1 AND leases.epoch = v.column2`
 }
 
@@ -200,7 +201,8 @@ func (t *tx) UpdateLeases(ctx context.Context, ls []warp.Lease) error {
 func appendBeat(args []any, l warp.Lease) []any {
 	return append(args, nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion,
 		l.InFlight, nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), boolInt(l.FallbackExtended),
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), nanos(l.VerdictDueAt))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), nanos(l.VerdictDueAt),
+		nanos(l.LastProgressAt), l.Loop.Label, l.Loop.Count, l.Loop.Error)
 }
 
 // RecordHeartbeats records a batch's counts as RecordHeartbeat would one

@@ -24,18 +24,20 @@ const (
 	qInsertLease = `INSERT INTO leases (ticket, epoch, agent, host, state, claimed_at,
 		last_heartbeat_at, last_activity_at, progress_at, schema_version, in_flight, first_v2_at, refreshed_at,
 		expires_at, exit, exited_at, ended_at, end_reason, fallback_extended, pr_url,
-		hook_seen, hook_events, recorded_verdict, claimant, secret_hash, verdict_due_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		hook_seen, hook_events, recorded_verdict, claimant, secret_hash, verdict_due_at,
+		last_progress_at, loop_label, loop_count, loop_error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// qUpdateLeaseBeat writes what a heartbeat changes, nothing else.
 	qUpdateLeaseBeat = `UPDATE leases SET last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?,
 		schema_version = ?, in_flight = ?, first_v2_at = ?, refreshed_at = ?, expires_at = ?, fallback_extended = ?,
-		hook_seen = ?, hook_events = ?, recorded_verdict = ?, verdict_due_at = ?
+		hook_seen = ?, hook_events = ?, recorded_verdict = ?, verdict_due_at = ?,
+		last_progress_at = ?, loop_label = ?, loop_count = ?, loop_error = ?
 		WHERE ticket = ? AND epoch = ?`
 	qUpdateLease = `UPDATE leases SET agent = ?, host = ?, state = ?, claimed_at = ?,
 		last_heartbeat_at = ?, last_activity_at = ?, progress_at = ?, schema_version = ?, in_flight = ?,
 		first_v2_at = ?, refreshed_at = ?, expires_at = ?, exit = ?, exited_at = ?, ended_at = ?, end_reason = ?,
 		fallback_extended = ?, pr_url = ?, hook_seen = ?, hook_events = ?, recorded_verdict = ?,
-		verdict_due_at = ?
+		verdict_due_at = ?, last_progress_at = ?, loop_label = ?, loop_count = ?, loop_error = ?
 		WHERE ticket = ? AND epoch = ?`
 	// verdictDueSQL is the verdict pass's query; the partial index
 	// leases_held_verdict_due answers it in O(due). Tests check its plan.

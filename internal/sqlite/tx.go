@@ -83,23 +83,25 @@ func scanTicket(s rowScanner) (warp.Ticket, error) {
 const leaseCols = `l.ticket, l.epoch, l.agent, l.host, l.state, l.claimed_at, l.last_heartbeat_at,
 	l.last_activity_at, l.schema_version, l.in_flight, l.first_v2_at, l.refreshed_at, l.expires_at,
 	l.exit, l.exited_at, l.ended_at, l.end_reason, l.fallback_extended, l.pr_url,
-	l.hook_seen, l.hook_events, l.recorded_verdict, l.claimant, l.secret_hash, l.verdict_due_at`
+	l.hook_seen, l.hook_events, l.recorded_verdict, l.claimant, l.secret_hash, l.verdict_due_at,
+	l.last_progress_at, l.loop_label, l.loop_count, l.loop_error`
 
 // leaseRow holds nullable lease columns, so a LEFT JOIN that found no
 // lease scans too.
 type leaseRow struct {
 	ticket, agent, host, state, inFlight, exit, endReason, prURL, hookSeen, recordedVerdict sql.Null[string]
-	claimant, secretHash                                                                    sql.Null[string]
+	claimant, secretHash, loopLabel, loopError                                              sql.Null[string]
 
 	epoch, claimed, heartbeat, activity, schema, firstV2, refreshed, expires,
-	exited, ended, fallback, hookEvents, verdictDue sql.Null[int64]
+	exited, ended, fallback, hookEvents, verdictDue, lastProgress, loopCount sql.Null[int64]
 }
 
 func (r *leaseRow) dest() []any {
 	return []any{&r.ticket, &r.epoch, &r.agent, &r.host, &r.state, &r.claimed, &r.heartbeat,
 		&r.activity, &r.schema, &r.inFlight, &r.firstV2, &r.refreshed, &r.expires,
 		&r.exit, &r.exited, &r.ended, &r.endReason, &r.fallback, &r.prURL,
-		&r.hookSeen, &r.hookEvents, &r.recordedVerdict, &r.claimant, &r.secretHash, &r.verdictDue}
+		&r.hookSeen, &r.hookEvents, &r.recordedVerdict, &r.claimant, &r.secretHash, &r.verdictDue,
+		&r.lastProgress, &r.loopLabel, &r.loopCount, &r.loopError}
 }
 
 func (r *leaseRow) lease() *warp.Lease {
@@ -115,6 +117,7 @@ func (r *leaseRow) lease() *warp.Lease {
 		FallbackExtended: r.fallback.V != 0, PRURL: r.prURL.V,
 		HookSeen: warp.HookSeen(r.hookSeen.V), HookEvents: r.hookEvents.V, RecordedVerdict: warp.Verdict(r.recordedVerdict.V),
 		Claimant: r.claimant.V, SecretHash: r.secretHash.V, VerdictDueAt: fromNanos(r.verdictDue.V),
+		LastProgressAt: fromNanos(r.lastProgress.V), Loop: warp.Loop{Label: r.loopLabel.V, Count: int(r.loopCount.V), Error: r.loopError.V},
 	}
 }
 
@@ -285,7 +288,8 @@ func (t *tx) InsertLease(ctx context.Context, l warp.Lease) error {
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
 		l.EndReason, boolInt(l.FallbackExtended), l.PRURL,
-		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, nanos(l.VerdictDueAt))
+		string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict), l.Claimant, l.SecretHash, nanos(l.VerdictDueAt),
+		nanos(l.LastProgressAt), l.Loop.Label, l.Loop.Count, l.Loop.Error)
 	if err != nil {
 		return translate(fmt.Sprintf("insert lease %s/%d", l.Ticket, l.Epoch), err)
 	}
@@ -299,7 +303,7 @@ func (t *tx) UpdateLease(ctx context.Context, l warp.Lease) error {
 		nanos(l.LastHeartbeatAt), nanos(l.LastActivityAt), nanos(warp.ProgressAt(l)), l.SchemaVersion, l.InFlight,
 		nanos(l.FirstV2At), nanos(l.RefreshedAt), nanos(l.ExpiresAt), l.Exit, nanos(l.ExitedAt), nanos(l.EndedAt),
 		l.EndReason, boolInt(l.FallbackExtended), l.PRURL, string(l.HookSeen), l.HookEvents, string(l.RecordedVerdict),
-		nanos(l.VerdictDueAt), l.Ticket, l.Epoch)
+		nanos(l.VerdictDueAt), nanos(l.LastProgressAt), l.Loop.Label, l.Loop.Count, l.Loop.Error, l.Ticket, l.Epoch)
 	if err != nil {
 		return translate(op, err)
 	}

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,6 +147,54 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		if l := e.lease("T-1"); l.HookEvents != 5+warp.MaxHookEvents {
 			t.Errorf("hook events after the bound: got %d, want %d", l.HookEvents, 5+warp.MaxHookEvents)
+		}
+	})
+
+	// Issue 44: the claim is the first progress; progress_age_s moves
+	// last_progress_at forward (never back) and each report that carries
+	// it says the loop (none when absent); a loop without progress
+	// reports leaves both as they are.
+	t.Run("Progress", func(t *testing.T) {
+		e := newEnv(t, open)
+		e.createClaim("T-1", "h1")
+		claimed := e.clock.Now()
+		wantTime(t, "last_progress_at at the claim", e.lease("T-1").LastProgressAt, claimed)
+		age := func(s float64) *float64 { return &s }
+		loop := &warp.Loop{Label: "Bash: npm test", Count: 4, Error: "Exit code 1"}
+		for _, step := range []struct {
+			name     string
+			progress *float64
+			loop     *warp.Loop
+			back     time.Duration // want last_progress_at this long before the heartbeat
+			fromNow  bool
+			want     warp.Loop
+		}{
+			{"progress 30 s ago", age(30), nil, 30 * time.Second, true, warp.Loop{}},
+			{"no progress since, looping", age(90), loop, 90 * time.Second, true, *loop},
+			{"an older progress report goes not back", age(3600), loop, 150 * time.Second, true, *loop},
+			{"a loop from before issue 44", nil, nil, 210 * time.Second, true, *loop},
+			{"the loop ended", age(0), nil, 0, true, warp.Loop{}},
+		} {
+			now := e.clock.Advance(time.Minute)
+			if _, err := e.svc.Heartbeat(e.ctx, warp.Heartbeat{SchemaVersion: 2, Ticket: "T-1", Epoch: 1, ProgressAge: step.progress, Loop: step.loop}); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			l := e.lease("T-1")
+			wantTime(t, step.name+": last_progress_at", l.LastProgressAt, now.Add(-step.back))
+			if l.Loop != step.want {
+				t.Errorf("%s: loop %+v, want %+v", step.name, l.Loop, step.want)
+			}
+		}
+		for _, bad := range []warp.Heartbeat{
+			{ProgressAge: age(-1)},
+			{ProgressAge: age(math.NaN())},
+			{ProgressAge: age(warp.MaxProgressAge + 1)},
+			{ProgressAge: age(0), Loop: &warp.Loop{Label: "x", Count: 1}},
+			{ProgressAge: age(0), Loop: &warp.Loop{Label: strings.Repeat("x", warp.MaxLoopText+1), Count: 4}},
+		} {
+			bad.SchemaVersion, bad.Ticket, bad.Epoch = 2, "T-1", 1
+			_, err := e.svc.Heartbeat(e.ctx, bad)
+			wantErr(t, fmt.Sprintf("progress %v loop %+v", bad.ProgressAge, bad.Loop), err, warp.ErrInvalid)
 		}
 	})
 
