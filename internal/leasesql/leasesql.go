@@ -111,6 +111,19 @@ func (w *Where) Bounds(b warp.VerdictBounds) {
 	if !b.NotUnwiredAt.IsZero() {
 		w.Add("(l.hook_seen <> 'no' OR l.claimed_at >= ?)", Nanos(b.NotUnwiredAt))
 	}
+	if b.Looping != nil {
+		if *b.Looping {
+			w.Add("l.loop_count > 0")
+		} else {
+			w.Add("l.loop_count = 0")
+		}
+	}
+	if !b.SpinningBefore.IsZero() {
+		w.Add("l.last_progress_at <> 0 AND l.last_progress_at < ?", Nanos(b.SpinningBefore))
+	}
+	if !b.NotSpinningAt.IsZero() {
+		w.Add("(l.last_progress_at = 0 OR l.last_progress_at >= ?)", Nanos(b.NotSpinningAt))
+	}
 }
 
 // Labels adds the condition that ticket t carries every one of labels:

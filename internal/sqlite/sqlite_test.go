@@ -311,7 +311,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	// The batch's multi-row heartbeat update reads its VALUES list and
 	// finds each lease by its key.
 	allowed[fmt.Sprintf("SCAN %d-ROW VALUES CLAUSE", sqlite.UpdateChunk)] = true
-	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 15*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
+	check("heartbeat batch update", sqlite.UpdateLeasesBeatSQL(sqlite.UpdateChunk), make([]any, 19*sqlite.UpdateChunk), "USING COVERING INDEX sqlite_autoindex_leases_1 (ticket=? AND epoch=?)")
 	// A rare verdict's listing starts from its candidates (the recorded
 	// verdict's partial index and the due leases), then finds each ticket
 	// and lease by key, and sorts what it found: no walk of the tickets.

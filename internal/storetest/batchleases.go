@@ -68,7 +68,7 @@ func testBatchLeases(t *testing.T, open func(t *testing.T) warp.Store) {
 			next.VerdictDueAt = l.ExpiresAt.Add(-time.Minute)
 			next.SchemaVersion, next.InFlight, next.HookEvents = 2, "Bash", 7
 			next.FallbackExtended, next.HookSeen, next.RecordedVerdict = true, warp.HookYes, warp.VerdictStalled
-			next.LastProgressAt = l.LastProgressAt.Add(10 * time.Second)
+			next.LastProgressAt = l.ClaimedAt.Add(10 * time.Second)
 			next.Loop = warp.Loop{Label: "Bash: npm test " + id, Count: 4, Error: "exit 1"}
 			changed = append(changed, next)
 		}

@@ -19,6 +19,7 @@ func Policy() warp.Policy {
 		StallAfter:   15 * time.Minute,
 		SilentAfter:  9 * time.Minute,
 		StartupGrace: 10 * time.Minute,
+		SpinAfter:    warp.DefaultSpinAfter,
 	}
 }
 

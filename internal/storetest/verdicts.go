@@ -402,6 +402,18 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 				}
 			}
 		}
+		// Issue 44: one lease reports a loop, one no progress for an hour.
+		for _, id := range []string{"L-1", "P-1"} {
+			e.createClaim(id, "h1")
+			want[id] = ""
+			hb := warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, ProgressAge: ptr(3600.0)}
+			if id == "L-1" {
+				hb.ProgressAge, hb.Loop = ptr(0.0), &warp.Loop{Label: "Bash: npm test", Count: 4, Error: "exit 1"}
+			}
+			if _, err := e.svc.Heartbeat(e.ctx, hb); err != nil {
+				t.Fatal(err)
+			}
+		}
 		seen := map[warp.Verdict]bool{}
 		for step := range 8 {
 			e.clock.Advance(150 * time.Second)
@@ -510,3 +522,5 @@ func VerdictCountsPruned(t *testing.T, open func(t *testing.T) warp.Store, rows 
 	}
 	e.checkHosts("gone back", map[string]warp.Verdict{"T-2": warp.VerdictActive, "T-3": warp.VerdictActive})
 }
+
+func ptr[T any](v T) *T { return &v }

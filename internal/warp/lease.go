@@ -156,7 +156,7 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 	}
 	l := Lease{
 		Ticket: t.ID, Epoch: t.Epoch + 1, Agent: r.Agent, Host: r.Host, State: LeaseHeld,
-		ClaimedAt: now, LastHeartbeatAt: now, LastActivityAt: now, RefreshedAt: now, LastProgressAt: now,
+		ClaimedAt: now, LastHeartbeatAt: now, LastActivityAt: now, RefreshedAt: now,
 		Claimant: c.Token, SecretHash: secretHash,
 	}
 	l.ExpiresAt = p.ExpiresAt(mode, l)
@@ -433,10 +433,13 @@ func (p Policy) NextVerdictChange(l Lease, now time.Time) time.Time {
 		}
 	}
 	switch v {
-	case VerdictActive:
+	case VerdictActive, VerdictLooping, VerdictSpinning:
 		earlier(ProgressAt(l).Add(p.StallAfter)) // → stalled
 		if l.HookSeen == HookNo {
 			earlier(l.ClaimedAt.Add(p.StallAfter)) // → unwired
+		}
+		if v == VerdictActive && p.SpinAfter > 0 && !l.LastProgressAt.IsZero() && !l.Loop.Looping() {
+			earlier(l.LastProgressAt.Add(p.SpinAfter)) // → spinning
 		}
 	case VerdictStalled:
 		if l.HookSeen == HookNo {
@@ -547,6 +550,15 @@ func (b VerdictBounds) Match(l Lease) bool {
 		return false
 	}
 	if !b.NotUnwiredAt.IsZero() && l.HookSeen == HookNo && l.ClaimedAt.Before(b.NotUnwiredAt) {
+		return false
+	}
+	if b.Looping != nil && l.Loop.Looping() != *b.Looping {
+		return false
+	}
+	if !b.SpinningBefore.IsZero() && (l.LastProgressAt.IsZero() || !l.LastProgressAt.Before(b.SpinningBefore)) {
+		return false
+	}
+	if !b.NotSpinningAt.IsZero() && !l.LastProgressAt.IsZero() && l.LastProgressAt.Before(b.NotSpinningAt) {
 		return false
 	}
 	return true

@@ -11,6 +11,10 @@ const (
 	DefaultSweepInterval     = 30 * time.Second
 	DefaultStartupGrace      = 10 * time.Minute
 	DefaultAdoptionWindow    = 24 * time.Hour
+	// DefaultSpinAfter is the progress deadline of the verdict spinning
+	// (issue 44): an active lease whose work has not progressed for
+	// longer is spinning. It only reports; --progress-deadline enforces.
+	DefaultSpinAfter = 45 * time.Minute
 )
 
 // Policy holds the durations that decide expiry and verdicts.
@@ -19,6 +23,9 @@ type Policy struct {
 	StallAfter   time.Duration
 	SilentAfter  time.Duration
 	StartupGrace time.Duration
+	// SpinAfter is the progress deadline of the verdict spinning; 0: no
+	// lease is ever spinning.
+	SpinAfter time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -28,6 +35,7 @@ func DefaultPolicy() Policy {
 		StallAfter:   DefaultStallAfter,
 		SilentAfter:  DefaultSilentAfter,
 		StartupGrace: DefaultStartupGrace,
+		SpinAfter:    DefaultSpinAfter,
 	}
 }
 
@@ -39,7 +47,7 @@ const MaxPolicyDuration = 10 * 365 * 24 * time.Hour
 // verdictKey names the thresholds verdicts and their due times follow;
 // Init recomputes the held leases' due times when it changes.
 func (p Policy) verdictKey() string {
-	return "stall=" + p.StallAfter.String() + " silent=" + p.SilentAfter.String()
+	return "stall=" + p.StallAfter.String() + " silent=" + p.SilentAfter.String() + " spin=" + p.SpinAfter.String()
 }
 
 // Validate reports an ErrInvalid error for a policy that cannot work.
@@ -47,7 +55,7 @@ func (p Policy) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"lease window", p.LeaseWindow}, {"stall threshold", p.StallAfter}, {"silent threshold", p.SilentAfter}, {"startup grace", p.StartupGrace}} {
+	}{{"lease window", p.LeaseWindow}, {"stall threshold", p.StallAfter}, {"silent threshold", p.SilentAfter}, {"startup grace", p.StartupGrace}, {"progress deadline", p.SpinAfter}} {
 		if d.d > MaxPolicyDuration {
 			return Errorf(ErrInvalid, "%s must be at most %s (10 years), got %s", d.name, MaxPolicyDuration, d.d)
 		}
@@ -61,6 +69,8 @@ func (p Policy) Validate() error {
 		return Errorf(ErrInvalid, "silent threshold must be positive, got %s", p.SilentAfter)
 	case p.StartupGrace < 0:
 		return Errorf(ErrInvalid, "startup grace must not be negative, got %s", p.StartupGrace)
+	case p.SpinAfter < 0:
+		return Errorf(ErrInvalid, "progress deadline must not be negative, got %s", p.SpinAfter)
 	}
 	return nil
 }
@@ -132,6 +142,12 @@ const (
 	VerdictNone    Verdict = ""
 	VerdictActive  Verdict = "active"
 	VerdictStalled Verdict = "stalled"
+	// VerdictLooping: the loop reports that the agent's latest calls
+	// repeat (the same call with the same result; issue 44).
+	VerdictLooping Verdict = "looping"
+	// VerdictSpinning: active, but the work has not progressed for the
+	// progress deadline (Policy.SpinAfter).
+	VerdictSpinning Verdict = "spinning"
 	// VerdictUnwired: the loop says the agent's activity hook has not fired
 	// since it started, and the claim is older than the stall threshold —
 	// the agent may be working, but nothing proves it.
@@ -143,16 +159,16 @@ const (
 // Verdicts returns every verdict of a held lease, in the order of
 // precedence of Policy.Verdict (the first that applies wins).
 func Verdicts() []Verdict {
-	return []Verdict{VerdictExited, VerdictSilent, VerdictUnwired, VerdictStalled, VerdictActive}
+	return []Verdict{VerdictExited, VerdictSilent, VerdictUnwired, VerdictStalled, VerdictLooping, VerdictSpinning, VerdictActive}
 }
 
 // ParseVerdict returns the verdict named s or an ErrInvalid error.
 func ParseVerdict(s string) (Verdict, error) {
 	switch v := Verdict(s); v {
-	case VerdictActive, VerdictStalled, VerdictUnwired, VerdictSilent, VerdictExited:
+	case VerdictActive, VerdictStalled, VerdictUnwired, VerdictSilent, VerdictExited, VerdictLooping, VerdictSpinning:
 		return v, nil
 	}
-	return "", Errorf(ErrInvalid, "unknown verdict %q: want active, stalled, unwired, silent or exited", s)
+	return "", Errorf(ErrInvalid, "unknown verdict %q: want active, looping, spinning, stalled, unwired, silent or exited", s)
 }
 
 // UnwiredFix is what an operator does about an unwired lease on host: the
@@ -176,7 +192,9 @@ func ProgressAt(l Lease) time.Time {
 // Verdict derives the verdict of a held lease at now. Thresholds are
 // exclusive: an age equal to the threshold is still the better verdict.
 //
-// Order of precedence: exited, silent, unwired, stalled, active. Exited and
+// Order of precedence: exited, silent, unwired, stalled, looping,
+// spinning, active. Looping and spinning judge an agent that is active:
+// one stalled or silent has a worse problem. Exited and
 // silent are facts the server holds itself (an exit report; heartbeats
 // stopped), and they decide what happens to the lease next, so they win.
 // Unwired — the loop reports hook_seen false and the claim is older than
@@ -198,8 +216,19 @@ func (p Policy) Verdict(l Lease, now time.Time) Verdict {
 		return VerdictUnwired
 	case now.Sub(ProgressAt(l)) > p.StallAfter:
 		return VerdictStalled
+	case l.Loop.Looping():
+		return VerdictLooping
+	case p.spinning(l, now):
+		return VerdictSpinning
 	}
 	return VerdictActive
+}
+
+// spinning reports whether l's work has not progressed for longer than
+// the progress deadline. A lease whose loop never reported progress
+// (LastProgressAt zero: a loop from before issue 44) is never spinning.
+func (p Policy) spinning(l Lease, now time.Time) bool {
+	return p.SpinAfter > 0 && !l.LastProgressAt.IsZero() && now.Sub(l.LastProgressAt) > p.SpinAfter
 }
 
 // VerdictBounds expresses a verdict as conditions on stored columns so a
@@ -219,6 +248,11 @@ type VerdictBounds struct {
 	// that stall cut: NOT (hook_seen = 'no' AND claimed_at < t), that is
 	// hook_seen <> 'no' OR claimed_at >= t.
 	NotUnwiredAt time.Time
+	// Looping: loop_count > 0 when true, loop_count = 0 when false.
+	Looping *bool
+	// SpinningBefore: last_progress_at <> 0 AND last_progress_at < t.
+	// NotSpinningAt: last_progress_at = 0 OR last_progress_at >= t.
+	SpinningBefore, NotSpinningAt time.Time
 }
 
 // Bounds returns the column conditions equivalent to p.Verdict(l, now) == v
@@ -236,7 +270,21 @@ func (p Policy) Bounds(v Verdict, now time.Time) VerdictBounds {
 		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, HookNo: &yes, ClaimedBefore: stallCut}
 	case VerdictStalled:
 		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressBefore: stallCut, NotUnwiredAt: stallCut}
-	default:
-		return VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressFrom: stallCut, NotUnwiredAt: stallCut}
 	}
+	b := VerdictBounds{Exited: &no, HeartbeatFrom: silentCut, ProgressFrom: stallCut, NotUnwiredAt: stallCut, Looping: &no}
+	switch v {
+	case VerdictLooping:
+		b.Looping = &yes
+	case VerdictSpinning:
+		if p.SpinAfter <= 0 {
+			b.SpinningBefore = time.Unix(0, 1) // no lease: none has progress before 1970
+			break
+		}
+		b.SpinningBefore = now.Add(-p.SpinAfter)
+	default:
+		if p.SpinAfter > 0 {
+			b.NotSpinningAt = now.Add(-p.SpinAfter)
+		}
+	}
+	return b
 }

@@ -58,8 +58,8 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestParseVerdict(t *testing.T) {
-	if n := len(warp.Verdicts()); n != 5 {
-		t.Errorf("Verdicts: %d, want 5", n)
+	if n := len(warp.Verdicts()); n != 7 {
+		t.Errorf("Verdicts: %d, want 7", n)
 	}
 	for _, v := range warp.Verdicts() {
 		if got, err := warp.ParseVerdict(string(v)); err != nil || got != v {
@@ -189,7 +189,8 @@ func TestLapseReason(t *testing.T) {
 }
 
 func verdictPolicy() warp.Policy {
-	return warp.Policy{LeaseWindow: 30 * time.Minute, StallAfter: 15 * time.Minute, SilentAfter: 9 * time.Minute, StartupGrace: 10 * time.Minute}
+	return warp.Policy{LeaseWindow: 30 * time.Minute, StallAfter: 15 * time.Minute, SilentAfter: 9 * time.Minute, StartupGrace: 10 * time.Minute,
+		SpinAfter: 45 * time.Minute}
 }
 
 func TestVerdict(t *testing.T) {
@@ -223,6 +224,12 @@ func TestVerdict(t *testing.T) {
 		{"hook unknown: active as before", mkLease(2, 14*time.Minute, 14*time.Minute), pAt(16 * time.Minute), warp.VerdictActive},
 		{"unwired beats stalled", hook(mkLease(2, 14*time.Minute, 0), warp.HookNo), pAt(16 * time.Minute), warp.VerdictUnwired},
 		{"silent beats unwired", hook(mkLease(2, 0, 0), warp.HookNo), pAt(16 * time.Minute), warp.VerdictSilent},
+		{"a loop reported", looping(mkLease(2, 0, 0)), pAt(time.Minute), warp.VerdictLooping},
+		{"stalled beats looping", looping(mkLease(2, 10*time.Minute, 0)), pAt(15*time.Minute + ns), warp.VerdictStalled},
+		{"progress age == deadline", progressed(fresh(50*time.Minute), 5*time.Minute), pAt(50 * time.Minute), warp.VerdictActive},
+		{"progress age == deadline + 1ns", progressed(fresh(50*time.Minute), 5*time.Minute), pAt(50*time.Minute + ns), warp.VerdictSpinning},
+		{"looping beats spinning", looping(progressed(fresh(50*time.Minute), 5*time.Minute)), pAt(50*time.Minute + ns), warp.VerdictLooping},
+		{"no progress report: never spinning", fresh(50 * time.Minute), pAt(50 * time.Minute), warp.VerdictActive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := p.Verdict(tc.l, tc.now); got != tc.want {
@@ -245,6 +252,8 @@ func TestBoundsAgreeWithVerdict(t *testing.T) {
 		}
 	}
 	now := pAt(2 * time.Hour)
+	// -1: no progress report (LastProgressAt zero).
+	progressAges := []time.Duration{-1, 0, p.SpinAfter - time.Nanosecond, p.SpinAfter, p.SpinAfter + time.Nanosecond}
 	n := 0
 	seen := map[warp.Verdict]bool{}
 	for _, schema := range []int{0, 1, 2} {
@@ -253,19 +262,27 @@ func TestBoundsAgreeWithVerdict(t *testing.T) {
 				for _, claimAge := range offsets {
 					for _, hs := range []warp.HookSeen{warp.HookUnknown, warp.HookNo, warp.HookYes} {
 						for _, exit := range []string{"", warp.ExitWorktreeGone} {
-							// The claim is not required to precede activity here: the
-							// bounds must agree on any columns a store may hold.
-							l := warp.Lease{State: warp.LeaseHeld, SchemaVersion: schema, Exit: exit, HookSeen: hs,
-								ClaimedAt: now.Add(-claimAge), LastHeartbeatAt: now.Add(-hbAge), LastActivityAt: now.Add(-actAge)}
-							want := p.Verdict(l, now)
-							seen[want] = true
-							for _, v := range warp.Verdicts() {
-								if got := p.Bounds(v, now).Match(l); got != (v == want) {
-									t.Errorf("schema %d hb age %s activity age %s claim age %s hook %q exit %q: bounds of %s match=%v, but the verdict is %s",
-										schema, hbAge, actAge, claimAge, hs, exit, v, got, want)
+							for _, loop := range []int{0, 4} {
+								for _, progAge := range progressAges {
+									// The claim is not required to precede activity here: the
+									// bounds must agree on any columns a store may hold.
+									l := warp.Lease{State: warp.LeaseHeld, SchemaVersion: schema, Exit: exit, HookSeen: hs,
+										ClaimedAt: now.Add(-claimAge), LastHeartbeatAt: now.Add(-hbAge), LastActivityAt: now.Add(-actAge),
+										Loop: warp.Loop{Count: loop}}
+									if progAge >= 0 {
+										l.LastProgressAt = now.Add(-progAge)
+									}
+									want := p.Verdict(l, now)
+									seen[want] = true
+									for _, v := range warp.Verdicts() {
+										if got := p.Bounds(v, now).Match(l); got != (v == want) {
+											t.Errorf("schema %d hb age %s activity age %s claim age %s hook %q exit %q loop %d progress age %s: bounds of %s match=%v, but the verdict is %s",
+												schema, hbAge, actAge, claimAge, hs, exit, loop, progAge, v, got, want)
+										}
+									}
+									n++
 								}
 							}
-							n++
 						}
 					}
 				}
@@ -342,4 +359,24 @@ func ExamplePolicy_Verdict() {
 	l := warp.Lease{State: warp.LeaseHeld, SchemaVersion: 2, LastHeartbeatAt: p0, LastActivityAt: p0.Add(-20 * time.Minute)}
 	fmt.Println(p.Verdict(l, p0.Add(time.Minute)))
 	// Output: stalled
+}
+
+// looping returns l reporting a loop.
+func looping(l warp.Lease) warp.Lease {
+	l.Loop = warp.Loop{Label: "Bash: npm test", Count: 4, Error: "exit 1"}
+	return l
+}
+
+// fresh returns a v2 lease claimed at p0 whose heartbeat and activity are
+// at p0 + at: active then.
+func fresh(at time.Duration) warp.Lease {
+	l := mkLease(2, 0, 0)
+	l.LastHeartbeatAt, l.LastActivityAt = pAt(at), pAt(at)
+	return l
+}
+
+// progressed returns l whose work last progressed at p0 + at.
+func progressed(l warp.Lease, at time.Duration) warp.Lease {
+	l.LastProgressAt = pAt(at)
+	return l
 }

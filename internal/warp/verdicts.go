@@ -49,6 +49,8 @@ func (p Policy) verdictSince(l Lease, v Verdict) time.Time {
 		return ProgressAt(l).Add(p.StallAfter)
 	case VerdictUnwired:
 		return l.ClaimedAt.Add(p.StallAfter)
+	case VerdictSpinning:
+		return l.LastProgressAt.Add(p.SpinAfter)
 	default: // back to active: the heartbeat that brought fresh activity
 		return l.LastHeartbeatAt
 	}
