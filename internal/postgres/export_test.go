@@ -47,7 +47,7 @@ func ExplainBatch(ctx context.Context, db *DB, ids []string, settings bool) (rea
 	for i := range ints {
 		ints[i] = 1
 	}
-	update, err = explain(updateLeasesSQL, ids, ints, ints, ints, ints, ints32, texts, ints, ints, ints, bools, texts, ints, texts, ints, n)
+	update, err = explain(updateLeasesSQL, ids, ints, ints, ints, ints, ints32, texts, ints, ints, ints, bools, texts, ints, texts, ints, ints, texts, ints32, texts, n)
 	return read, update, err
 }
 
