@@ -12,7 +12,7 @@ import (
 const DefaultSummaryTTL = 2 * time.Second
 
 // verdicts are the verdicts the summary shows, in display order.
-var verdicts = [...]warp.Verdict{warp.VerdictActive, warp.VerdictStalled, warp.VerdictUnwired, warp.VerdictSilent, warp.VerdictExited}
+var verdicts = [...]warp.Verdict{warp.VerdictActive, warp.VerdictLooping, warp.VerdictSpinning, warp.VerdictStalled, warp.VerdictUnwired, warp.VerdictSilent, warp.VerdictExited}
 
 // summaryCache holds the held-lease counts per verdict. Counting reads
 // every held lease (one count per verdict), the one part of the main page

@@ -29,7 +29,7 @@ const (
 // stuckVerdicts sort by how long they have lasted unless asked otherwise:
 // the ticket stuck the longest is the one to look at first.
 var stuckVerdicts = map[warp.Verdict]bool{warp.VerdictStalled: true, warp.VerdictSilent: true,
-	warp.VerdictExited: true, warp.VerdictUnwired: true}
+	warp.VerdictExited: true, warp.VerdictUnwired: true, warp.VerdictLooping: true, warp.VerdictSpinning: true}
 
 // defaultSort is the table's order without ?sort=.
 func defaultSort(v warp.Verdict) string {

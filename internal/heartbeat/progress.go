@@ -92,7 +92,7 @@ func (w *progressWatch) observe(ctx context.Context, d gyrumdir.Dir, now time.Ti
 		w.callsAt = r.At
 	}
 	w.loop = nil
-	if loop, ok := progress.Detect(progress.Calls(window), progress.DefaultLimits); ok {
+	if loop, ok := progress.Detect(calls(window), progress.DefaultLimits); ok {
 		w.loop = &client.LoopReport{Label: loop.Label, Count: loop.Count, Error: loop.Error}
 	}
 	return errors.Join(errs...)
@@ -122,4 +122,13 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// calls turns the records of the calls file into progress.Calls.
+func calls(recs []gyrumdir.CallRecord) []progress.Call {
+	out := make([]progress.Call, len(recs))
+	for i, r := range recs {
+		out[i] = progress.Call{Call: r.Call, Result: r.Result, Failed: r.Failed, Label: r.Label, Error: r.Error}
+	}
+	return out
 }

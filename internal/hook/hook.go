@@ -575,7 +575,7 @@ func recordCall(d gyrumdir.Dir, c progress.Completed, o Options) (string, error)
 	if err != nil {
 		return "", err
 	}
-	loop, ok := progress.Detect(progress.Calls(recs), progress.DefaultLimits)
+	loop, ok := progress.Detect(calls(recs), progress.DefaultLimits)
 	if !ok {
 		return "", nil
 	}
@@ -805,4 +805,13 @@ func OutputAs(n agent.Notice, event string, res Result) []byte {
 		return nil
 	}
 	return append(data, '\n')
+}
+
+// calls turns the records of the calls file into progress.Calls.
+func calls(recs []gyrumdir.CallRecord) []progress.Call {
+	out := make([]progress.Call, len(recs))
+	for i, r := range recs {
+		out[i] = progress.Call{Call: r.Call, Result: r.Result, Failed: r.Failed, Label: r.Label, Error: r.Error}
+	}
+	return out
 }

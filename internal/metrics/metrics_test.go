@@ -309,8 +309,8 @@ func TestMetricsExistFromTheFirstScrape(t *testing.T) {
 			}
 		}
 	}
-	if n != 20 {
-		t.Errorf("%d verdict pairs, want 20 (5 verdicts)", n)
+	if n != 42 {
+		t.Errorf("%d verdict pairs, want 42 (7 verdicts)", n)
 	}
 	for _, k := range []string{`warp_sweeps_total`, `warp_sweep_duration_seconds_count`} { // warp serve sweeps at its start
 		if _, ok := got[k]; !ok {

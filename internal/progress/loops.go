@@ -3,7 +3,6 @@ package progress
 import (
 	"cmp"
 	"fmt"
-	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"strings"
 )
 
@@ -119,12 +118,3 @@ func Words(label string, count int, errText string) string {
 // Window is how many of the latest calls loop detection looks at: enough
 // for the longest repetition the limits name, and a count past it.
 const Window = 32
-
-// Calls turns the records of the calls file into Calls.
-func Calls(recs []gyrumdir.CallRecord) []Call {
-	out := make([]Call, len(recs))
-	for i, r := range recs {
-		out[i] = Call{Call: r.Call, Result: r.Result, Failed: r.Failed, Label: r.Label, Error: r.Error}
-	}
-	return out
-}

@@ -112,7 +112,7 @@ func fixedCompletion(words ...string) cobra.CompletionFunc {
 // The values of the flags that take one of a few words.
 var (
 	ticketStates = []string{string(warp.TicketOpen), string(warp.TicketClaimed), string(warp.TicketCompleted), string(warp.TicketCancelled), string(warp.TicketBlocked)}
-	verdictNames = []string{string(warp.VerdictActive), string(warp.VerdictStalled), string(warp.VerdictUnwired),
-		string(warp.VerdictSilent), string(warp.VerdictExited)}
+	verdictNames = []string{string(warp.VerdictActive), string(warp.VerdictLooping), string(warp.VerdictSpinning),
+		string(warp.VerdictStalled), string(warp.VerdictUnwired), string(warp.VerdictSilent), string(warp.VerdictExited)}
 	modeNames = []string{string(warp.ModeLegacy), string(warp.ModeTransition), string(warp.ModeActivity)}
 )

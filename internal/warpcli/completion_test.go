@@ -64,7 +64,7 @@ func TestCompletionFromTheServer(t *testing.T) {
 		{[]string{"ticket", "list", "--host", ""}, []string{"build-7"}},
 		{[]string{"ticket", "list", "--state", ""}, []string{"open", "claimed", "completed", "cancelled", "blocked"}},
 		// Fixed values come whole: the shell filters them by what was typed.
-		{[]string{"ticket", "list", "--verdict", "s"}, []string{"active", "stalled", "unwired", "silent", "exited"}},
+		{[]string{"ticket", "list", "--verdict", "s"}, []string{"active", "looping", "spinning", "stalled", "unwired", "silent", "exited"}},
 		{[]string{"ticket", "list", "-o", ""}, []string{"text", "json"}},
 		{[]string{"mode", "set", ""}, []string{"legacy", "transition", "activity"}},
 	} {

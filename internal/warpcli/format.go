@@ -12,6 +12,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/age"
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/handoff"
+	"github.com/gyrum-labs/warp/internal/progress"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -169,6 +170,12 @@ func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.E
 		}
 		if t.Verdict == string(warp.VerdictUnwired) {
 			row(tw, "  fix", warp.UnwiredFix(l.Host)+": the activity hook has not fired since the loop started")
+		}
+		if l.Loop != nil {
+			row(tw, "  loop", progress.Words(l.Loop.Label, l.Loop.Count, l.Loop.Error))
+		}
+		if l.LastProgressAt != nil {
+			row(tw, "  last progress", stamp(*l.LastProgressAt)+" ("+ago(now, *l.LastProgressAt)+")")
 		}
 		row(tw, "  hook", hookHealth(*l))
 		row(tw, "  claimed", stamp(l.ClaimedAt)+" ("+ago(now, l.ClaimedAt)+")")
