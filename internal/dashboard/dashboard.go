@@ -40,6 +40,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/handoff"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/httpkit"
+	"github.com/gyrum-labs/warp/internal/progress"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
@@ -875,6 +876,7 @@ var funcs = template.FuncMap{
 		}
 		return "v" + strconv.Itoa(v)
 	},
+	"loopWords": func(l warp.Loop) string { return progress.Words(l.Label, l.Count, l.Error) },
 	"orDash": func(s string) string {
 		if strings.TrimSpace(s) == "" {
 			return "—"
