@@ -39,7 +39,7 @@ const (
 
 // The alerts issue 35 asks for, and the metrics the dashboard must show.
 var (
-	wantAlerts = []string{"WarpDown", "WarpHostInAlarm", "WarpStalledShareHigh", "WarpLapsesByReason",
+	wantAlerts = []string{"WarpDown", "WarpHostInAlarm", "WarpStalledShareHigh", "WarpLeasesGoingNowhere", "WarpLapsesByReason",
 		"WarpSweepNotRunning", "WarpSweepErrors", "WarpNoV2AdoptionProgress"}
 	wantDashboardMetrics = []string{"warp_claimed_leases", "warp_lapses_total", "warp_heartbeats_total",
 		"warp_hosts", "warp_hosts_in_alarm", "warp_sweep_duration_seconds_bucket", "warp_sweeps_total",
