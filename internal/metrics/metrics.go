@@ -163,7 +163,7 @@ var HeartbeatOutcomes = []string{"ok", client.CodeInvalid, client.CodeNotFound, 
 var otherSchemaOutcomes = []string{client.CodeUnsupportedSchema, client.CodeInvalid, client.CodeBodyTooLarge}
 
 // LapseReasons are the reasons the sweep lapses a lease with.
-var LapseReasons = []string{warp.LapseNoActivity, warp.LapseNoHeartbeat, warp.LapseAgentExited}
+var LapseReasons = []string{warp.LapseNoActivity, warp.LapseNoHeartbeat, warp.LapseAgentExited, warp.LapseNoProgress}
 
 // heartbeatRoutes are the routes whose request durations exist from the
 // first scrape.

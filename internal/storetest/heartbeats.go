@@ -200,6 +200,39 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 	})
 
+	// warp serve --progress-deadline: a looping lease that keeps its
+	// activity fresh lapses D after its last progress, reason
+	// no-progress; a lease that progresses does not.
+	t.Run("ProgressDeadline", func(t *testing.T) {
+		e := newEnv(t, open, func(c *warp.Config) { c.Policy.ProgressDeadline = 10 * time.Minute })
+		e.createClaim("L-1", "h1")
+		e.createClaim("P-1", "h1")
+		zero := 0.0
+		loop := &warp.Loop{Label: "Bash: npm test", Count: 4}
+		for range 4 {
+			e.clock.Advance(4 * time.Minute)
+			for _, id := range []string{"L-1", "P-1"} {
+				hb := warp.Heartbeat{SchemaVersion: 2, Ticket: id, Epoch: 1, ProgressAge: &zero}
+				if id == "L-1" {
+					age := float64(e.clock.Now().Sub(T0()).Seconds()) // no progress since the claim
+					hb.ProgressAge, hb.Loop = &age, loop
+				}
+				if _, err := e.svc.Heartbeat(e.ctx, hb); err != nil && id == "P-1" {
+					t.Fatalf("heartbeat %s: %v", id, err)
+				}
+			}
+			e.sweep()
+		}
+		l := e.lease("L-1")
+		if l.State != warp.LeaseLapsed || l.EndReason != warp.LapseNoProgress {
+			t.Fatalf("looping lease: %s, reason %q; want lapsed, %s", l.State, l.EndReason, warp.LapseNoProgress)
+		}
+		wantTime(t, "looping lease's lapse", l.EndedAt, T0().Add(12*time.Minute))
+		if l := e.lease("P-1"); l.State != warp.LeaseHeld {
+			t.Fatalf("progressing lease: %s, want held", l.State)
+		}
+	})
+
 	t.Run("V1", func(t *testing.T) {
 		e := newEnv(t, open)
 		e.createClaim("T-1", "h1")

@@ -354,6 +354,17 @@ func Reopen(t Ticket, reason string, now time.Time) (Change, error) {
 // reopens ticket t when l is still its current claim.
 func Lapse(mode Mode, t Ticket, l Lease, now time.Time) Change {
 	reason, fb := LapseReason(mode, l)
+	return lapse(reason, fb, t, l, now)
+}
+
+// Lapse is Lapse under p: the reason is no-progress when p's progress
+// deadline lapsed l (LapseReasonOf).
+func (p Policy) Lapse(mode Mode, t Ticket, l Lease, now time.Time) Change {
+	reason, fb := p.LapseReasonOf(mode, l)
+	return lapse(reason, fb, t, l, now)
+}
+
+func lapse(reason string, fb bool, t Ticket, l Lease, now time.Time) Change {
 	counts := map[Verdict]int64{recordedVerdict(l): -1, HookCountKey(l.HookSeen): -1}
 	held := l
 	l.State, l.EndedAt, l.EndReason, l.FallbackExtended, l.VerdictDueAt = LeaseLapsed, now, reason, fb, time.Time{}

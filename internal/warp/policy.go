@@ -26,6 +26,12 @@ type Policy struct {
 	// SpinAfter is the progress deadline of the verdict spinning; 0: no
 	// lease is ever spinning.
 	SpinAfter time.Duration
+	// ProgressDeadline, when positive (warp serve --progress-deadline),
+	// lapses a looping lease this long after its last progress, and a
+	// spinning one this long after it or once it is spinning, whichever
+	// is later: reason no-progress. 0 (the default): the verdicts only
+	// report.
+	ProgressDeadline time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -55,7 +61,7 @@ func (p Policy) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"lease window", p.LeaseWindow}, {"stall threshold", p.StallAfter}, {"silent threshold", p.SilentAfter}, {"startup grace", p.StartupGrace}, {"progress deadline", p.SpinAfter}} {
+	}{{"lease window", p.LeaseWindow}, {"stall threshold", p.StallAfter}, {"silent threshold", p.SilentAfter}, {"startup grace", p.StartupGrace}, {"spin threshold", p.SpinAfter}, {"progress deadline", p.ProgressDeadline}} {
 		if d.d > MaxPolicyDuration {
 			return Errorf(ErrInvalid, "%s must be at most %s (10 years), got %s", d.name, MaxPolicyDuration, d.d)
 		}
@@ -70,7 +76,9 @@ func (p Policy) Validate() error {
 	case p.StartupGrace < 0:
 		return Errorf(ErrInvalid, "startup grace must not be negative, got %s", p.StartupGrace)
 	case p.SpinAfter < 0:
-		return Errorf(ErrInvalid, "progress deadline must not be negative, got %s", p.SpinAfter)
+		return Errorf(ErrInvalid, "spin threshold must not be negative, got %s", p.SpinAfter)
+	case p.ProgressDeadline < 0:
+		return Errorf(ErrInvalid, "progress deadline must not be negative, got %s", p.ProgressDeadline)
 	}
 	return nil
 }
@@ -111,10 +119,59 @@ func Effective(mode Mode, l Lease) (at time.Time, fromHeartbeat bool) {
 	}
 }
 
-// ExpiresAt returns when l expires under mode with this policy.
+// ExpiresAt returns when l expires under mode with this policy: a lease
+// window after its effective time, or earlier when the progress deadline
+// lapses it first (ProgressLapseAt).
 func (p Policy) ExpiresAt(mode Mode, l Lease) time.Time {
 	at, _ := Effective(mode, l)
-	return at.Add(p.LeaseWindow)
+	exp := at.Add(p.LeaseWindow)
+	if pl := p.ProgressLapseAt(l); !pl.IsZero() && pl.Before(exp) {
+		return pl
+	}
+	return exp
+}
+
+// ProgressLapseAt returns when the progress deadline lapses l: for a
+// looping lease its last progress + ProgressDeadline; for any other, the
+// later of that and the moment it turns spinning. Zero without a
+// deadline, or for a lease whose loop never reported progress. A lease
+// that stalls or goes silent first lapses as such, on activity.
+func (p Policy) ProgressLapseAt(l Lease) time.Time {
+	if p.ProgressDeadline <= 0 || l.LastProgressAt.IsZero() {
+		return time.Time{}
+	}
+	at := l.LastProgressAt.Add(p.ProgressDeadline)
+	if l.Loop.Looping() {
+		return at
+	}
+	if p.SpinAfter <= 0 {
+		return time.Time{}
+	}
+	if spin := l.LastProgressAt.Add(p.SpinAfter + time.Nanosecond); spin.After(at) {
+		return spin
+	}
+	return at
+}
+
+// LapseReasonOf is LapseReason under this policy: no-progress for a
+// lease the progress deadline lapsed before activity would have.
+func (p Policy) LapseReasonOf(mode Mode, l Lease) (reason string, fallbackExtended bool) {
+	if pl := p.ProgressLapseAt(l); l.Exit == "" && !pl.IsZero() {
+		if at, _ := Effective(mode, l); pl.Before(at.Add(p.LeaseWindow)) {
+			return LapseNoProgress, false
+		}
+	}
+	return LapseReason(mode, l)
+}
+
+// expiryKey names what held leases' expiry follows besides the mode;
+// Init recomputes their expiry when it changes. Without a progress
+// deadline it is the lease window alone, as before issue 44.
+func (p Policy) expiryKey() string {
+	if p.ProgressDeadline <= 0 {
+		return p.LeaseWindow.String()
+	}
+	return p.LeaseWindow.String() + " progress=" + p.ProgressDeadline.String() + " spin=" + p.SpinAfter.String()
 }
 
 // LapseReason returns why l lapses under mode, and whether the v1 fallback

@@ -380,3 +380,37 @@ func progressed(l warp.Lease, at time.Duration) warp.Lease {
 	l.LastProgressAt = pAt(at)
 	return l
 }
+
+// warp serve --progress-deadline D (issue 44): a looping lease lapses D
+// after its last progress; a spinning one D after it, or once it is
+// spinning when that is later; reason no-progress. Without D, or for a
+// lease whose loop never reported progress, expiry is activity's alone.
+func TestProgressDeadline(t *testing.T) {
+	p := verdictPolicy()
+	p.ProgressDeadline = 20 * time.Minute
+	busy := fresh(50 * time.Minute) // active at p0+50m: window ends p0+80m
+	for _, tc := range []struct {
+		name       string
+		p          warp.Policy
+		l          warp.Lease
+		wantExpiry time.Time
+		wantReason string
+	}{
+		{"looping: last progress + D", p, looping(progressed(busy, 10*time.Minute)), pAt(30 * time.Minute), warp.LapseNoProgress},
+		{"not looping: once spinning (later than D)", p, progressed(busy, 10*time.Minute), pAt(55*time.Minute + time.Nanosecond), warp.LapseNoProgress},
+		{"progress recent: activity's window first", p, progressed(busy, 49*time.Minute), pAt(80 * time.Minute), warp.LapseNoActivity},
+		{"no progress report", p, looping(busy), pAt(80 * time.Minute), warp.LapseNoActivity},
+		{"no deadline: report only", verdictPolicy(), looping(progressed(busy, 10*time.Minute)), pAt(80 * time.Minute), warp.LapseNoActivity},
+	} {
+		if got := tc.p.ExpiresAt(warp.ModeActivity, tc.l); !got.Equal(tc.wantExpiry) {
+			t.Errorf("%s: expires %v, want %v", tc.name, got.Sub(p0), tc.wantExpiry.Sub(p0))
+		}
+		if got, _ := tc.p.LapseReasonOf(warp.ModeActivity, tc.l); got != tc.wantReason {
+			t.Errorf("%s: lapse reason %q, want %q", tc.name, got, tc.wantReason)
+		}
+	}
+	p.ProgressDeadline = -time.Minute
+	if err := p.Validate(); !errors.Is(err, warp.ErrInvalid) {
+		t.Errorf("a negative progress deadline: %v, want ErrInvalid", err)
+	}
+}

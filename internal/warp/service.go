@@ -205,7 +205,7 @@ func (s *Service) Init(ctx context.Context) error {
 			key, val string
 			flag     recomputed
 		}{
-			{MetaLeaseWindow, s.cfg.Policy.LeaseWindow.String(), recomputeExpiry},
+			{MetaLeaseWindow, s.cfg.Policy.expiryKey(), recomputeExpiry},
 			{MetaVerdictThresholds, s.cfg.Policy.verdictKey(), recomputeVerdictDue},
 		} {
 			old, err := tx.Meta(ctx, m.key)
@@ -1282,7 +1282,7 @@ func (s *Service) lapseBatch(ctx context.Context, now time.Time) (lapsed []Lease
 			if err != nil {
 				return fmt.Errorf("read ticket %s: %w", l.Ticket, err)
 			}
-			ch := Lapse(mode, t, l, now)
+			ch := s.cfg.Policy.Lapse(mode, t, l, now)
 			if _, err := s.writeCounting(ctx, tx, &ch, counts); err != nil {
 				return err
 			}

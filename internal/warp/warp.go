@@ -185,9 +185,12 @@ func ValidExit(s string) bool { return s == ExitParentExited || s == ExitWorktre
 
 // Lapse reasons recorded when the sweep ends a lease.
 const (
-	LapseNoActivity   = "no-activity"
-	LapseNoHeartbeat  = "no-heartbeat"
-	LapseAgentExited  = "agent-exited"
+	LapseNoActivity  = "no-activity"
+	LapseNoHeartbeat = "no-heartbeat"
+	LapseAgentExited = "agent-exited"
+	// LapseNoProgress: warp serve --progress-deadline lapsed a looping or
+	// spinning lease (issue 44).
+	LapseNoProgress   = "no-progress"
 	ReleaseExitReport = "exit-report" // release reason under --release-on-exit
 )
 

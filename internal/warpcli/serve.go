@@ -698,6 +698,7 @@ SIGTERM shut it down gracefully.`,
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "time between expiry sweeps")
 	f.DurationVar(&cfg.Policy.StallAfter, "stall-after", cfg.Policy.StallAfter, "verdict stalled: no activity for longer than this")
 	f.DurationVar(&cfg.Policy.SpinAfter, "spin-after", cfg.Policy.SpinAfter, "verdict spinning: active, but no progress reported for longer than this (0: never spinning)")
+	f.DurationVar(&cfg.Policy.ProgressDeadline, "progress-deadline", cfg.Policy.ProgressDeadline, "lapse a looping or spinning lease this long after its last progress, reason no-progress (0: report only)")
 	f.DurationVar(&cfg.Policy.SilentAfter, "silent-after", cfg.Policy.SilentAfter, "verdict silent: no heartbeat for longer than this")
 	f.DurationVar(&cfg.Policy.StartupGrace, "startup-grace", cfg.Policy.StartupGrace, "after a start, leases refreshed before it do not lapse for this long (none while another replica sweeps; 0: none)")
 	clikit.IntVar(f, &cfg.MaxConns, "max-conns", cfg.MaxConns, "most connections open at once; more get 503 (0: no limit)")
