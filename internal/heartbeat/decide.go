@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -32,6 +33,28 @@ type MarkerFact struct {
 	// Agent is what the agent's own record (Claude Code's transcript) says
 	// of the call: unfinished, finished, or nothing known.
 	Agent CallState
+	// Shell: the call is of the agent's shell tool (ShellTool), whose
+	// work is a process; Unbacked is how long samples have found no
+	// process backing it (0 when the latest found one, or none looked).
+	Shell    bool
+	Unbacked time.Duration
+}
+
+// HungAfter is how long an unfinished shell call may go without a process
+// backing it before it counts only its start (issue 44: a Bash call shown
+// "Waiting…" for two hours with nothing running).
+const HungAfter = 2 * time.Minute
+
+// ShellTool reports whether tool is an agent's shell tool, as hooks name
+// it: Claude Code's and Codex's Bash, Gemini CLI's and Qwen Code's
+// run_shell_command, the bash of GitHub Copilot CLI, opencode, Kilo and
+// pi, Cursor's Shell. An MCP tool never is.
+func ShellTool(tool string) bool {
+	switch strings.ToLower(tool) {
+	case "bash", "shell", "run_shell_command", "exec_command", "local_shell", "terminal", "powershell":
+		return true
+	}
+	return false
 }
 
 // CallState is what the agent has recorded of a tool call.
@@ -52,9 +75,18 @@ const (
 	CallFinished
 )
 
-// running reports whether m is work in flight now (before the cap).
+// running reports whether m is work in flight now (before the cap). An
+// unfinished shell call that no process has backed for HungAfter is hung:
+// only its start counts, as for a denied call.
 func (m MarkerFact) running() bool {
+	if m.hung() {
+		return false
+	}
 	return m.Agent == CallOpen || m.Backed && m.Agent != CallFinished
+}
+
+func (m MarkerFact) hung() bool {
+	return m.Agent == CallOpen && m.Shell && !m.Backed && m.Unbacked >= HungAfter
 }
 
 // Facts is everything one tick knows, gathered by the loop before it

@@ -73,6 +73,18 @@ func TestDecide(t *testing.T) {
 		{"... but not past the in-flight cap",
 			alive(heartbeat.Facts{HookLast: ago(3 * time.Hour), Markers: []heartbeat.MarkerFact{{Tool: "mcp__ci__wait", Since: ago(2*time.Hour + min), Agent: heartbeat.CallOpen}}}),
 			post(2*time.Hour+min, "", true)},
+		{"an unfinished shell call no process has backed for HungAfter is hung: its start only (issue 44)",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(40 * min), Agent: heartbeat.CallOpen, Shell: true, Unbacked: heartbeat.HungAfter}}}),
+			post(40*min, "", true)},
+		{"... not yet at HungAfter - 1ns: in flight",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(40 * min), Agent: heartbeat.CallOpen, Shell: true, Unbacked: heartbeat.HungAfter - time.Nanosecond}}}),
+			post(0, "Bash", false)},
+		{"an unfinished shell call whose process runs (a long build) is in flight",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "Bash", Since: ago(40 * min), Agent: heartbeat.CallOpen, Shell: true, Backed: true}}}),
+			post(0, "Bash", false)},
+		{"an unfinished MCP call keeps the rule: in flight though unbacked",
+			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "mcp__ci__wait", Since: ago(40 * min), Agent: heartbeat.CallOpen, Unbacked: time.Hour}}}),
+			post(0, "mcp__ci__wait", false)},
 		{"a call the agent finished without a Post event (denied) counts as its start, even if a process born with it runs",
 			alive(heartbeat.Facts{HookLast: ago(50 * min), Markers: []heartbeat.MarkerFact{{Tool: "mcp__ci__wait", Since: ago(16 * min), Backed: true, Agent: heartbeat.CallFinished}}}),
 			post(16*min, "", true)},
@@ -231,5 +243,14 @@ func TestWireNamesMatchTheDomain(t *testing.T) {
 	}
 	if want := 9 * warp.DefaultStartupGrace / 10; heartbeat.DefaultMaxRetryGap != want {
 		t.Errorf("DefaultMaxRetryGap = %v, want 90 %% of the default startup grace, %v", heartbeat.DefaultMaxRetryGap, want)
+	}
+}
+
+func TestShellTool(t *testing.T) {
+	for tool, want := range map[string]bool{"Bash": true, "run_shell_command": true, "bash": true, "Shell": true,
+		"Read": false, "mcp__ci__wait": false, "Task": false, "": false} {
+		if got := heartbeat.ShellTool(tool); got != want {
+			t.Errorf("ShellTool(%q) = %v, want %v", tool, got, want)
+		}
 	}
 }

@@ -174,6 +174,9 @@ type Loop struct {
 	// latest verdict, whose turn to spinning the agent is told.
 	progress *progressWatch
 	verdict  string
+	// unbackedSince holds, per in-flight marker, since when samples have
+	// found no process backing its call (see noteUnbacked).
+	unbackedSince map[string]time.Time
 }
 
 // New checks cfg, reads the lease and the watched identity, and returns a
@@ -627,8 +630,11 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
 	// What the agent recorded of its calls comes first: it is read only
 	// while markers exist, and only what the transcript gained since.
+	openShell := false
 	for i, st := range l.agentCalls(markers, now, l.cfg.Durations.InFlightMax) {
-		f.Markers = append(f.Markers, MarkerFact{Tool: markers[i].Tool, Since: markers[i].Since, Agent: st})
+		shell := ShellTool(markers[i].Tool)
+		openShell = openShell || shell && st == CallOpen
+		f.Markers = append(f.Markers, MarkerFact{Tool: markers[i].Tool, Since: markers[i].Since, Agent: st, Shell: shell})
 	}
 	lim := Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax}
 	soon := lim.Staleness - time.Duration(2*float64(l.cfg.Durations.Interval)*(1+l.cfg.Jitter))
@@ -636,7 +642,9 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 	for _, m := range markers {
 		recent = recent || now.Sub(m.Since) < lim.Staleness
 	}
-	if f.WatchedAlive && (recent || f.evidenceAge(lim, true) >= soon) {
+	// An unfinished shell call is sampled whatever its age: whether a
+	// process backs it tells a long build from a hung call.
+	if f.WatchedAlive && (recent || openShell || f.evidenceAge(lim, true) >= soon) {
 		procs, agents := l.sample(now)
 		sinces := make([]time.Time, len(f.Markers))
 		for i, m := range f.Markers {
@@ -646,8 +654,37 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 			f.Markers[i].Backed = b
 		}
 		f.BusyAt, f.BusyWhat = l.busyAt, l.busyWhat
+		l.noteUnbacked(markers, f.Markers, now)
+	}
+	for i := range f.Markers {
+		if at, ok := l.unbackedSince[markers[i].Name]; ok && !f.Markers[i].Backed {
+			f.Markers[i].Unbacked = now.Sub(at)
+		}
 	}
 	return f
+}
+
+// noteUnbacked records, per marker, since when samples have found no
+// process backing its call (hung calls, issue 44), and forgets markers
+// that are gone or backed.
+func (l *Loop) noteUnbacked(markers []gyrumdir.Marker, facts []MarkerFact, now time.Time) {
+	if l.unbackedSince == nil {
+		l.unbackedSince = map[string]time.Time{}
+	}
+	live := map[string]bool{}
+	for i, m := range markers {
+		live[m.Name] = true
+		if facts[i].Backed {
+			delete(l.unbackedSince, m.Name)
+		} else if _, ok := l.unbackedSince[m.Name]; !ok {
+			l.unbackedSince[m.Name] = now
+		}
+	}
+	for name := range l.unbackedSince {
+		if !live[name] {
+			delete(l.unbackedSince, name)
+		}
+	}
 }
 
 // leaseFact reads lease.json. Unreadable for more than a tick (not a
