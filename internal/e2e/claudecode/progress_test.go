@@ -1,0 +1,118 @@
+package claudecode_test
+
+// Issue 44 with the real Claude Code: activity is not progress. A true
+// loop is caught and the model told once; work that looks alike but
+// progresses is never looping (the false positives the issue names).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warptest"
+)
+
+// progressSession runs claim, then work, then a call held until the test
+// has looked (the lease's verdicts sampled all along), and returns the
+// model, the verdicts seen while the lease was held and the worktree.
+func progressSession(t *testing.T, ticket string, work []agenttest.Call, look func(d gyrumdir.Dir, w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict) {
+	t.Helper()
+	ws := warptest.Start(t)
+	ws.Create(ticket)
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	tmp := t.TempDir()
+	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+	held := Bash("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	turns := []agenttest.Turn{agenttest.Calls(claimCall(ticket + " --json"))}
+	for _, c := range work {
+		turns = append(turns, agenttest.Calls(c))
+	}
+	turns = append(turns, agenttest.Calls(held), agenttest.Text("Done."))
+	model := agenttest.NewAnthropic(t, turns...)
+	w := e2etest.WatchTicket(t, ws, ticket)
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
+	look(d, w)
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitOK(e2etest.SessionTimeout)
+	w.Stop()
+	return model, w.Verdicts()
+}
+
+// The same failing command 6 times: the verdict turns looping (the loop
+// reports the repetition at its next tick) and the model is told once,
+// right after the third failure (the same call failing with the same
+// error 3 times), in the PostToolUseFailure hook's additional context.
+func TestPointLoopingCaughtAndTold(t *testing.T) {
+	claude.Require(t)
+	var fails []agenttest.Call
+	for range 6 {
+		fails = append(fails, Bash("echo 'TypeError: x is not a function' >&2; exit 1"))
+	}
+	model, verdicts := progressSession(t, "T-LOOP", fails, func(d gyrumdir.Dir, w *e2etest.Watcher) {
+		e2etest.Poll(t, "the verdict looping", func() bool { return slices.Contains(w.Verdicts(), warp.VerdictLooping) })
+	})
+	if !slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Fatalf("verdicts %v: never looping", verdicts)
+	}
+	const told = "gyrum: you are looping on `Bash: echo 'TypeError: x is not a function' >&2; exit 1` ×3"
+	for i, f := range fails {
+		tr, _ := model.ToolResult(f.ID)
+		after := strings.Join(tr.After, "\n")
+		if got := strings.Contains(after, told); got != (i == 2) {
+			t.Errorf("after failure %d: told %v (%q), want %v", i+1, got, after, i == 2)
+		}
+	}
+	main := model.MainRequests()
+	n := 0
+	for _, x := range main[len(main)-1].Texts() {
+		n += strings.Count(x, "gyrum: you are looping")
+	}
+	if n != 1 {
+		t.Errorf("the last request shows the loop notice %d times, want once", n)
+	}
+}
+
+// Work that repeats a command or a tool but progresses is never looping
+// and the model is never told: polling whose output changes each time
+// (gh pr checks-style), reads of different files, edit-then-test cycles
+// with different edits (the test failing alike each time).
+func TestPointProgressIsNotLooping(t *testing.T) {
+	claude.Require(t)
+	var work []agenttest.Call
+	for i := range 6 {
+		work = append(work, Bash(fmt.Sprintf("echo 'checks: %d of 6 pending'; date +%%s%%N", 6-i)))
+	}
+	dir := t.TempDir()
+	for i := range 6 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.txt", i))
+		if err := os.WriteFile(p, []byte("same content\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		work = append(work, Read(p))
+	}
+	test := "grep -q fixed " + shellquote.Quote(filepath.Join(dir, "code.txt")) + " || { echo 'FAIL: not fixed' >&2; exit 1; }"
+	for i := range 3 {
+		work = append(work, Write(filepath.Join(dir, "code.txt"), fmt.Sprintf("attempt %d\n", i)), Bash(test))
+	}
+	model, verdicts := progressSession(t, "T-PROG", work, func(gyrumdir.Dir, *e2etest.Watcher) {})
+	if slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v: looping", verdicts)
+	}
+	if model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it loops")
+	}
+}
