@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
@@ -114,5 +115,82 @@ func TestPointProgressIsNotLooping(t *testing.T) {
 	}
 	if model.SawText("gyrum: you are looping") {
 		t.Error("the model was told it loops")
+	}
+}
+
+// spinningSession runs claim, then reads of n different files, then a
+// call held until the test has looked, against a warp whose progress
+// deadline is spin; it returns the model and the verdicts while held.
+func spinningSession(t *testing.T, ticket string, n int, spin time.Duration, look func(d gyrumdir.Dir, w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict, []agenttest.Call) {
+	t.Helper()
+	p := warp.DefaultPolicy()
+	p.SpinAfter = spin
+	ws := warptest.StartWithPolicy(t, p)
+	ws.Create(ticket)
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	tmp := t.TempDir()
+	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+	held := Bash("touch " + shellquote.Quote(started) + "; while [ ! -e " + shellquote.Quote(release) + " ]; do sleep 0.05; done; echo held-done")
+	next := Bash("echo next")
+	turns := []agenttest.Turn{agenttest.Calls(claimCall(ticket + " --json"))}
+	for i := range n {
+		path := filepath.Join(tmp, fmt.Sprintf("src%02d.go", i))
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("package p\n\nconst X%d = %d\n", i, i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, agenttest.Calls(Read(path)))
+	}
+	turns = append(turns, agenttest.Calls(held), agenttest.Calls(next), agenttest.Text("Done."))
+	model := agenttest.NewAnthropic(t, turns...)
+	w := e2etest.WatchTicket(t, ws, ticket)
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 30, 60)})
+	e2etest.Poll(t, "the held call to start", func() bool { return e2etest.Exists(started) })
+	look(d, w)
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitOK(e2etest.SessionTimeout)
+	w.Stop()
+	return model, w.Verdicts(), []agenttest.Call{held, next}
+}
+
+// Exploration — 40 reads of different files, no edit — for less than the
+// progress deadline is never spinning (nor looping), and the model is
+// never told.
+func TestPointExplorationIsNotSpinning(t *testing.T) {
+	claude.Require(t)
+	model, verdicts, _ := spinningSession(t, "T-EXPLORE", 40, 10*time.Minute, func(gyrumdir.Dir, *e2etest.Watcher) {})
+	if slices.Contains(verdicts, warp.VerdictSpinning) || slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v during exploration", verdicts)
+	}
+	if model.SawText("gyrum: no progress") || model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it makes no progress")
+	}
+}
+
+// Active without progress past the deadline (reads of different files,
+// then a long call, with nothing new in the worktree): spinning, and the
+// model told once, on the next call after warp said so.
+func TestPointSpinningCaughtAndTold(t *testing.T) {
+	claude.Require(t)
+	model, verdicts, calls := spinningSession(t, "T-SPIN", 3, 2*time.Second, func(d gyrumdir.Dir, w *e2etest.Watcher) {
+		e2etest.Poll(t, "the verdict spinning", func() bool { return slices.Contains(w.Verdicts(), warp.VerdictSpinning) })
+		// The loop's nudge, left after the answer that said spinning.
+		e2etest.Poll(t, "the loop's nudge", func() bool { return e2etest.Exists(d.File(gyrumdir.NudgeFile)) })
+	})
+	if !slices.Contains(verdicts, warp.VerdictSpinning) {
+		t.Fatalf("verdicts %v: never spinning", verdicts)
+	}
+	held, next := calls[0], calls[1]
+	const told = "gyrum: no progress on ticket T-SPIN"
+	tr, _ := model.ToolResult(held.ID)
+	if after := strings.Join(tr.After, "\n"); !strings.Contains(after, told) || !strings.Contains(after, "gyrum release") {
+		t.Errorf("after the held call's result %q, want %q and what to do", after, told)
+	}
+	if tr, _ := model.ToolResult(next.ID); strings.Contains(strings.Join(tr.After, "\n"), told) {
+		t.Error("told again after the next call")
 	}
 }
