@@ -449,12 +449,14 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 		"permission_mode": "default",
 		"hook_event_name": event,
 		"tool_name":       act.Tool,
-		"tool_input":      toolInput(act.Tool),
+		"tool_input":      toolInput(act.Tool, act.ToolUseID),
 		"tool_use_id":     act.ToolUseID,
 	}
 	switch event {
 	case "PostToolUse":
-		payload["tool_response"] = map[string]any{"stdout": "ok", "stderr": "", "interrupted": false}
+		// Each call's output is its own: a healthy agent gets somewhere
+		// (issue 44: the same call with the same result is a loop).
+		payload["tool_response"] = map[string]any{"stdout": "ok " + act.ToolUseID, "stderr": "", "interrupted": false}
 	case "PostToolUseFailure":
 		payload["error"], payload["is_interrupt"] = "Exit code 1", false
 	}
@@ -544,16 +546,19 @@ func isNotice(out []byte, event, ticket string) bool {
 	return h.HookEventName == event && strings.HasPrefix(h.AdditionalContext, "gyrum: your lease on ticket "+ticket+" ")
 }
 
-func toolInput(tool string) map[string]any {
+// toolInput is the input of call id of tool: each call works on its own
+// package, file, page or pattern, as a healthy agent's calls do (issue
+// 44: the same call with the same result again and again is a loop).
+func toolInput(tool, id string) map[string]any {
 	switch tool {
 	case "Bash":
-		return map[string]any{"command": "go test ./...", "description": "run the tests"}
+		return map[string]any{"command": "go test ./" + id + "/...", "description": "run the tests"}
 	case "Read", "Edit":
-		return map[string]any{"file_path": "main.go"}
+		return map[string]any{"file_path": id + ".go"}
 	case "WebFetch":
-		return map[string]any{"url": "https://example.com", "prompt": "summarise"}
+		return map[string]any{"url": "https://example.com/" + id, "prompt": "summarise"}
 	}
-	return map[string]any{"pattern": "TODO"}
+	return map[string]any{"pattern": "TODO " + id}
 }
 
 // kill SIGKILLs the watched process: the agent session dies. What it
