@@ -1,6 +1,7 @@
 package gyrumcli_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -79,8 +80,11 @@ func TestLoopWithHookFromTheStartIsNeverUnwired(t *testing.T) {
 	wt := mkdir(t)
 	e.startResult(e.gyrum(wt, "", "start-work", "T-ok", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
 	claimed := e.ws.Lease("T-ok").ClaimedAt
-	for time.Since(claimed) < hookPolicy().StallAfter+time.Second {
-		silentOK(t, e.gyrum(t.TempDir(), hookPayload("PostToolUseFailure", wt), "touch-activity"))
+	for i := 0; time.Since(claimed) < hookPolicy().StallAfter+time.Second; i++ {
+		// Each call its own command: the same failing call again and
+		// again would be a loop (issue 44), not what this test is about.
+		p := strings.ReplaceAll(hookPayload("PostToolUseFailure", wt), `"npm test"`, fmt.Sprintf(`"npm test -- --shard=%d"`, i))
+		silentOK(t, e.gyrum(t.TempDir(), p, "touch-activity"))
 		if v := e.ws.Ticket("T-ok").Verdict; v != warp.VerdictActive {
 			t.Fatalf("verdict %s %s after the claim, want active throughout", v, time.Since(claimed))
 		}

@@ -28,7 +28,7 @@ const registerTimeout = 10 * time.Second
 // win over the process environment, so in-process tests configure the child.
 func passedEnv() []string {
 	return []string{"WARP_URL", "WARP_TOKEN", "GYRUM_HOME", "HOME", "GYRUM_AGENT", "GYRUM_HOST",
-		"HEARTBEAT_INTERVAL_SECS", "HEARTBEAT_ACTIVITY_STALENESS_SECS", "HEARTBEAT_INFLIGHT_MAX_SECS"}
+		"HEARTBEAT_INTERVAL_SECS", "HEARTBEAT_ACTIVITY_STALENESS_SECS", "HEARTBEAT_INFLIGHT_MAX_SECS", "HEARTBEAT_HUNG_CALL_SECS"}
 }
 
 func (a *App) childEnv() []string {

@@ -129,3 +129,15 @@ func (d Dir) WriteTrouble(now time.Time) string {
 	return fmt.Sprintf("the loop's state has not moved since %s (its next tick was due %s ago): its writes fail or it is wedged",
 		st.UpdatedAt.UTC().Format(time.RFC3339), now.Sub(st.NextTickAt).Round(time.Second))
 }
+
+// LeaseEndTold reports whether the agent was told that the lease
+// lease.json names has ended (ToldFile newer than lease.json): its calls
+// no longer concern that lease.
+func (d Dir) LeaseEndTold() bool {
+	lease, err := os.Stat(d.file(LeaseFile))
+	if err != nil {
+		return false
+	}
+	told, err := os.Lstat(d.file(ToldFile))
+	return err == nil && !told.ModTime().Before(lease.ModTime())
+}

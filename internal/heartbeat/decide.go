@@ -40,11 +40,6 @@ type MarkerFact struct {
 	Unbacked time.Duration
 }
 
-// HungAfter is how long an unfinished shell call may go without a process
-// backing it before it counts only its start (issue 44: a Bash call shown
-// "Waiting…" for two hours with nothing running).
-const HungAfter = 2 * time.Minute
-
 // ShellTool reports whether tool is an agent's shell tool, as hooks name
 // it: Claude Code's and Codex's Bash, Gemini CLI's and Qwen Code's
 // run_shell_command, the bash of GitHub Copilot CLI, opencode, Kilo and
@@ -78,15 +73,19 @@ const (
 // running reports whether m is work in flight now (before the cap). An
 // unfinished shell call that no process has backed for HungAfter is hung:
 // only its start counts, as for a denied call.
-func (m MarkerFact) running() bool {
-	if m.hung() {
+func (m MarkerFact) running(lim Limits) bool {
+	if m.hung(lim) {
 		return false
 	}
 	return m.Agent == CallOpen || m.Backed && m.Agent != CallFinished
 }
 
-func (m MarkerFact) hung() bool {
-	return m.Agent == CallOpen && m.Shell && !m.Backed && m.Unbacked >= HungAfter
+func (m MarkerFact) hung(lim Limits) bool {
+	hungAfter := lim.HungAfter
+	if hungAfter <= 0 {
+		hungAfter = DefaultHungAfter
+	}
+	return m.Agent == CallOpen && m.Shell && !m.Backed && m.Unbacked >= hungAfter
 }
 
 // Facts is everything one tick knows, gathered by the loop before it
@@ -122,6 +121,11 @@ type Limits struct {
 	// InFlightMax caps a backed tool call, a declared wait, and background
 	// work after the agent's own last tool call.
 	InFlightMax time.Duration
+	// HungAfter: an unfinished shell call that no process has backed for
+	// this long is hung (issue 44: a Bash call shown "Waiting…" for two
+	// hours with nothing running) and counts only its start; 0 means
+	// DefaultHungAfter.
+	HungAfter time.Duration
 }
 
 // Action is what a tick does.
@@ -216,7 +220,7 @@ func Decide(f Facts, lim Limits) Decision {
 func (f Facts) inFlightNow(lim Limits) string {
 	name, since := "", time.Time{}
 	for _, m := range f.Markers {
-		if !m.running() || f.Now.Sub(m.Since) >= lim.InFlightMax {
+		if !m.running(lim) || f.Now.Sub(m.Since) >= lim.InFlightMax {
 			continue
 		}
 		if name == "" || m.Since.After(since) {

@@ -211,7 +211,7 @@ func (cfg *Config) withDefaults() error {
 	if cfg.Dir.Path == "" {
 		return errors.New("heartbeat: no .gyrum directory")
 	}
-	def := Durations{DefaultInterval, DefaultStaleness, DefaultInFlightMax}
+	def := Durations{DefaultInterval, DefaultStaleness, DefaultInFlightMax, DefaultHungAfter}
 	if cfg.Durations.Interval <= 0 {
 		cfg.Durations.Interval = def.Interval
 	}
@@ -220,6 +220,9 @@ func (cfg *Config) withDefaults() error {
 	}
 	if cfg.Durations.InFlightMax <= 0 {
 		cfg.Durations.InFlightMax = def.InFlightMax
+	}
+	if cfg.Durations.HungAfter <= 0 {
+		cfg.Durations.HungAfter = def.HungAfter
 	}
 	switch {
 	case cfg.Jitter == 0:
@@ -549,7 +552,7 @@ func (l *Loop) tick(ctx context.Context, start bool) Exit {
 	}
 	l.restoreHome()
 	f := l.facts(now, start)
-	d := Decide(f, Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax})
+	d := Decide(f, Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax, HungAfter: l.cfg.Durations.HungAfter})
 	switch d.Action {
 	case ActReport:
 		l.log.Info("exit", "reason", string(d.Exit), "parent", l.parent.String(), "dir", l.dir.Worktree)
@@ -636,7 +639,7 @@ func (l *Loop) facts(now time.Time, start bool) Facts {
 		openShell = openShell || shell && st == CallOpen
 		f.Markers = append(f.Markers, MarkerFact{Tool: markers[i].Tool, Since: markers[i].Since, Agent: st, Shell: shell})
 	}
-	lim := Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax}
+	lim := Limits{Staleness: l.cfg.Durations.Staleness, InFlightMax: l.cfg.Durations.InFlightMax, HungAfter: l.cfg.Durations.HungAfter}
 	soon := lim.Staleness - time.Duration(2*float64(l.cfg.Durations.Interval)*(1+l.cfg.Jitter))
 	recent := false
 	for _, m := range markers {

@@ -14,6 +14,10 @@ const (
 	DefaultStaleness   = 900 * time.Second
 	DefaultInFlightMax = 7200 * time.Second
 	DefaultJitter      = 0.10
+	// DefaultHungAfter is how long an unfinished shell call may go
+	// without a process backing it before it counts only its start
+	// (issue 44).
+	DefaultHungAfter = 120 * time.Second
 )
 
 // Environment variables of the loop's durations. They take seconds, with
@@ -22,6 +26,7 @@ const (
 	EnvInterval    = "HEARTBEAT_INTERVAL_SECS"
 	EnvStaleness   = "HEARTBEAT_ACTIVITY_STALENESS_SECS"
 	EnvInFlightMax = "HEARTBEAT_INFLIGHT_MAX_SECS"
+	EnvHungAfter   = "HEARTBEAT_HUNG_CALL_SECS"
 )
 
 // Durations are the loop's timing settings.
@@ -29,6 +34,9 @@ type Durations struct {
 	Interval    time.Duration
 	Staleness   time.Duration
 	InFlightMax time.Duration
+	// HungAfter: an unfinished shell call no process has backed for this
+	// long counts only its start; 0 means DefaultHungAfter.
+	HungAfter time.Duration
 }
 
 // DurationsFromEnv reads the three *_SECS variables with getenv, using the
@@ -44,6 +52,9 @@ func DurationsFromEnv(getenv func(string) string) (Durations, error) {
 		return d, err
 	}
 	if d.InFlightMax, err = Seconds(EnvInFlightMax, getenv(EnvInFlightMax), DefaultInFlightMax); err != nil {
+		return d, err
+	}
+	if d.HungAfter, err = Seconds(EnvHungAfter, getenv(EnvHungAfter), DefaultHungAfter); err != nil {
 		return d, err
 	}
 	return d, nil

@@ -482,7 +482,7 @@ func ApplyCall(p Payload, done *progress.Completed, o Options) (Result, error) {
 		if ev := canonical(p.Event); ev != EventPostToolUse && ev != EventPostToolUseFailure {
 			continue
 		}
-		if recorded && done != nil {
+		if recorded && done != nil && !d.LeaseEndTold() {
 			tell, err := recordCall(d, *done, o)
 			errs = append(errs, err)
 			if tell != "" {
