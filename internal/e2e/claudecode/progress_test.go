@@ -194,3 +194,43 @@ func TestPointSpinningCaughtAndTold(t *testing.T) {
 		t.Error("told again after the next call")
 	}
 }
+
+// hungSession runs claim, then one Bash call with command, with the
+// hung-call rule scaled to 0.5 s (staleness 1 s), and returns the
+// heartbeats of the ticket while the call ran, the call and the model.
+func hungSession(t *testing.T, ticket, command string) ([]warptest.Beat, agenttest.Call, *agenttest.FakeModel) {
+	t.Helper()
+	ws := warptest.Start(t)
+	ws.Create(ticket)
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	call := Bash(command)
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claimCall(ticket+" --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 1, 60)
+	env["HEARTBEAT_HUNG_CALL_SECS"] = "0.5"
+	s := start(t, model, project, agenttest.Options{Env: env})
+	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(call.ID))
+	e2etest.Poll(t, "the call's marker", func() bool { return e2etest.Exists(marker) })
+	e2etest.Poll(t, "the call's Post event", func() bool { return !e2etest.Exists(marker) })
+	s.WaitOK(e2etest.SessionTimeout)
+	return e2etest.BeatsOf(ws, ticket), call, model
+}
+
+// A long build — a foreground call whose shell runs for 4 s, using CPU and
+// writing output — is never hung: its process backs it, every heartbeat
+// while it runs is fresh.
+func TestPointLongBuildIsNeverHung(t *testing.T) {
+	claude.Require(t)
+	beats, call, model := hungSession(t, "T-BUILD", "for i in 1 2 3 4 5 6 7 8; do echo step $i; timeout 0.5 sh -c 'while :; do :; done'; done; echo built")
+	if tr, _ := model.ToolResult(call.ID); !strings.Contains(tr.Content, "built") {
+		t.Fatalf("the build's output %q: it did not run to its end (the premise)", tr.Content)
+	}
+	for _, b := range beats {
+		if b.Body.Stale {
+			t.Errorf("a stale report while the build ran: %+v", b.Body)
+		}
+	}
+}
+
