@@ -233,4 +233,3 @@ func TestPointLongBuildIsNeverHung(t *testing.T) {
 		}
 	}
 }
-
