@@ -26,10 +26,20 @@ func TestSeconds(t *testing.T) {
 func TestDurationsFromEnv(t *testing.T) {
 	env := map[string]string{heartbeat.EnvInterval: "0.2", heartbeat.EnvInFlightMax: "3"}
 	d, err := heartbeat.DurationsFromEnv(func(k string) string { return env[k] })
-	want := heartbeat.Durations{Interval: 200 * time.Millisecond, Staleness: heartbeat.DefaultStaleness, InFlightMax: 3 * time.Second}
+	want := heartbeat.Durations{Interval: 200 * time.Millisecond, Staleness: heartbeat.DefaultStaleness, InFlightMax: 3 * time.Second,
+		HungAfter: heartbeat.DefaultHungAfter}
 	if err != nil || d != want {
 		t.Fatalf("got %+v, %v, want %+v", d, err, want)
 	}
+	env[heartbeat.EnvHungAfter] = "0.5"
+	if d, err := heartbeat.DurationsFromEnv(func(k string) string { return env[k] }); err != nil || d.HungAfter != 500*time.Millisecond {
+		t.Fatalf("HEARTBEAT_HUNG_CALL_SECS=0.5: got %+v, %v", d, err)
+	}
+	env[heartbeat.EnvHungAfter] = "-1"
+	if _, err := heartbeat.DurationsFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Fatal("a negative hung-call limit accepted")
+	}
+	delete(env, heartbeat.EnvHungAfter)
 	env[heartbeat.EnvStaleness] = "soon"
 	if _, err := heartbeat.DurationsFromEnv(func(k string) string { return env[k] }); err == nil {
 		t.Fatal("bad staleness accepted")
