@@ -42,5 +42,9 @@ func TestLoopingAndSpinningShown(t *testing.T) {
 	}
 	_, body, _ = get(t, hc, s.url+"/tickets/L")
 	mustContain(t, "ticket", body, `<span class="badge v-looping" id="verdict">looping</span>`,
-		"looping on `Bash: npm test` ×5: exit 1", "last progress")
+		"looping on `Bash: npm test` ×5: exit 1", "last progress",
+		// The lease timeline draws the looping span in its colour.
+		`class="seg v-looping" data-verdict="looping"`)
+	_, body, _ = get(t, hc, s.url+"/tickets/S")
+	mustContain(t, "ticket S", body, `<span class="badge v-spinning" id="verdict">spinning</span>`, `class="seg v-spinning" data-verdict="spinning"`)
 }
