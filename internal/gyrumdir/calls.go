@@ -247,11 +247,12 @@ func (d Dir) TakeNudge() (n Nudge, ok bool) {
 }
 
 // TellLoopOnce reports whether the loop episode named episode is one the
-// agent was not told about yet, and records that it now is. Two parallel
-// hooks may both tell; a lost write tells again: at worst twice.
-func (d Dir) TellLoopOnce(episode string) bool {
+// agent was not told about yet (same reports whether two names are the
+// same episode), and records that it now is. Two parallel hooks may both
+// tell; a lost write tells again: at worst twice.
+func (d Dir) TellLoopOnce(episode string, same func(told, now string) bool) bool {
 	b, err := readSmall(d.file(LoopToldFile), 1024)
-	if err == nil && string(b) == episode {
+	if err == nil && same(string(b), episode) {
 		return false
 	}
 	return WriteFileAtomic(d.file(LoopToldFile), []byte(episode)) == nil

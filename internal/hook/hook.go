@@ -40,6 +40,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -579,12 +580,37 @@ func recordCall(d gyrumdir.Dir, c progress.Completed, o Options) (string, error)
 	if !ok {
 		return "", nil
 	}
-	// The episode is the repetition: its first call and what repeats.
-	first := recs[len(recs)-loop.Count]
-	if !d.TellLoopOnce(first.At.UTC().Format(time.RFC3339Nano) + " " + hex.EncodeToString(first.Call[:])) {
+	if !d.TellLoopOnce(loopEpisode(recs, loop), sameEpisode) {
 		return "", nil
 	}
 	return LoopMessage(loop), nil
+}
+
+// loopEpisode names the repetition the latest calls recs end in: what
+// repeats (the last call and its result; for an alternation, both calls)
+// and when it began ("*" for a repetition longer than the calls read: it
+// fills them all, and its start is out of sight).
+func loopEpisode(recs []gyrumdir.CallRecord, loop progress.Loop) string {
+	n := len(recs)
+	what := []string{hex.EncodeToString(recs[n-1].Call[:]) + hex.EncodeToString(recs[n-1].Result[:])}
+	if loop.Alternating {
+		what = append(what, hex.EncodeToString(recs[n-2].Call[:])+hex.EncodeToString(recs[n-2].Result[:]))
+		slices.Sort(what)
+	}
+	key := strings.Join(what, "+")
+	if loop.Count >= n {
+		return key + " *"
+	}
+	return key + " " + recs[n-loop.Count].At.UTC().Format(time.RFC3339Nano)
+}
+
+// sameEpisode reports whether the episodes told and now (loopEpisode) are
+// one: the same repetition with the same start, or one whose start is now
+// out of sight and that repeats what told did.
+func sameEpisode(told, now string) bool {
+	tk, tStart, _ := strings.Cut(told, " ")
+	nk, nStart, _ := strings.Cut(now, " ")
+	return tk == nk && (tStart == nStart || nStart == "*")
 }
 
 // LoopMessage is what the agent is told when its latest calls repeat.

@@ -152,3 +152,24 @@ func TestHookShowsTheLoopsNudgeOnce(t *testing.T) {
 		t.Fatalf("another lease's nudge shown: %q", m)
 	}
 }
+
+// A repetition longer than the calls the hook reads (progress.Window) is
+// still one episode: told once, at its third call, not again once its
+// start is out of sight.
+func TestHookTellsALongLoopOnce(t *testing.T) {
+	d := worktree(t)
+	now := time.Now().Add(-time.Hour)
+	var told []int
+	for i := 1; i <= 45; i++ {
+		pre, post := claudeCall(d.Worktree, fmt.Sprintf("toolu_%d", i), "go test ./pkg/...", "", "Exit code 1\nFAIL pkg")
+		if i <= 5 {
+			pre, post = claudeCall(d.Worktree, fmt.Sprintf("toolu_%d", i), fmt.Sprintf("ls dir%d", i), "a.go", "")
+		}
+		if m := run(t, d, now.Add(time.Duration(i)*time.Second), hook.Options{}, pre, post); m != "" {
+			told = append(told, i)
+		}
+	}
+	if len(told) != 1 || told[0] != 8 {
+		t.Fatalf("told at calls %v, want [8] (the third of the repetition)", told)
+	}
+}

@@ -64,6 +64,7 @@ type agent struct {
 	postStarts   []time.Time
 	toldAt       time.Time
 	notices      int
+	loopNotices  int // outputs telling the agent it loops (issue 44)
 	hookCalls    int
 	hookFailures int
 	hookProblem  string // the first failure, for the report
@@ -449,7 +450,7 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 		"permission_mode": "default",
 		"hook_event_name": event,
 		"tool_name":       act.Tool,
-		"tool_input":      toolInput(act.Tool, act.ToolUseID),
+		"tool_input":      toolInput(act.Tool, callKey(act)),
 		"tool_use_id":     act.ToolUseID,
 	}
 	switch event {
@@ -458,7 +459,7 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 		// (issue 44: the same call with the same result is a loop).
 		payload["tool_response"] = map[string]any{"stdout": "ok " + act.ToolUseID, "stderr": "", "interrupted": false}
 	case "PostToolUseFailure":
-		payload["error"], payload["is_interrupt"] = "Exit code 1", false
+		payload["error"], payload["is_interrupt"] = "Exit code 1\nFAIL "+callKey(act), false
 	}
 	body, _ := json.Marshal(payload)
 	started := time.Now()
@@ -484,8 +485,10 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 	if post {
 		mtime, _ = a.gdir().LastActivity()
 	}
-	told, problem := false, ""
+	told, loopTold, problem := false, false, ""
 	switch {
+	case stdout.Len() > 0 && post && isLoopNotice(stdout.Bytes(), event):
+		loopTold = true
 	case err != nil:
 		problem = fmt.Sprintf("%s: exit: %v", event, err)
 	case stderr.Len() > 0:
@@ -509,6 +512,9 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 		if a.hookProblem == "" {
 			a.hookProblem = problem
 		}
+	}
+	if loopTold {
+		a.loopNotices++
 	}
 	if told {
 		a.notices++
@@ -544,6 +550,32 @@ func isNotice(out []byte, event, ticket string) bool {
 	}
 	h := n.HookSpecificOutput
 	return h.HookEventName == event && strings.HasPrefix(h.AdditionalContext, "gyrum: your lease on ticket "+ticket+" ")
+}
+
+// isLoopNotice reports whether out is the hook's loop notice (issue 44):
+// one line of Claude Code hook JSON for event telling the agent it loops.
+func isLoopNotice(out []byte, event string) bool {
+	var n struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	line, rest, _ := bytes.Cut(out, []byte("\n"))
+	if len(bytes.TrimSpace(rest)) > 0 || json.Unmarshal(line, &n) != nil {
+		return false
+	}
+	h := n.HookSpecificOutput
+	return h.HookEventName == event && strings.HasPrefix(h.AdditionalContext, "gyrum: you are looping on ")
+}
+
+// callKey names what a call works on: its own id, or, for the looping
+// agent's repeated call, the same thing every time.
+func callKey(act Action) string {
+	if act.Repeat {
+		return "the-same-package"
+	}
+	return act.ToolUseID
 }
 
 // toolInput is the input of call id of tool: each call works on its own

@@ -48,6 +48,8 @@ type Observation struct {
 	// state of its attempt's snapshot ("" none reported).
 	WorkEdits, WorkLost, WorkDeleted int
 	Snapshot                         string
+	// LoopNotices counts the hook's outputs that told the agent it loops.
+	LoopNotices int
 }
 
 // observe measures the outcome at the end of the scenario: leases and
@@ -66,6 +68,7 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 			Heartbeats: hbs[a.plan.Ticket], LoopsAtEnd: len(loops[a.plan.Name]), LoopsAfterWD: -1,
 			WatchedAlive: a.watchedAlive(), HookCalls: a.hookCalls, HookFailures: a.hookFailures, HookProblem: a.hookProblem,
 			ReleasedAt: a.releasedAt, PostStarts: a.postStarts, ToldAt: a.toldAt, Notices: a.notices,
+			LoopNotices: a.loopNotices,
 		}
 		if a.startErr != nil {
 			o.StartErr = a.startErr.Error()

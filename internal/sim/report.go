@@ -237,6 +237,7 @@ type AgentResult struct {
 	Told             bool     `json:"told"`
 	MissedNotices    int      `json:"missed_notices"`
 	Notices          int      `json:"notices"`
+	LoopNotices      int      `json:"loop_notices"`
 	LoopsAtEnd       int      `json:"loops_at_end"`
 	LoopsAfterWD     *int     `json:"loops_after_watchdog"`
 	WatchedAlive     bool     `json:"watched_alive_at_end"`
@@ -316,7 +317,7 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			LeaseState: string(o.LeaseState), Verdict: string(o.Verdict), Heartbeats: len(o.Heartbeats),
 			LastActivityMin: offset(o.LastActivityAt), LastHeartbeatMin: offset(o.LastHeartbeatAt), ExpiresAtMin: offset(o.ExpiresAt),
 			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive, ReleasedAtMin: offset(o.ReleasedAt),
-			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices,
+			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices, LoopNotices: o.LoopNotices,
 			WorktreeDeleted: !o.DeletedAt.IsZero(), ProjectCwd: p.ProjectCwd, LongStepMinutes: p.LongStep.Minutes(),
 			WorkEdits: o.WorkEdits, WorkLost: o.WorkLost, WorkDeleted: o.WorkDeleted, Snapshot: o.Snapshot,
 		}
@@ -589,8 +590,24 @@ func checks(rep *Report, info RunInfo) []Check {
 	var started, agents, hookCalls, hookFail, notices, failures, caught, falseLapses, afterDetect, stale, exitReports,
 		deadLoops, endedLoops, kills, releases, endedUnder, told, healthy, active int
 	var late, credited, untold, notActive []string
+	var loopers, loopCaught, falseLoops int
+	var uncaughtLoops []string
 	for _, a := range rep.AgentResults {
 		agents++
+		switch {
+		case a.Class == ClassLooping && a.Started:
+			loopers++
+			// A v1 loop reports no progress: its lease cannot turn
+			// looping, but the hook (gyrum's own) still tells the agent.
+			if (a.Verdict == string(warp.VerdictLooping) || a.Client == ClientV1) && a.LoopNotices == 1 {
+				loopCaught++
+			} else {
+				uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s %s, told %d times", a.Name, cmp.Or(a.Verdict, a.LeaseState), a.LoopNotices))
+			}
+		case a.Verdict == string(warp.VerdictLooping) || a.Verdict == string(warp.VerdictSpinning) || a.LoopNotices > 0:
+			falseLoops++
+			uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s (%s) %s, told %d times", a.Name, a.Class, a.Verdict, a.LoopNotices))
+		}
 		if a.Started {
 			started++
 		}
@@ -672,6 +689,8 @@ func checks(rep *Report, info RunInfo) []Check {
 				deadLoops, map[bool]string{true: " (after the watchdog)", false: ""}[info.Watchdog], endedLoops)},
 		{Name: "every healthy agent's lease active at the end", OK: active == healthy,
 			Detail: fmt.Sprintf("%d/%d active", active, healthy) + listed("not active", notActive)},
+		{Name: "every looping agent caught (verdict looping, told once) and no other agent looping or spinning", OK: loopCaught == loopers && falseLoops == 0,
+			Detail: fmt.Sprintf("%d/%d looping agents caught; %d false", loopCaught, loopers, falseLoops) + listed("wrong", uncaughtLoops)},
 		{Name: "no operator action needed", OK: kills+releases == 0,
 			Detail: fmt.Sprintf("%d leases to release by hand, %d loops to kill by hand", releases, kills)},
 		{Name: "no work lost: every edit a failed agent left uncommitted is in its attempt's snapshot", OK: rep.WorkLost == 0,

@@ -48,11 +48,16 @@ const (
 	// lease mid-run; the agent keeps working until a hook tells it (the
 	// lease-ended notice on its next PostToolUse), then stops.
 	ClassReleased Class = "operator-released"
+	// ClassLooping: works like ClassIdle until LoopAt, then runs the same
+	// failing Bash call (same input, same error) every loopEvery until the
+	// end (issue 44): its lease must turn looping, and it must be told
+	// once; the lease stays held (warpsim's warp only reports).
+	ClassLooping Class = "looping"
 )
 
 // classOrder lists every class in report order.
 var classOrder = []Class{ClassOrphan, ClassOrphanGone, ClassWedged, ClassWedgedDenied,
-	ClassLongStep, ClassIdle, ClassProjectCwd, ClassReleased}
+	ClassLongStep, ClassIdle, ClassProjectCwd, ClassReleased, ClassLooping}
 
 // Classes returns every class in report order.
 func Classes() []Class { return slices.Clone(classOrder) }
@@ -121,6 +126,9 @@ type Action struct {
 	// Failed (PostToolUse): the call failed (non-zero exit, timeout): the
 	// event is PostToolUseFailure.
 	Failed bool
+	// Repeat: the call is the looping agent's repeated one: the same
+	// input and the same result every time.
+	Repeat bool
 }
 
 // AgentPlan is the script of one simulated agent.
@@ -139,6 +147,8 @@ type AgentPlan struct {
 	LongStepAt, LongStep time.Duration
 	// ReleaseAt is when an operator releases the lease (operator-released).
 	ReleaseAt time.Duration
+	// LoopAt is when a looping agent starts repeating its failing call.
+	LoopAt time.Duration
 	// ProjectCwd: the hook payloads' cwd (and the session's) is a project
 	// directory without .gyrum/, not the worktree.
 	ProjectCwd bool
@@ -225,7 +235,7 @@ const ScenarioADR138 = "adr-138"
 const DefaultAgents = 30
 
 // MinAgents is the smallest fleet that still holds every class.
-const MinAgents = 8
+const MinAgents = 9
 
 // MaxAgents bounds a run: each agent is several real processes.
 const MaxAgents = 500
@@ -247,6 +257,7 @@ const (
 	burstGapMin   = 5 * time.Minute // idle between bursts: always under the staleness limit
 	burstGapMax   = 10 * time.Minute
 	toolCallLen   = 20 * time.Second       // a short tool call
+	loopEvery     = 2 * time.Minute        // the looping agent's repeated call
 	bgPostAfter   = 100 * time.Millisecond // PostToolUse of a background Bash call
 	endTicks      = 3                      // heartbeat intervals after the last possible lapse
 )
@@ -346,6 +357,16 @@ func Build(name string, n int, client Client, t Timing) (Plan, error) {
 			wake := a.LongStepAt + a.LongStep
 			a.Actions = append(a.Actions, toolCall(a.Name, len(a.Actions), "Read", wake, toolCallLen)...)
 			a.Actions = append(a.Actions, bursts(rng, a.Name, wake+time.Minute, farFuture, false)...)
+		case c == ClassLooping:
+			// Spread over the failure window, as failures are; then the
+			// same failing call until the end.
+			a.LoopAt = failFrom + time.Duration(rank[c]-1)*(failTo-failFrom)/4
+			a.Actions = append(a.Actions, bursts(rng, a.Name, start+10*time.Second, a.LoopAt, false)...)
+			for at := a.LoopAt; at < farFuture; at += loopEvery {
+				call := toolCall(a.Name, len(a.Actions), "Bash", at, toolCallLen)
+				call[0].Repeat, call[1].Repeat, call[1].Failed = true, true, true
+				a.Actions = append(a.Actions, call...)
+			}
 		case c == ClassReleased:
 			a.ReleaseAt = releaseFrom + time.Duration(relIdx)*(releaseTo-releaseFrom)/time.Duration(max(released-1, 1))
 			relIdx++
@@ -392,15 +413,22 @@ func fleet(n int) []Class {
 	healthy := n - orphans - wedged - denied - released
 	long := max(1, int(math.Round(float64(healthy)*3/8)))
 	cwd := max(1, healthy/4)
+	// The looping agents (issue 44) come out of the idle-bursts ones.
+	looping := max(1, int(math.Round(float64(n)/15)))
+	idle := healthy - long - cwd - looping
+	if idle < 1 && long > 1 {
+		long, idle = long-1, idle+1
+	}
 	counts := map[Class]int{
 		ClassOrphanGone:   orphans / 2,
 		ClassOrphan:       orphans - orphans/2,
 		ClassWedged:       wedged,
 		ClassWedgedDenied: denied,
 		ClassLongStep:     long,
-		ClassIdle:         healthy - long - cwd,
+		ClassIdle:         idle,
 		ClassProjectCwd:   cwd,
 		ClassReleased:     released,
+		ClassLooping:      looping,
 	}
 	out := make([]Class, 0, n)
 	for len(out) < n {

@@ -25,7 +25,7 @@ func TestBuildADR138Fleet(t *testing.T) {
 	}
 	got := classCounts(p)
 	want := map[sim.Class]int{sim.ClassOrphan: 3, sim.ClassOrphanGone: 3, sim.ClassWedged: 4, sim.ClassWedgedDenied: 2,
-		sim.ClassLongStep: 6, sim.ClassIdle: 6, sim.ClassProjectCwd: 4, sim.ClassReleased: 2}
+		sim.ClassLongStep: 6, sim.ClassIdle: 4, sim.ClassProjectCwd: 4, sim.ClassReleased: 2, sim.ClassLooping: 2}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("classes: got %v, want %v (the night of ADR-138: 6 orphans, 4 wedged; and the measured client's ways)", got, want)
 	}

@@ -24,7 +24,7 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 8 to 500"},
+		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 9 to 500"},
 		{"too many agents", []string{"--agents", "100000"}, "--agents 100000"},
 		{"time scale zero", []string{"--time-scale", "0"}, "--time-scale 0: want 1 to 10000"},
 		{"time scale not a number", []string{"--time-scale", "fast"}, "invalid argument"},
@@ -78,7 +78,7 @@ func TestSimulateTooLoadedExitsThree(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		var out, errb bytes.Buffer
 		c := &simcli.CLI{Stdout: &out, Stderr: &errb}
-		args := []string{"--gyrum", helpOnly, "--time-scale", "10000", "--agents", "8", "--quiet"}
+		args := []string{"--gyrum", helpOnly, "--time-scale", "10000", "--agents", "9", "--quiet"}
 		if asJSON {
 			args = append(args, "--json")
 		}
