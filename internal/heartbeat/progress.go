@@ -2,7 +2,6 @@ package heartbeat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -10,11 +9,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/progress"
 )
-
-// NoteFile is where `gyrum note` leaves the agent's latest note:
-// {"text": "...", "at": "<RFC 3339>"}. A note newer than the last one
-// seen is progress.
-const NoteFile = "note.json"
 
 // progressWatch gathers the loop's progress evidence (issue 44): the
 // worktree's states, the calls the hook fingerprinted, the agent's notes.
@@ -58,11 +52,10 @@ func (w *progressWatch) observe(ctx context.Context, d gyrumdir.Dir, now time.Ti
 			w.progressed(now)
 		}
 	}
-	if b, err := gyrumdir.ReadRegular(d.File(NoteFile), 64<<10); err == nil {
-		var n struct {
-			At time.Time `json:"at"`
-		}
-		if json.Unmarshal(b, &n) == nil && n.At.After(w.noteAt) {
+	// `gyrum note` leaves the agent's latest note in note.json: one newer
+	// than the last one seen is progress (a missing or torn one is none).
+	if n, err := d.ReadNote(); err == nil {
+		if n.At.After(w.noteAt) {
 			if !w.noteAt.IsZero() || n.At.After(w.last) {
 				w.progressed(earlier(n.At, now))
 			}

@@ -94,12 +94,12 @@ func TestProgressWatch(t *testing.T) {
 	os.WriteFile(filepath.Join(wt, "a.go"), []byte("package a\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644)
 	note := now.Add(30 * time.Second)
-	os.WriteFile(d.File(NoteFile), []byte(`{"text":"tried X","at":"`+note.Format(time.RFC3339Nano)+`"}`), 0o600)
+	os.WriteFile(d.File(gyrumdir.NoteFile), []byte(`{"text":"tried X","at":"`+note.Format(time.RFC3339Nano)+`"}`), 0o600)
 	// a.go's content is back to the commit's but its mtime moved: git
 	// status reports nothing, so the state is the commit's state.
 	tick("a note", note, 0)
 	tick("the same note again", note, 0)
-	os.WriteFile(d.File(NoteFile), []byte(`not json`), 0o600)
+	os.WriteFile(d.File(gyrumdir.NoteFile), []byte(`not json`), 0o600)
 	tick("a corrupt note", note, 0)
 	if got := w.age(note.Add(5 * time.Minute)); got != 5*time.Minute {
 		t.Fatalf("age %v, want 5m", got)
