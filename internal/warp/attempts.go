@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/progress"
 )
 
 // Attempts (issue 45): every lease of a ticket is an attempt. Its lease
@@ -146,6 +148,10 @@ func (p Policy) VerdictWords(l Lease, now time.Time) string {
 		return "stalled " + roundAge(now.Sub(ProgressAt(l)))
 	case VerdictUnwired:
 		return "unwired (the hook never fired)"
+	case VerdictLooping:
+		return progress.Words(l.Loop.Label, l.Loop.Count, l.Loop.Error)
+	case VerdictSpinning:
+		return "spinning: no progress for " + roundAge(now.Sub(l.LastProgressAt))
 	}
 	return string(v)
 }

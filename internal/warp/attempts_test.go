@@ -8,7 +8,7 @@ import (
 )
 
 func TestVerdictWords(t *testing.T) {
-	p := warp.Policy{LeaseWindow: 30 * time.Minute, StallAfter: 15 * time.Minute, SilentAfter: 9 * time.Minute}
+	p := warp.Policy{LeaseWindow: 30 * time.Minute, StallAfter: 15 * time.Minute, SilentAfter: 9 * time.Minute, SpinAfter: 45 * time.Minute}
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	held := func(hb, act time.Duration) warp.Lease {
 		return warp.Lease{State: warp.LeaseHeld, ClaimedAt: now.Add(-time.Hour), LastHeartbeatAt: now.Add(-hb), LastActivityAt: now.Add(-act), RefreshedAt: now.Add(-hb),
@@ -18,6 +18,11 @@ func TestVerdictWords(t *testing.T) {
 	exited.Exit = "parent-exited"
 	unwired := held(time.Minute, time.Minute)
 	unwired.HookSeen = warp.HookNo
+	looping := held(time.Minute, time.Minute)
+	looping.LastProgressAt = now.Add(-2 * time.Minute)
+	looping.Loop = warp.Loop{Label: "Bash: npm test", Count: 7, Error: "TypeError: x is not a function"}
+	spinning := held(time.Minute, time.Minute)
+	spinning.LastProgressAt = now.Add(-50 * time.Minute)
 	ended := held(time.Minute, 31*time.Minute)
 	ended.State = warp.LeaseLapsed // the lease as it ends: judged as held
 	for _, tc := range []struct {
@@ -32,6 +37,8 @@ func TestVerdictWords(t *testing.T) {
 		{"unwired", unwired, "unwired (the hook never fired)"},
 		{"ending", ended, "stalled 31m0s"},
 		{"short", held(time.Minute, 15*time.Minute+1500*time.Microsecond), "stalled 15m0s"},
+		{"looping", looping, "looping on `Bash: npm test` ×7: TypeError: x is not a function"},
+		{"spinning", spinning, "spinning: no progress for 50m0s"},
 	} {
 		if got := p.VerdictWords(tc.l, now); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
