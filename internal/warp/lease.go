@@ -460,84 +460,12 @@ func (p Policy) NextVerdictChange(l Lease, now time.Time) time.Time {
 	return next
 }
 
-// Grace is the grace in force after warp could not serve the fleet — a
-// server start, or a gap in its sweeps (a freeze, a database it could not
-// write or reach, a clock step): leases last refreshed before From do not
-// lapse before Until, so an outage does not mass-expire a fleet whose
-// loops could not reach it. It protects only the leases that were not yet
-// due when the gap began (DueBefore, when known): a lease already due then
-// was dead before the outage, and repeated gaps or restarts cannot keep it.
-type Grace struct{ From, Until, DueBefore time.Time }
-
-// NewGrace returns the grace of a server that starts, or recovers from a
-// gap that began at gapStart (zero: unknown), at now.
-func (p Policy) NewGrace(now, gapStart time.Time) Grace {
-	if p.StartupGrace <= 0 {
-		return Grace{}
-	}
-	g := Grace{From: now, Until: now.Add(p.StartupGrace)}
-	if !gapStart.IsZero() && !gapStart.After(now) {
-		g.DueBefore = gapStart
-	}
-	return g
-}
-
-// GapGrace is the grace a sweep at now opens after a gap: when the last
-// recorded sweep (by any replica) is more than three sweep intervals old,
-// warp could not observe the fleet for that time — frozen, its database
-// unwritable or unreachable, or the clock stepped forward — and the loops
-// could not extend their leases. open is false when there was no gap (or
-// no sweep was ever recorded: a start's grace covers that). The grace
-// starts from the gap's end and protects what was not due at its start.
-func (p Policy) GapGrace(now time.Time, last LastSweep, sweepInterval time.Duration) (g Grace, open bool) {
-	if last.At.IsZero() || now.Sub(last.At) <= 3*sweepInterval {
-		return Grace{}, false
-	}
-	g = p.NewGrace(now, last.At)
-	return g, !g.From.IsZero()
-}
-
-// Due returns the sweep's selection at now under the graces gs (the
-// zero Grace and ended ones count for nothing): held leases whose expiry
-// has passed, but for those a grace in force protects — last refreshed
-// before its From and not yet due at its DueBefore.
-func Due(now time.Time, gs ...Grace) DueFilter {
-	f := DueFilter{Now: now}
-	for _, g := range gs {
-		if !g.From.IsZero() && now.Before(g.Until) {
-			f.Protect = append(f.Protect, Protection{RefreshedBefore: g.From, ExpiresAfter: g.DueBefore})
-		}
-	}
-	return f
-}
-
-// DueFilter selects the leases a sweep lapses: held, ExpiresAt <= Now,
-// and protected by none of Protect.
-type DueFilter struct {
-	Now     time.Time
-	Protect []Protection
-}
-
 // Protection is one grace in force: it keeps a lease last refreshed
 // before RefreshedBefore whose expiry is after ExpiresAfter (any expiry
 // when that is zero).
 type Protection struct {
 	RefreshedBefore time.Time
 	ExpiresAfter    time.Time
-}
-
-// Match reports whether lease l is selected by f (what a store's query
-// must return).
-func (f DueFilter) Match(l Lease) bool {
-	if !l.Held() || l.ExpiresAt.After(f.Now) {
-		return false
-	}
-	for _, p := range f.Protect {
-		if l.RefreshedAt.Before(p.RefreshedBefore) && (p.ExpiresAfter.IsZero() || l.ExpiresAt.After(p.ExpiresAfter)) {
-			return false
-		}
-	}
-	return true
 }
 
 // Match reports whether held lease l satisfies the bounds: the rule a
