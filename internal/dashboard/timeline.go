@@ -194,6 +194,9 @@ func buildTimeline(h warp.History, p warp.Policy) timelineView {
 	return tv
 }
 
+// buildLane draws lease l's lane at y: its bar, the verdicts in force
+// along it (from the recorded changes and the lease's columns), its marks
+// and its deadline and end.
 func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, now time.Time, y int) tlLane {
 	ln := tlLane{Epoch: l.Epoch, State: l.State, Y: y, LabelY: y + 14, BarY: y + tlBarY, BarH: tlBarH,
 		MarkTop: y + tlBarY - 5, MarkBot: y + tlBarY + tlBarH + 5, MarkMid: y + tlBarY + tlBarH/2,
@@ -212,6 +215,15 @@ func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, 
 	ln.Bar = tlSpan{X: num(x0), W: num(max(x1-x0, 1)),
 		Title: fmt.Sprintf("lease %d: claimed %s, %s %s (%s)", l.Epoch, tlTime(l.ClaimedAt), endWord(l), tlTime(end), FormatAge(end.Sub(l.ClaimedAt)))}
 
+	laneVerdicts(&ln, l, changes, p, sc, end)
+	laneMarks(&ln, l, sc, x0, who)
+	laneEnd(&ln, l, sc, now)
+	return ln
+}
+
+// laneVerdicts adds to ln the verdict segments of l until end, and a mark
+// for each change the verdict pass recorded.
+func laneVerdicts(ln *tlLane, l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, end time.Time) {
 	// The verdict in force: active from the claim, then each recorded
 	// change from when the lease's columns say it happened (since), then
 	// what the columns alone decide after the latest heartbeat — nothing
@@ -266,6 +278,12 @@ func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, 
 	}
 	ln.Verdicts = joinComma(vs)
 
+}
+
+// laneMarks adds to ln the marks of l's claim (at x0, by who), first v2
+// heartbeat, stale reports, latest heartbeat and activity, and exit
+// report.
+func laneMarks(ln *tlLane, l warp.Lease, sc timeScale, x0 float64, who string) {
 	// Marks, in the order they are drawn (later ones on top).
 	mid := float64(ln.MarkMid)
 	ln.Marks = append(ln.Marks, tlMark{Kind: "claim", X: num(x0),
@@ -308,6 +326,11 @@ func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, 
 		ln.Marks = append(ln.Marks, tlMark{Kind: "exit", X: num(x), Points: triangle(x, float64(ln.MarkBot)+1, -4.5),
 			Title: fmt.Sprintf("exit report %s at %s", l.Exit, tlTime(l.ExitedAt))})
 	}
+}
+
+// laneEnd adds to ln the deadline of a held or lapsed lease and the end
+// of an ended one.
+func laneEnd(ln *tlLane, l warp.Lease, sc timeScale, now time.Time) {
 	// The deadline: where a held lease expires if nothing extends it, and
 	// the one a lapsed lease missed.
 	if l.Held() || l.State == warp.LeaseLapsed {
@@ -332,7 +355,6 @@ func buildLane(l warp.Lease, changes []warp.Event, p warp.Policy, sc timeScale, 
 		placeLabel(m, x, 1)
 		ln.End = m
 	}
-	return ln
 }
 
 type verdictAt struct {
