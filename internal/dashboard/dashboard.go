@@ -418,22 +418,43 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	limit, err := d.indexQuery(q, &data)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	cursor := q.Get("cursor")
+	next, err := d.indexRows(ctx, &data, limit, cursor)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	indexLinks(&data, q.Get("sort") != "", limit != d.cfg.PageSize, limit, cursor, next)
+	if err := d.indexSummary(ctx, &data); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data.Charts = d.chartsData(ctx)
+	d.render(w, r, http.StatusOK, "index.html", data)
+}
+
+// indexQuery reads the index's filters (verdict, host), its sort and its
+// page size from q into data, and returns the page size.
+func (d *Dashboard) indexQuery(q url.Values, data *indexData) (int, error) {
+	var err error
 	if v := q.Get("verdict"); v != "" {
 		if data.Verdict, err = warp.ParseVerdict(v); err != nil {
-			d.fail(w, r, err)
-			return
+			return 0, err
 		}
 	}
 	if len(data.Host) > warp.MaxIdentLen {
-		d.fail(w, r, warp.Errorf(warp.ErrInvalid, "host filter is %d bytes, at most %d", len(data.Host), warp.MaxIdentLen))
-		return
+		return 0, warp.Errorf(warp.ErrInvalid, "host filter is %d bytes, at most %d", len(data.Host), warp.MaxIdentLen)
 	}
 	limit := d.cfg.PageSize
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
-			d.fail(w, r, warp.Errorf(warp.ErrInvalid, "limit %q is invalid: want an integer from 1 to %d", v, MaxPageSize))
-			return
+			return 0, warp.Errorf(warp.ErrInvalid, "limit %q is invalid: want an integer from 1 to %d", v, MaxPageSize)
 		}
 		limit = n
 	}
@@ -442,11 +463,16 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 		data.Sort = defaultSort(data.Verdict)
 	}
 	if _, ok := rowOrder[data.Sort]; !ok && data.Sort != SortTicket {
-		d.fail(w, r, warp.Errorf(warp.ErrInvalid, "sort %q is invalid: want ticket, since, activity, heartbeat, expires, agent or host", data.Sort))
-		return
+		return 0, warp.Errorf(warp.ErrInvalid, "sort %q is invalid: want ticket, since, activity, heartbeat, expires, agent or host", data.Sort)
 	}
 	data.Sorted = data.Sort != SortTicket
-	cursor := q.Get("cursor")
+	return limit, nil
+}
+
+// indexRows fills data's rows (a page of the claimed tickets the filters
+// select, sorted as asked) and its blocked tickets, and returns the
+// cursor of the next page ("" for none).
+func (d *Dashboard) indexRows(ctx context.Context, data *indexData, limit int, cursor string) (string, error) {
 	lo := warp.ListOptions{State: warp.TicketClaimed, Verdict: data.Verdict, Host: data.Host, Search: data.Q, Cursor: cursor, Limit: limit}
 	if data.Sorted {
 		// Sorted otherwise than by creation: the first MaxPageSize of the
@@ -455,14 +481,12 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := d.svc.ListTickets(ctx, lo)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return "", err
 	}
 	now := data.Now
 	blocked, err := d.svc.ListTickets(ctx, warp.ListOptions{State: warp.TicketBlocked, Limit: maxBlockedListed})
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return "", err
 	}
 	for _, v := range blocked.Tickets {
 		data.Blocked = append(data.Blocked, blockedView{ID: v.Ticket.ID, Title: v.Ticket.Title, Age: FormatAge(now.Sub(v.Ticket.UpdatedAt))})
@@ -485,6 +509,12 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 			data.Rows = data.Rows[:limit]
 		}
 	}
+	return list.NextCursor, nil
+}
+
+// indexLinks fills data's column, first-page and next-page links from
+// its filters; sortAsked and limitAsked say the query named them.
+func indexLinks(data *indexData, sortAsked, limitAsked bool, limit int, cursor, nextCursor string) {
 	filter := url.Values{}
 	if data.Verdict != "" {
 		filter.Set("verdict", string(data.Verdict))
@@ -495,29 +525,32 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	if data.Q != "" {
 		filter.Set("q", data.Q)
 	}
-	if limit != d.cfg.PageSize {
+	if limitAsked {
 		filter.Set("limit", strconv.Itoa(limit))
 	}
 	data.Columns = tableColumns(filter, data.Sort)
-	if q.Get("sort") != "" {
+	if sortAsked {
 		filter.Set("sort", data.Sort)
 	}
 	data.Filtered = data.Verdict != "" || data.Host != "" || data.Q != ""
 	data.FirstURL = "/?" + filter.Encode()
 	data.Paged = cursor != "" && !data.Sorted
-	if list.NextCursor != "" {
+	if nextCursor != "" {
 		next := url.Values{}
 		for k, v := range filter {
 			next[k] = v
 		}
-		next.Set("cursor", list.NextCursor)
+		next.Set("cursor", nextCursor)
 		data.NextURL = "/?" + next.Encode()
 	}
+}
 
+// indexSummary fills data's verdict counts (linked to their filters) and
+// the latest ends of leases.
+func (d *Dashboard) indexSummary(ctx context.Context, data *indexData) error {
 	counts, err := d.summary.get(ctx)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return err
 	}
 	data.CountedAt = counts.At
 	for _, v := range verdicts {
@@ -531,15 +564,13 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	}
 	events, err := d.svc.RecentEvents(ctx, []warp.EventKind{warp.EventLapsed, warp.EventReleased, warp.EventCompleted, warp.EventCancelled}, d.cfg.RecentLimit)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return err
 	}
 	data.Recent = make([]eventView, len(events))
 	for i, e := range events {
-		data.Recent[i] = newEventView(e, now)
+		data.Recent[i] = newEventView(e, data.Now)
 	}
-	data.Charts = d.chartsData(ctx)
-	d.render(w, r, http.StatusOK, "index.html", data)
+	return nil
 }
 
 type ticketData struct {
