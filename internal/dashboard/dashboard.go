@@ -743,21 +743,8 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	data.adoptionSummary()
 	a := data.Adoption
-	if a.HostCount > 0 {
-		data.Percent = a.V2Hosts * 100 / a.HostCount
-	}
-	for _, h := range a.Hosts {
-		if h.V1Count == 0 {
-			continue
-		}
-		data.V1Total++
-		if len(data.V1Hosts) < maxNamedV1Hosts {
-			data.V1Hosts = append(data.V1Hosts, h.Host)
-		} else {
-			data.V1More++
-		}
-	}
 	data.CanSwitch = a.ReadyForActivityMode && data.Mode != warp.ModeActivity
 	// Every host that holds a lease, heartbeated in the window or is in
 	// alarm, as warp hosts prints them: leases by verdict, hook health,
@@ -778,27 +765,53 @@ func (d *Dashboard) hosts(w http.ResponseWriter, r *http.Request) {
 	shown, next := httpkit.Page(hosts, func(h warp.HostStatus) string { return h.Host }, cursor, limit)
 	data.Next = next
 	for _, h := range shown {
-		hv := hostView{Leases: h.Leases, HookSeen: h.HookSeen[warp.HookYes], HookNotSeen: h.HookSeen[warp.HookNo],
-			HookUnknown: h.HookSeen[warp.HookUnknown], FilterURL: "/?" + url.Values{"host": {h.Host}}.Encode()}
-		hv.Host = h.Host
-		if ad := h.Adoption; ad != nil {
-			hv.HostAdoption, hv.Seen, hv.LastSeenAge = *ad, true, FormatAge(data.Now.Sub(ad.LastSeen))
-			if total := ad.V1Count + ad.V2Count; total > 0 {
-				hv.V2Percent = int(ad.V2Count * 100 / total)
-			}
-		}
-		for _, v := range verdicts {
-			hv.Verdicts = append(hv.Verdicts, hostVerdict{Verdict: v, N: h.Verdicts[v],
-				URL: "/?" + url.Values{"host": {h.Host}, "verdict": {string(v)}}.Encode()})
-		}
-		for i := range data.Alarms {
-			if data.Alarms[i].Host == h.Host {
-				hv.Alarm = &data.Alarms[i]
-			}
-		}
-		data.Hosts = append(data.Hosts, hv)
+		data.Hosts = append(data.Hosts, data.hostView(h))
 	}
 	d.render(w, r, http.StatusOK, "hosts.html", data)
+}
+
+// adoptionSummary fills data's share of v2 hosts and names the hosts
+// still sending v1 (the first maxNamedV1Hosts, then a count).
+func (data *hostsData) adoptionSummary() {
+	a := data.Adoption
+	if a.HostCount > 0 {
+		data.Percent = a.V2Hosts * 100 / a.HostCount
+	}
+	for _, h := range a.Hosts {
+		if h.V1Count == 0 {
+			continue
+		}
+		data.V1Total++
+		if len(data.V1Hosts) < maxNamedV1Hosts {
+			data.V1Hosts = append(data.V1Hosts, h.Host)
+		} else {
+			data.V1More++
+		}
+	}
+}
+
+// hostView is host h's row: leases by verdict (each linked to its
+// filter), hook health, adoption and alarm (data.Alarms filled first).
+func (data *hostsData) hostView(h warp.HostStatus) hostView {
+	hv := hostView{Leases: h.Leases, HookSeen: h.HookSeen[warp.HookYes], HookNotSeen: h.HookSeen[warp.HookNo],
+		HookUnknown: h.HookSeen[warp.HookUnknown], FilterURL: "/?" + url.Values{"host": {h.Host}}.Encode()}
+	hv.Host = h.Host
+	if ad := h.Adoption; ad != nil {
+		hv.HostAdoption, hv.Seen, hv.LastSeenAge = *ad, true, FormatAge(data.Now.Sub(ad.LastSeen))
+		if total := ad.V1Count + ad.V2Count; total > 0 {
+			hv.V2Percent = int(ad.V2Count * 100 / total)
+		}
+	}
+	for _, v := range verdicts {
+		hv.Verdicts = append(hv.Verdicts, hostVerdict{Verdict: v, N: h.Verdicts[v],
+			URL: "/?" + url.Values{"host": {h.Host}, "verdict": {string(v)}}.Encode()})
+	}
+	for i := range data.Alarms {
+		if data.Alarms[i].Host == h.Host {
+			hv.Alarm = &data.Alarms[i]
+		}
+	}
+	return hv
 }
 
 type errorData struct {
