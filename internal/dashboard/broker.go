@@ -241,83 +241,105 @@ func (b *Broker) Clients() int {
 }
 
 func (b *Broker) run(ctx context.Context) {
-	last := map[string]time.Time{} // ticket → when (Now) its latest heartbeat message went out
-	pending := map[string]Notice{} // ticket → heartbeat waiting for its slot
-	// wait is how long the heartbeat message of a ticket sent at t must
-	// wait at now; 0 when its slot is free. A clock that went back behind
-	// t frees the slot.
-	wait := func(t, now time.Time) time.Duration {
-		if d := now.Sub(t); d >= 0 && d < b.cfg.Coalesce {
-			return b.cfg.Coalesce - d
-		}
-		return 0
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := false
-	// forget drops the slots that have expired and are not waited on.
-	forget := func(now time.Time) {
-		for id, t := range last {
-			if _, waiting := pending[id]; !waiting && wait(t, now) == 0 {
-				delete(last, id)
-			}
-		}
-	}
-	pruneAt := trackFloor
-	arm := func(now time.Time) {
-		if armed || len(pending) == 0 {
-			return
-		}
-		next := b.cfg.Coalesce
-		for id := range pending {
-			next = min(next, wait(last[id], now))
-		}
-		timer.Reset(max(next, time.Millisecond))
-		armed = true
-	}
+	c := &coalescer{b: b, last: map[string]time.Time{}, pending: map[string]Notice{}, timer: time.NewTimer(time.Hour), pruneAt: trackFloor}
+	c.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			c.timer.Stop()
 			return
 		case n := <-b.queue:
-			now := b.cfg.Now()
-			switch {
-			case n.Kind == KindHeartbeat:
-				if t, ok := last[n.Ticket]; ok && wait(t, now) > 0 {
-					pending[n.Ticket] = n
-					arm(now)
-					continue
-				}
-				last[n.Ticket] = now
-				// A slot is pruned below only when a ticket sends twice in a
-				// window; loops that beat every few minutes never do.
-				if len(last) >= pruneAt {
-					forget(now)
-					pruneAt = max(trackFloor, 2*len(last))
-				}
-				b.tracked.Store(int64(len(last)))
-			case n.Ticket != "":
-				// Anything else supersedes a heartbeat still waiting: the
-				// message carries the ticket's state as of now anyway.
-				delete(pending, n.Ticket)
-			}
-			b.send(ctx, n)
-		case <-timer.C:
-			armed = false
-			now := b.cfg.Now()
-			for id, n := range pending {
-				if wait(last[id], now) == 0 {
-					delete(pending, id)
-					last[id] = now
-					b.send(ctx, n)
-				}
-			}
-			forget(now)
-			b.tracked.Store(int64(len(last)))
-			arm(now)
+			c.notice(ctx, n)
+		case <-c.timer.C:
+			c.due(ctx)
 		}
 	}
+}
+
+// coalescer is run's state: a ticket's heartbeat messages go out at most
+// once per Coalesce, the latest one waiting for its slot.
+type coalescer struct {
+	b       *Broker
+	last    map[string]time.Time // ticket → when (Now) its latest heartbeat message went out
+	pending map[string]Notice    // ticket → heartbeat waiting for its slot
+	timer   *time.Timer
+	armed   bool
+	pruneAt int
+}
+
+// wait is how long the heartbeat message of a ticket sent at t must wait
+// at now; 0 when its slot is free. A clock that went back behind t frees
+// the slot.
+func (c *coalescer) wait(t, now time.Time) time.Duration {
+	if d := now.Sub(t); d >= 0 && d < c.b.cfg.Coalesce {
+		return c.b.cfg.Coalesce - d
+	}
+	return 0
+}
+
+// forget drops the slots that have expired and are not waited on.
+func (c *coalescer) forget(now time.Time) {
+	for id, t := range c.last {
+		if _, waiting := c.pending[id]; !waiting && c.wait(t, now) == 0 {
+			delete(c.last, id)
+		}
+	}
+}
+
+// arm sets the timer for the first waiting heartbeat whose slot frees.
+func (c *coalescer) arm(now time.Time) {
+	if c.armed || len(c.pending) == 0 {
+		return
+	}
+	next := c.b.cfg.Coalesce
+	for id := range c.pending {
+		next = min(next, c.wait(c.last[id], now))
+	}
+	c.timer.Reset(max(next, time.Millisecond))
+	c.armed = true
+}
+
+// notice sends n, unless it is a heartbeat whose ticket's slot is taken:
+// that one waits for it.
+func (c *coalescer) notice(ctx context.Context, n Notice) {
+	now := c.b.cfg.Now()
+	switch {
+	case n.Kind == KindHeartbeat:
+		if t, ok := c.last[n.Ticket]; ok && c.wait(t, now) > 0 {
+			c.pending[n.Ticket] = n
+			c.arm(now)
+			return
+		}
+		c.last[n.Ticket] = now
+		// A slot is pruned below only when a ticket sends twice in a
+		// window; loops that beat every few minutes never do.
+		if len(c.last) >= c.pruneAt {
+			c.forget(now)
+			c.pruneAt = max(trackFloor, 2*len(c.last))
+		}
+		c.b.tracked.Store(int64(len(c.last)))
+	case n.Ticket != "":
+		// Anything else supersedes a heartbeat still waiting: the
+		// message carries the ticket's state as of now anyway.
+		delete(c.pending, n.Ticket)
+	}
+	c.b.send(ctx, n)
+}
+
+// due sends the waiting heartbeats whose slots have freed.
+func (c *coalescer) due(ctx context.Context) {
+	c.armed = false
+	now := c.b.cfg.Now()
+	for id, n := range c.pending {
+		if c.wait(c.last[id], now) == 0 {
+			delete(c.pending, id)
+			c.last[id] = now
+			c.b.send(ctx, n)
+		}
+	}
+	c.forget(now)
+	c.b.tracked.Store(int64(len(c.last)))
+	c.arm(now)
 }
 
 // send builds n's message and hands it to every client.
