@@ -255,23 +255,7 @@ func seriesClass(key string, i int) string {
 // other keys, sorted).
 func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys []string, empty string) chartView {
 	c := newChart(id, title, unit)
-	idx := map[int64]int{}
-	for i, h := range hours {
-		idx[h.Unix()] = i
-	}
-	totals := map[string]float64{}
-	stacks := make([]map[string]float64, len(hours))
-	for _, r := range rows {
-		i, ok := idx[r.Hour.Unix()]
-		if !ok || r.N <= 0 {
-			continue
-		}
-		if stacks[i] == nil {
-			stacks[i] = map[string]float64{}
-		}
-		stacks[i][r.Key] += r.N
-		totals[r.Key] += r.N
-	}
+	stacks, totals := stackByHour(hours, rows)
 	if len(totals) == 0 {
 		c.Empty = empty
 		return c
@@ -288,14 +272,7 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 			slotOf[k] = len(slotOf)
 		}
 	}
-	top := 0.0
-	for _, s := range stacks {
-		sum := 0.0
-		for _, v := range s {
-			sum += v
-		}
-		top = math.Max(top, sum)
-	}
+	top := tallest(stacks)
 	top, step := scale(top, true)
 	slot := float64(plotW) / float64(len(hours))
 	for i, s := range stacks {
@@ -322,6 +299,43 @@ func barChart(id, title, unit string, hours []time.Time, rows []hourValue, keys 
 		c.Legend = append(c.Legend, legendView{Class: seriesClass(key, slotOf[key]), Label: key, Total: formatCount(totals[key])})
 	}
 	return c
+}
+
+// stackByHour sums rows into one stack of values by key per hour of
+// hours (rows of other hours and non-positive values left out), and
+// totals by key.
+func stackByHour(hours []time.Time, rows []hourValue) (stacks []map[string]float64, totals map[string]float64) {
+	idx := map[int64]int{}
+	for i, h := range hours {
+		idx[h.Unix()] = i
+	}
+	totals = map[string]float64{}
+	stacks = make([]map[string]float64, len(hours))
+	for _, r := range rows {
+		i, ok := idx[r.Hour.Unix()]
+		if !ok || r.N <= 0 {
+			continue
+		}
+		if stacks[i] == nil {
+			stacks[i] = map[string]float64{}
+		}
+		stacks[i][r.Key] += r.N
+		totals[r.Key] += r.N
+	}
+	return stacks, totals
+}
+
+// tallest is the largest sum of one stack.
+func tallest(stacks []map[string]float64) float64 {
+	top := 0.0
+	for _, s := range stacks {
+		sum := 0.0
+		for _, v := range s {
+			sum += v
+		}
+		top = math.Max(top, sum)
+	}
+	return top
 }
 
 // orderKeys returns the keys of totals: those of first in its order, then
