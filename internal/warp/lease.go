@@ -203,36 +203,7 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 	l.LastHeartbeatAt = now
 	l.SchemaVersion = h.SchemaVersion
 	if h.SchemaVersion == 2 {
-		received := now
-		if !h.ReceivedAt.IsZero() && h.ReceivedAt.Before(now) {
-			received = h.ReceivedAt
-		}
-		if act := received.Add(-time.Duration(h.ActivityAge * float64(time.Second))); act.After(l.LastActivityAt) {
-			l.LastActivityAt = act
-		}
-		l.InFlight = h.InFlight
-		if h.HookSeen != nil {
-			was := l.HookSeen
-			l.HookSeen = HookNo
-			if *h.HookSeen {
-				l.HookSeen = HookYes
-			}
-			if l.HookSeen != was {
-				ch.Counts = map[Verdict]int64{HookCountKey(was): -1, HookCountKey(l.HookSeen): 1}
-			}
-		}
-		l.HookEvents = addSaturating(l.HookEvents, h.HookEvents)
-		if h.ProgressAge != nil {
-			// A loop that reports progress says whether its agent loops
-			// each time: no loop field is no loop.
-			if at := received.Add(-time.Duration(*h.ProgressAge * float64(time.Second))); at.After(l.LastProgressAt) {
-				l.LastProgressAt = at
-			}
-			l.Loop = Loop{}
-			if h.Loop != nil {
-				l.Loop = *h.Loop
-			}
-		}
+		ch.Counts = applyReport(&l, h, now)
 	} else {
 		l.InFlight = ""
 	}
@@ -269,6 +240,45 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 	res.ExpiresAt = l.ExpiresAt
 	res.Verdict = p.Verdict(l, now)
 	return ch, res
+}
+
+// applyReport applies what a v2 heartbeat h reports to lease l, received
+// by now: activity and progress counted back from when warp received it
+// (never moved back), what is in flight, the hook's health and events, the
+// loop. It returns the hook counts' change when the hook's health flips.
+func applyReport(l *Lease, h Heartbeat, now time.Time) map[Verdict]int64 {
+	var counts map[Verdict]int64
+	received := now
+	if !h.ReceivedAt.IsZero() && h.ReceivedAt.Before(now) {
+		received = h.ReceivedAt
+	}
+	if act := received.Add(-time.Duration(h.ActivityAge * float64(time.Second))); act.After(l.LastActivityAt) {
+		l.LastActivityAt = act
+	}
+	l.InFlight = h.InFlight
+	if h.HookSeen != nil {
+		was := l.HookSeen
+		l.HookSeen = HookNo
+		if *h.HookSeen {
+			l.HookSeen = HookYes
+		}
+		if l.HookSeen != was {
+			counts = map[Verdict]int64{HookCountKey(was): -1, HookCountKey(l.HookSeen): 1}
+		}
+	}
+	l.HookEvents = addSaturating(l.HookEvents, h.HookEvents)
+	if h.ProgressAge != nil {
+		// A loop that reports progress says whether its agent loops
+		// each time: no loop field is no loop.
+		if at := received.Add(-time.Duration(*h.ProgressAge * float64(time.Second))); at.After(l.LastProgressAt) {
+			l.LastProgressAt = at
+		}
+		l.Loop = Loop{}
+		if h.Loop != nil {
+			l.Loop = *h.Loop
+		}
+	}
+	return counts
 }
 
 // End ends held lease l of ticket t at now: released (the ticket reopens,
