@@ -151,56 +151,63 @@ func (s *scanner) payload() Payload {
 			return p
 		}
 		s.ws()
-		var dst *string
-		switch key {
-		case "hook_event_name":
-			dst = &p.Event
-		case "cwd":
-			dst = &p.CWD
-		case "tool_name":
-			dst = &p.ToolName
-		case "tool_use_id":
-			dst = &p.ToolUseID
-		case "transcript_path":
-			dst = &p.Transcript
-		}
-		c, ok = s.peek()
-		if !ok {
-			return p
-		}
-		if dst != nil && c == '"' {
-			s.next()
-			v, ok := s.str(maxField)
-			if !ok {
-				return p
-			}
-			*dst = v
-			continue
-		}
-		switch key {
-		case "tool_input", "tool_response", "tool_result", "error":
-			raw, h, ok := s.capture()
-			if !ok {
-				return p
-			}
-			switch key {
-			case "tool_input":
-				s.input, s.inputDone = h, true
-				s.done.Input, s.done.InputHash = raw, h
-			case "error":
-				s.done.Error = raw
-				if raw == nil {
-					s.done.Error = []byte(`"error"`) // too large to keep: an error all the same
-				}
-			default:
-				s.done.Response, s.done.ResponseHash, s.done.HasResponse = raw, h, true
-			}
-			continue
-		}
-		if !s.skip() {
+		if !s.field(key, &p) {
 			return p
 		}
 	}
+}
+
+// field reads the value of key into p (the fields the hook uses) or into
+// the scanner's record of the call (input, response, error), or skips it;
+// false when the document ends or breaks.
+func (s *scanner) field(key string, p *Payload) bool {
+	var dst *string
+	switch key {
+	case "hook_event_name":
+		dst = &p.Event
+	case "cwd":
+		dst = &p.CWD
+	case "tool_name":
+		dst = &p.ToolName
+	case "tool_use_id":
+		dst = &p.ToolUseID
+	case "transcript_path":
+		dst = &p.Transcript
+	}
+	c, ok := s.peek()
+	if !ok {
+		return false
+	}
+	if dst != nil && c == '"' {
+		s.next()
+		v, ok := s.str(maxField)
+		if !ok {
+			return false
+		}
+		*dst = v
+		return true
+	}
+	switch key {
+	case "tool_input", "tool_response", "tool_result", "error":
+		raw, h, ok := s.capture()
+		if !ok {
+			return false
+		}
+		switch key {
+		case "tool_input":
+			s.input, s.inputDone = h, true
+			s.done.Input, s.done.InputHash = raw, h
+		case "error":
+			s.done.Error = raw
+			if raw == nil {
+				s.done.Error = []byte(`"error"`) // too large to keep: an error all the same
+			}
+		default:
+			s.done.Response, s.done.ResponseHash, s.done.HasResponse = raw, h, true
+		}
+		return true
+	}
+	return s.skip()
 }
 
 // The scanner hashes tool_input as it reads it: the bytes it reads one at
