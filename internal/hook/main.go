@@ -39,29 +39,7 @@ func Main(args []string, env Env) {
 	o := Options{Now: env.Now, Ask: env.Ask}
 	o.NoLabels = env.Getenv != nil && off(env.Getenv(EnvLoopLabels))
 	o.NoTell = env.Getenv != nil && off(env.Getenv(EnvLoopTell))
-	announced := ""
-	for i := 0; i < len(args); i++ {
-		s := args[i]
-		if s == "--agent" {
-			// Written by gyrum setup for an agent the payload does not
-			// name (agent.Hooks.Announce).
-			if i+1 < len(args) {
-				announced = args[i+1]
-				i++
-			}
-		} else if v, ok := strings.CutPrefix(s, "--agent="); ok {
-			announced = v
-		} else if s == "--dir" || s == "-dir" {
-			if i+1 < len(args) {
-				o.Dir = args[i+1]
-				i++
-			}
-		} else if v, ok := strings.CutPrefix(s, "--dir="); ok {
-			o.Dir = v
-		} else if v, ok := strings.CutPrefix(s, "-dir="); ok {
-			o.Dir = v
-		}
-	}
+	announced := parseArgs(args, &o)
 	o.Cwd, _ = env.Getwd()
 	home, err := gyrumdir.Home(env.Getenv)
 	if err != nil {
@@ -86,10 +64,50 @@ func Main(args []string, env Env) {
 		}
 	}
 	res, _ := Run(env.Stdin, o)
+	notice := noticeFor(announced, res)
+	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
+		_, _ = env.Stdout.Write(out)
+	}
+}
+
+// parseArgs reads the hook's flags, --dir into o, and returns --agent's
+// value. Nothing else is refused: a hook must not fail on a flag it does
+// not know.
+func parseArgs(args []string, o *Options) (announced string) {
+	for i := 0; i < len(args); i++ {
+		s := args[i]
+		if s == "--agent" {
+			// Written by gyrum setup for an agent the payload does not
+			// name (agent.Hooks.Announce).
+			if i+1 < len(args) {
+				announced = args[i+1]
+				i++
+			}
+		} else if v, ok := strings.CutPrefix(s, "--agent="); ok {
+			announced = v
+		} else if s == "--dir" || s == "-dir" {
+			if i+1 < len(args) {
+				o.Dir = args[i+1]
+				i++
+			}
+		} else if v, ok := strings.CutPrefix(s, "--dir="); ok {
+			o.Dir = v
+		} else if v, ok := strings.CutPrefix(s, "-dir="); ok {
+			o.Dir = v
+		}
+	}
+	return announced
+}
+
+// noticeFor is the form the notices of res take: the announced agent's
+// (--agent), else the one the event's name implies — unless the process
+// running the hook is an agent that needs announcing.
+func noticeFor(announced string, res Result) agent.Notice {
 	notice := agent.NoticeFor(res.Event)
 	if a, ok := agent.ByFlag(announced); ok {
-		notice = a.Notice // an unknown --agent is ignored
-	} else if len(res.Notices) > 0 {
+		return a.Notice // an unknown --agent is ignored
+	}
+	if len(res.Notices) > 0 {
 		// No --agent: the agent's hooks may be another agent's settings
 		// it reads too (GitHub Copilot CLI runs a repository's
 		// .claude/settings.json). An agent that needs announcing is
@@ -101,9 +119,7 @@ func Main(args []string, env Env) {
 			}
 		}
 	}
-	if out := OutputAs(notice, res.Event, res); out != nil && env.Stdout != nil {
-		_, _ = env.Stdout.Write(out)
-	}
+	return notice
 }
 
 // Operator settings of the hook's loop detection (issue 44).
