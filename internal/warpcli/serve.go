@@ -657,7 +657,8 @@ Durations use Go syntax (30m, 250ms).
 
 Without tokens the server only listens on loopback addresses; a token file
 holds one role:token a line (roles agent, admin and viewer, # comments
-allowed); SIGHUP reads it again without a restart. The log goes to stderr,
+allowed); SIGHUP, or a change of its content (--token-poll), has it read
+again without a restart. The log goes to stderr,
 as slog text or JSON lines (--log-format) from --log-level up. SIGINT or
 SIGTERM shut it down gracefully.`,
 		Example: `  warp serve
@@ -669,20 +670,10 @@ SIGTERM shut it down gracefully.`,
 			if err := c.bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
-			m, err := warp.ParseMode(mode)
-			if err != nil {
-				return clikit.Usagef("--mode: %s", warp.ErrorMessage(err))
+			if err := cfg.resolveFlags(mode); err != nil {
+				return err
 			}
-			cfg.Mode = m
-			if err := cfg.Policy.Validate(); err != nil {
-				return clikit.Usagef("%s", warp.ErrorMessage(err))
-			}
-			if cfg.SweepInterval <= 0 {
-				return clikit.Usagef("--sweep-interval must be positive, got %s", cfg.SweepInterval)
-			}
-			if err := cfg.HookAlarm.Validate(); err != nil {
-				return clikit.Usagef("--hook-alarm-ratio/--hook-alarm-min: %s", warp.ErrorMessage(err))
-			}
+			var err error
 			cfg.AdminToken, _ = c.lookupEnv("WARP_TOKEN")
 			if cfg.Logger, err = c.serveLogger(cmd.Flags(), logFormat, logLevel); err != nil {
 				return err
@@ -690,10 +681,36 @@ SIGTERM shut it down gracefully.`,
 			return c.serve(cmd.Context(), cfg)
 		}),
 	}
-	f := cmd.Flags()
+	serveFlags(cmd.Flags(), &cfg, &mode, &logFormat, &logLevel)
+	return cmd
+}
+
+// resolveFlags sets cfg's mode from --mode and checks the flags that bound
+// the policy, the sweep and the host alarm.
+func (cfg *ServeConfig) resolveFlags(mode string) error {
+	m, err := warp.ParseMode(mode)
+	if err != nil {
+		return clikit.Usagef("--mode: %s", warp.ErrorMessage(err))
+	}
+	cfg.Mode = m
+	if err := cfg.Policy.Validate(); err != nil {
+		return clikit.Usagef("%s", warp.ErrorMessage(err))
+	}
+	if cfg.SweepInterval <= 0 {
+		return clikit.Usagef("--sweep-interval must be positive, got %s", cfg.SweepInterval)
+	}
+	if err := cfg.HookAlarm.Validate(); err != nil {
+		return clikit.Usagef("--hook-alarm-ratio/--hook-alarm-min: %s", warp.ErrorMessage(err))
+	}
+	return nil
+}
+
+// serveFlags defines warp serve's flags on f, into cfg and the strings
+// the command parses itself.
+func serveFlags(f *pflag.FlagSet, cfg *ServeConfig, mode, logFormat, logLevel *string) {
 	f.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (port 0: any free port)")
 	f.StringVar(&cfg.DB, "db", cfg.DB, "SQLite database file, or a postgres:// URL")
-	f.StringVar(&mode, "mode", string(cfg.Mode), "expiry mode stored when the database has none: legacy, transition or activity")
+	f.StringVar(mode, "mode", string(cfg.Mode), "expiry mode stored when the database has none: legacy, transition or activity")
 	f.DurationVar(&cfg.Policy.LeaseWindow, "lease-window", cfg.Policy.LeaseWindow, "a lease lapses this long after its effective activity")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "time between expiry sweeps")
 	f.DurationVar(&cfg.Policy.StallAfter, "stall-after", cfg.Policy.StallAfter, "verdict stalled: no activity for longer than this")
@@ -714,9 +731,8 @@ SIGTERM shut it down gracefully.`,
 	f.BoolVar(&cfg.TokenFileOptional, "token-file-optional", false, "start without --token-file when that file does not exist (WARP_TOKEN, or no tokens on loopback)")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "how long a dashboard sign-in lasts (sessions are kept in the database: a restart keeps them)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow a non-loopback --addr without tokens, and answer any Host")
-	f.StringVar(&logFormat, "log-format", logFormat, "log format on stderr: text or json (slog)")
-	f.StringVar(&logLevel, "log-level", logLevel, "least severe log level: debug, info, warn or error")
-	return cmd
+	f.StringVar(logFormat, "log-format", *logFormat, "log format on stderr: text or json (slog)")
+	f.StringVar(logLevel, "log-level", *logLevel, "least severe log level: debug, info, warn or error")
 }
 
 // serve runs a server until ctx is done (SIGINT/SIGTERM) or serving fails.
