@@ -98,6 +98,23 @@ func New(svc *warp.Service, cfg Config) (*Metrics, error) {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.newCollectors()
+	clockAhead := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: NameClockAhead,
+		Help: "How far warp's clock runs ahead of the system clock (the database's on PostgreSQL) after that clock stepped back, until the lead is slewed away.",
+	}, func() float64 { return svc.ClockAhead().Seconds() })
+
+	m.initLabels()
+	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
+		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration, clockAhead,
+		newStoreCollector(m), newBatchCollector(svc),
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m, nil
+}
+
+// newCollectors makes m's counters, gauges and histograms (registered by
+// New).
+func (m *Metrics) newCollectors() {
 	m.heartbeats = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameHeartbeats,
 		Help: "Heartbeat requests by schema version (1, 2, other) and outcome (ok or the error code of the answer).",
@@ -138,18 +155,6 @@ func New(svc *warp.Service, cfg Config) (*Metrics, error) {
 		Help:    "HTTP request durations by route pattern and status code.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route", "code"})
-
-	clockAhead := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: NameClockAhead,
-		Help: "How far warp's clock runs ahead of the system clock (the database's on PostgreSQL) after that clock stepped back, until the lead is slewed away.",
-	}, func() float64 { return svc.ClockAhead().Seconds() })
-
-	m.initLabels()
-	m.reg.MustRegister(m.heartbeats, m.notExtended, m.exitReports, m.lapses, m.fallback,
-		m.sweepDuration, m.sweepDue, m.sweeps, m.sweepErrors, m.verdicts, m.httpDuration, clockAhead,
-		newStoreCollector(m), newBatchCollector(svc),
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	return m, nil
 }
 
 // HeartbeatOutcomes are the outcomes a heartbeat of schema version 1 or 2
