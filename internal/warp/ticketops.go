@@ -32,28 +32,8 @@ func (s *Service) EditTicket(ctx context.Context, id string, e TicketEdit) (Tick
 	if !ValidTicketID(id) {
 		return TicketView{}, Errorf(ErrInvalid, "ticket id %q is invalid", id)
 	}
-	if e.Title == nil && e.Labels == nil && len(e.AddLabels) == 0 && len(e.RemoveLabels) == 0 {
-		return TicketView{}, Errorf(ErrInvalid, "nothing to change: give a title, labels, labels to add or labels to remove")
-	}
-	if e.Labels != nil && (len(e.AddLabels) > 0 || len(e.RemoveLabels) > 0) {
-		return TicketView{}, Errorf(ErrInvalid, "labels replaces every label: give it alone, or labels to add and to remove")
-	}
-	if e.Title != nil {
-		if err := CheckText("title", *e.Title, MaxTitleLen); err != nil {
-			return TicketView{}, err
-		}
-	}
-	var set, add, remove []string
-	var err error
-	if e.Labels != nil {
-		if set, err = normLabels(*e.Labels); err != nil {
-			return TicketView{}, err
-		}
-	}
-	if add, err = normLabels(e.AddLabels); err != nil {
-		return TicketView{}, err
-	}
-	if remove, err = normLabels(e.RemoveLabels); err != nil {
+	set, add, remove, err := e.check()
+	if err != nil {
 		return TicketView{}, err
 	}
 	now := s.now()
@@ -94,6 +74,35 @@ func (s *Service) EditTicket(ctx context.Context, id string, e TicketEdit) (Tick
 		return err
 	})
 	return out, err
+}
+
+// check refuses an edit that changes nothing, mixes labels with labels
+// to add or remove, or names a bad title or label, and returns the labels
+// normalised: the set, those to add and those to remove.
+func (e TicketEdit) check() (set, add, remove []string, err error) {
+	if e.Title == nil && e.Labels == nil && len(e.AddLabels) == 0 && len(e.RemoveLabels) == 0 {
+		return nil, nil, nil, Errorf(ErrInvalid, "nothing to change: give a title, labels, labels to add or labels to remove")
+	}
+	if e.Labels != nil && (len(e.AddLabels) > 0 || len(e.RemoveLabels) > 0) {
+		return nil, nil, nil, Errorf(ErrInvalid, "labels replaces every label: give it alone, or labels to add and to remove")
+	}
+	if e.Title != nil {
+		if err := CheckText("title", *e.Title, MaxTitleLen); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if e.Labels != nil {
+		if set, err = normLabels(*e.Labels); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if add, err = normLabels(e.AddLabels); err != nil {
+		return nil, nil, nil, err
+	}
+	if remove, err = normLabels(e.RemoveLabels); err != nil {
+		return nil, nil, nil, err
+	}
+	return set, add, remove, nil
 }
 
 // Cancel cancels ticket id (the lease core's Cancel): an open or claimed
