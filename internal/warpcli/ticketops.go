@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/clikit"
@@ -35,25 +36,9 @@ edited; an edit that changes nothing records nothing. Needs an admin token.`,
 			if err := apiclient.CheckTicketID(args[0]); err != nil {
 				return err
 			}
-			f := cmd.Flags()
-			var req client.EditTicketRequest
-			if f.Changed("title") {
-				req.Title = &title
-			}
-			if f.Changed("label") {
-				if f.Changed("add-label") || f.Changed("remove-label") {
-					return clikit.Usagef("--label sets every label: give it alone, or --add-label and --remove-label")
-				}
-				req.Labels = &labels
-			}
-			req.AddLabels, req.RemoveLabels = add, remove
-			if req.Title == nil && req.Labels == nil && len(add) == 0 && len(remove) == 0 {
-				return clikit.Usagef("nothing to change: give --title, --label, --add-label or --remove-label")
-			}
-			for _, l := range append(append(append([]string(nil), labels...), add...), remove...) {
-				if l = strings.TrimSpace(l); l != "" && !warp.ValidTicketID(l) {
-					return clikit.Usagef("label %q is invalid: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", l)
-				}
+			req, err := editRequest(cmd.Flags(), title, labels, add, remove)
+			if err != nil {
+				return err
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
@@ -81,6 +66,32 @@ edited; an edit that changes nothing records nothing. Needs an admin token.`,
 	}
 	cmd.ValidArgsFunction = c.completeTicketArg(&o, "")
 	return cmd
+}
+
+// editRequest is the edit ticket edit's flags ask for (f says which
+// were given), or a usage error: nothing to change, --label with
+// --add-label or --remove-label, a bad label.
+func editRequest(f *pflag.FlagSet, title string, labels, add, remove []string) (client.EditTicketRequest, error) {
+	var req client.EditTicketRequest
+	if f.Changed("title") {
+		req.Title = &title
+	}
+	if f.Changed("label") {
+		if f.Changed("add-label") || f.Changed("remove-label") {
+			return req, clikit.Usagef("--label sets every label: give it alone, or --add-label and --remove-label")
+		}
+		req.Labels = &labels
+	}
+	req.AddLabels, req.RemoveLabels = add, remove
+	if req.Title == nil && req.Labels == nil && len(add) == 0 && len(remove) == 0 {
+		return req, clikit.Usagef("nothing to change: give --title, --label, --add-label or --remove-label")
+	}
+	for _, l := range append(append(append([]string(nil), labels...), add...), remove...) {
+		if l = strings.TrimSpace(l); l != "" && !warp.ValidTicketID(l) {
+			return req, clikit.Usagef("label %q is invalid: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", l)
+		}
+	}
+	return req, nil
 }
 
 func (c *CLI) ticketCancelCommand() *cobra.Command {
