@@ -163,46 +163,8 @@ func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.E
 	row(tw, "state", t.State)
 	row(tw, "epoch", fmt.Sprint(t.Epoch))
 	row(tw, "created", stamp(t.CreatedAt)+" ("+ago(now, t.CreatedAt)+")")
-	if l := t.Lease; l != nil {
-		row(tw, "lease", fmt.Sprintf("epoch %d, %s, agent %s on host %s", l.Epoch, l.State, dash(l.Agent), dash(l.Host)))
-		if t.Verdict != "" {
-			row(tw, "  verdict", t.Verdict)
-		}
-		if t.Verdict == string(warp.VerdictUnwired) {
-			row(tw, "  fix", warp.UnwiredFix(l.Host)+": the activity hook has not fired since the loop started")
-		}
-		if l.Loop != nil {
-			row(tw, "  loop", progress.Words(l.Loop.Label, l.Loop.Count, l.Loop.Error))
-		}
-		if l.LastProgressAt != nil {
-			row(tw, "  last progress", stamp(*l.LastProgressAt)+" ("+ago(now, *l.LastProgressAt)+")")
-		}
-		row(tw, "  hook", hookHealth(*l))
-		row(tw, "  claimed", stamp(l.ClaimedAt)+" ("+ago(now, l.ClaimedAt)+")")
-		row(tw, "  last heartbeat", stamp(l.LastHeartbeatAt)+" ("+ago(now, l.LastHeartbeatAt)+"), schema "+schemaName(l.SchemaVersion))
-		row(tw, "  last activity", stamp(l.LastActivityAt)+" ("+ago(now, l.LastActivityAt)+")")
-		if l.InFlight != "" {
-			row(tw, "  in flight", l.InFlight)
-		}
-		if l.State == "held" {
-			row(tw, "  expires", stamp(l.ExpiresAt)+" ("+ago(now, l.ExpiresAt)+")")
-		}
-		if l.Exit != "" {
-			row(tw, "  exit report", l.Exit)
-		}
-		if l.EndedAt != nil {
-			end := stamp(*l.EndedAt) + " (" + ago(now, *l.EndedAt) + ")"
-			if l.EndReason != "" {
-				end += ", " + l.EndReason
-			}
-			if l.FallbackExtended {
-				end += ", the v1 fallback had extended it"
-			}
-			row(tw, "  ended", end)
-		}
-		if l.PRURL != "" {
-			row(tw, "  pr", l.PRURL)
-		}
+	if t.Lease != nil {
+		leaseRows(tw, now, t.Verdict, *t.Lease)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -220,6 +182,50 @@ func ticketDetail(w io.Writer, now time.Time, t client.Ticket, events []client.E
 		row(tw, fmt.Sprint(e.ID), stamp(e.At), Age(now.Sub(e.At)), e.Kind, fmt.Sprint(e.Epoch), details(e.Data))
 	}
 	return tw.Flush()
+}
+
+// leaseRows adds the rows of lease l (its ticket's verdict given) to
+// ticket show's table.
+func leaseRows(tw *tabwriter.Writer, now time.Time, verdict string, l client.Lease) {
+	row(tw, "lease", fmt.Sprintf("epoch %d, %s, agent %s on host %s", l.Epoch, l.State, dash(l.Agent), dash(l.Host)))
+	if verdict != "" {
+		row(tw, "  verdict", verdict)
+	}
+	if verdict == string(warp.VerdictUnwired) {
+		row(tw, "  fix", warp.UnwiredFix(l.Host)+": the activity hook has not fired since the loop started")
+	}
+	if l.Loop != nil {
+		row(tw, "  loop", progress.Words(l.Loop.Label, l.Loop.Count, l.Loop.Error))
+	}
+	if l.LastProgressAt != nil {
+		row(tw, "  last progress", stamp(*l.LastProgressAt)+" ("+ago(now, *l.LastProgressAt)+")")
+	}
+	row(tw, "  hook", hookHealth(l))
+	row(tw, "  claimed", stamp(l.ClaimedAt)+" ("+ago(now, l.ClaimedAt)+")")
+	row(tw, "  last heartbeat", stamp(l.LastHeartbeatAt)+" ("+ago(now, l.LastHeartbeatAt)+"), schema "+schemaName(l.SchemaVersion))
+	row(tw, "  last activity", stamp(l.LastActivityAt)+" ("+ago(now, l.LastActivityAt)+")")
+	if l.InFlight != "" {
+		row(tw, "  in flight", l.InFlight)
+	}
+	if l.State == "held" {
+		row(tw, "  expires", stamp(l.ExpiresAt)+" ("+ago(now, l.ExpiresAt)+")")
+	}
+	if l.Exit != "" {
+		row(tw, "  exit report", l.Exit)
+	}
+	if l.EndedAt != nil {
+		end := stamp(*l.EndedAt) + " (" + ago(now, *l.EndedAt) + ")"
+		if l.EndReason != "" {
+			end += ", " + l.EndReason
+		}
+		if l.FallbackExtended {
+			end += ", the v1 fallback had extended it"
+		}
+		row(tw, "  ended", end)
+	}
+	if l.PRURL != "" {
+		row(tw, "  pr", l.PRURL)
+	}
 }
 
 // details prints an event's data as sorted key=value pairs.
