@@ -254,21 +254,24 @@ func RunInstructions(_ context.Context, o InstructionsOptions) (changed bool, er
 		fmt.Fprintln(o.Out, "dry run: nothing was changed")
 		return true, nil
 	}
-	if remove {
-		// Only when it is still what was read: never delete a file that
-		// someone wrote to meanwhile.
-		if now, _, err := readFile(o.Path); err != nil || !bytes.Equal(now, old) {
-			return false, fmt.Errorf("%s changed while setup ran; run it again", o.Path)
-		}
-		if err := os.Remove(o.Path); err != nil {
-			return false, err
-		}
-	} else {
-		edit := fileEdit{Path: o.Path, Old: old, New: data, Existed: existed, Perm: 0o644}
-		if _, err := edit.apply(time.Time{}); err != nil {
-			return false, err
-		}
+	if err := writeInstructions(o.Path, old, data, existed, remove); err != nil {
+		return false, err
 	}
 	fmt.Fprintln(o.Out, pastTense(fmt.Sprintf("%s %s: %s", verb, o.Path, what)))
 	return true, nil
+}
+
+// writeInstructions writes data to path (old as read, existed whether it
+// was there), or removes the file when remove — only while it is still
+// what was read: never a file someone wrote to meanwhile.
+func writeInstructions(path string, old, data []byte, existed, remove bool) error {
+	if !remove {
+		edit := fileEdit{Path: path, Old: old, New: data, Existed: existed, Perm: 0o644}
+		_, err := edit.apply(time.Time{})
+		return err
+	}
+	if now, _, err := readFile(path); err != nil || !bytes.Equal(now, old) {
+		return fmt.Errorf("%s changed while setup ran; run it again", path)
+	}
+	return os.Remove(path)
 }
