@@ -588,14 +588,20 @@ func planSystemdInstall(ctx context.Context, sd Systemd, bin string, env map[str
 			return nil, nil
 		}
 	}
-	// A failing systemctl leaves no half-installed timer behind: the unit
-	// files this run created are removed again.
+	return append(steps, systemctlSteps(sd, created)...), nil
+}
+
+// systemctlSteps reload systemd --user and enable the timer; a failing
+// systemctl leaves no half-installed timer behind: the unit files this
+// run created are removed again.
+func systemctlSteps(sd Systemd, created []string) []step {
 	rollback := func(err error) error {
 		for _, p := range created {
 			os.Remove(p)
 		}
 		return err
 	}
+	var steps []step
 	for _, args := range [][]string{{"daemon-reload"}, {"enable", "--now", TimerName}} {
 		steps = append(steps, step{
 			describe: "run " + strings.Join(sd.argv(args...), " "),
@@ -607,7 +613,7 @@ func planSystemdInstall(ctx context.Context, sd Systemd, bin string, env map[str
 			},
 		})
 	}
-	return steps, nil
+	return steps
 }
 
 // planSystemdRemove removes our unit files, when there are any: disable
