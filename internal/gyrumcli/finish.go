@@ -152,20 +152,24 @@ func (a *App) finish(ctx context.Context, dirFlag string, complete bool, prURL s
 		return fmt.Errorf("clean %s: %w", d.Path, err)
 	}
 	a.forgetWorktree(d)
-	if asJSON {
-		if err := clikit.PrintJSON(a.Stdout, res); err != nil {
-			return err
-		}
-	} else {
-		note := ""
-		if res.Server != "ok" {
-			note = "; warp answered: " + res.Server
-		}
-		if _, err := fmt.Fprintf(a.Stdout, "%s %s (epoch %d); %s%s\n", res.Action, res.Ticket, res.Epoch, st, note); err != nil {
-			return err
-		}
+	if err := a.printFinish(res, st, asJSON); err != nil {
+		return err
 	}
 	return refused
+}
+
+// printFinish prints what release or complete-pr did (st: what became
+// of the loop), as JSON or a line.
+func (a *App) printFinish(res FinishResult, st stopped, asJSON bool) error {
+	if asJSON {
+		return clikit.PrintJSON(a.Stdout, res)
+	}
+	note := ""
+	if res.Server != "ok" {
+		note = "; warp answered: " + res.Server
+	}
+	_, err := fmt.Fprintf(a.Stdout, "%s %s (epoch %d); %s%s\n", res.Action, res.Ticket, res.Epoch, st, note)
+	return err
 }
 
 func verb(complete bool) string {
