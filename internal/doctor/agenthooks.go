@@ -34,51 +34,63 @@ func checkAgentHooks(o Options) ([]Check, []hookSettings) {
 			paths = append(paths, h.Path(o.Cwd, o.Home, o.Getenv))
 		}
 		for i, path := range paths {
-			project := i > 0
-			name := h.Flag + "-hook"
-			fix := "gyrum setup --agents " + h.Flag
-			if project {
-				name += " (project)"
-				fix += " --project " + shellquote.Quote(o.Cwd)
-			}
-			data, err := setup.ReadConfig(path)
-			if errors.Is(err, fs.ErrNotExist) {
+			c, hs, ok := checkAgentHookFile(o, a, path, i > 0)
+			if !ok {
 				continue
 			}
-			if err != nil {
-				checks = append(checks, Check{Name: name, Status: StatusFail, Detail: fmt.Sprintf("cannot read %s: %v", path, err), Fix: "make the file readable by this user"})
-				continue
+			checks = append(checks, c)
+			if hs != nil {
+				found = append(found, *hs)
 			}
-			byEvent, err := setup.AgentHookEntries(a, path, data)
-			if err != nil {
-				checks = append(checks, Check{Name: name, Status: StatusFail, Detail: err.Error(),
-					Fix: fmt.Sprintf("fix the file (%s cannot read it either), then run %s", a.Title, fix), Command: fix})
-				continue
-			}
-			if len(byEvent) == 0 {
-				continue
-			}
-			canonical := map[string][]setup.HookEntry{}
-			for ev, es := range byEvent {
-				canonical[agent.Canonical(ev)] = append(canonical[agent.Canonical(ev)], es...)
-			}
-			found = append(found, hookSettings{byEvent: canonical, project: project})
-			var missing []string
-			for _, ev := range h.Events {
-				if len(byEvent[ev]) == 0 {
-					missing = append(missing, ev)
-				}
-			}
-			sort.Strings(missing)
-			if len(missing) > 0 {
-				checks = append(checks, Check{Name: name, Status: StatusFail,
-					Detail: fmt.Sprintf("%s runs gyrum's hook for some events but not %s (in %s): its calls are credited by halves", a.Title, strings.Join(missing, ", "), path),
-					Fix:    "run " + fix, Command: fix})
-				continue
-			}
-			checks = append(checks, Check{Name: name, Status: StatusOK,
-				Detail: fmt.Sprintf("gyrum's hook wired for %s's %s in %s", a.Title, strings.Join(h.Events, ", "), path)})
 		}
 	}
 	return checks, found
+}
+
+// checkAgentHookFile checks agent a's settings file at path (project:
+// the project's, not the user's): ok false when it does not exist or
+// holds none of gyrum's hooks; the hooks found, by canonical event, when
+// it could read them.
+func checkAgentHookFile(o Options, a agent.Agent, path string, project bool) (Check, *hookSettings, bool) {
+	h := a.Hooks
+	name := h.Flag + "-hook"
+	fix := "gyrum setup --agents " + h.Flag
+	if project {
+		name += " (project)"
+		fix += " --project " + shellquote.Quote(o.Cwd)
+	}
+	data, err := setup.ReadConfig(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Check{}, nil, false
+	}
+	if err != nil {
+		return Check{Name: name, Status: StatusFail, Detail: fmt.Sprintf("cannot read %s: %v", path, err), Fix: "make the file readable by this user"}, nil, true
+	}
+	byEvent, err := setup.AgentHookEntries(a, path, data)
+	if err != nil {
+		return Check{Name: name, Status: StatusFail, Detail: err.Error(),
+			Fix: fmt.Sprintf("fix the file (%s cannot read it either), then run %s", a.Title, fix), Command: fix}, nil, true
+	}
+	if len(byEvent) == 0 {
+		return Check{}, nil, false
+	}
+	canonical := map[string][]setup.HookEntry{}
+	for ev, es := range byEvent {
+		canonical[agent.Canonical(ev)] = append(canonical[agent.Canonical(ev)], es...)
+	}
+	hs := &hookSettings{byEvent: canonical, project: project}
+	var missing []string
+	for _, ev := range h.Events {
+		if len(byEvent[ev]) == 0 {
+			missing = append(missing, ev)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		return Check{Name: name, Status: StatusFail,
+			Detail: fmt.Sprintf("%s runs gyrum's hook for some events but not %s (in %s): its calls are credited by halves", a.Title, strings.Join(missing, ", "), path),
+			Fix:    "run " + fix, Command: fix}, hs, true
+	}
+	return Check{Name: name, Status: StatusOK,
+		Detail: fmt.Sprintf("gyrum's hook wired for %s's %s in %s", a.Title, strings.Join(h.Events, ", "), path)}, hs, true
 }
