@@ -54,8 +54,11 @@ func benchExec(ctx context.Context, cfg Config, root string) ([]ExecResult, erro
 	calls := 0
 	payload := func() []byte {
 		calls++
+		// Each call its own command and output, as an agent that works
+		// makes them: the same call again and again is a loop, and the
+		// hook would tell it so.
 		return fmt.Appendf(nil, `{"session_id":"bench","transcript_path":"%s/t.jsonl","cwd":"%s","hook_event_name":"PostToolUse",`+
-			`"tool_name":"Bash","tool_input":{"command":"true"},"tool_use_id":"toolu_bench_%d","tool_response":{"stdout":""}}`, wt, wt, calls)
+			`"tool_name":"Bash","tool_input":{"command":"echo %d"},"tool_use_id":"toolu_bench_%d","tool_response":{"stdout":"%d\\n"}}`, wt, wt, calls, calls, calls)
 	}
 	touch, err := exec.LookPath("touch")
 	if err != nil {

@@ -322,6 +322,9 @@ func (m *Matrix) WedgeLapses(t *testing.T) {
 		t.Errorf("lapse reason %q, want %q", l.EndReason, warp.LapseNoActivity)
 	}
 	for _, b := range bs {
+		if b.At.Before(wedged) {
+			continue // before the wedge the agent may work (Kilo snapshots with git)
+		}
 		if strings.HasPrefix(b.Body.InFlight, "background") {
 			t.Errorf("heartbeat %v after the wedge credits %q: the agent's own process", b.At.Sub(wedged).Round(time.Millisecond), b.Body.InFlight)
 			break
