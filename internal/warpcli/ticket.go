@@ -80,14 +80,8 @@ open ticket carrying every requested label).`,
 	return cmd
 }
 
-func (c *CLI) ticketListCommand() *cobra.Command {
-	var o clientOptions
-	var lo client.ListOptions
-	var all, watch bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List tickets with their leases and verdicts",
-		Long: `List tickets in creation order with their current lease: agent, host, the
+// ticketListHelp is ticket list's --help.
+const ticketListHelp = `List tickets in creation order with their current lease: agent, host, the
 schema of the latest heartbeat, ages of the last activity and heartbeat, and
 when the lease expires. One page (--limit, default 100) unless --all.
 
@@ -95,7 +89,8 @@ Verdicts: active (recent activity), stalled (heartbeats arrive, activity is
 old), unwired (the loop reports that the agent's activity hook has not fired
 since it started, and the claim is older than the stall threshold: run
 'gyrum doctor' on that host), silent (no heartbeats), exited (the loop
-reported the agent gone).
+reported the agent gone), looping (active, but its latest calls repeat with
+the same result), spinning (active, but no progress for --spin-after).
 
 --watch follows the list live until Ctrl-C (exit 0): every ticket the
 filters select (all pages), then each change the server makes; ACTIVITY is
@@ -107,7 +102,16 @@ move only times are left out). With -o json it prints one JSON object a line:
 re-read of the list, then {"type":"update","kind":...,"ticket":{...},
 "in_list":true|false,...} per change (docs/DESIGN.md, Operator commands). When
 the stream drops, it says so on stderr, reconnects (the server's retry:,
-backing off) and reads the list again.`,
+backing off) and reads the list again.`
+
+func (c *CLI) ticketListCommand() *cobra.Command {
+	var o clientOptions
+	var lo client.ListOptions
+	var all, watch bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tickets with their leases and verdicts",
+		Long:  ticketListHelp,
 		Example: `  warp ticket list
   warp ticket list --state claimed --verdict stalled
   warp ticket list --host build-3 --all --json
@@ -132,7 +136,7 @@ backing off) and reads the list again.`,
 	f := cmd.Flags()
 	f.StringVar(&lo.State, "state", "", "only tickets in this state: open, claimed, completed, cancelled, blocked")
 	f.StringSliceVar(&lo.Labels, "label", nil, "only tickets carrying this label (repeat, or comma-separate: every one)")
-	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, unwired, silent, exited")
+	f.StringVar(&lo.Verdict, "verdict", "", "only claimed tickets with this verdict: active, stalled, looping, spinning, unwired, silent, exited")
 	f.StringVar(&lo.Host, "host", "", "only tickets whose lease is on this host")
 	clikit.IntVar(f, &lo.Limit, "limit", 0, "tickets per page (server default 100)")
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
