@@ -220,7 +220,7 @@ func (c *Client) LeaseStatus(ctx context.Context, id string, epoch int64) (Lease
 // Every field is optional: its zero value selects nothing.
 type ListOptions struct {
 	State   string // open, claimed or completed
-	Verdict string // of the held lease: active, stalled, silent, exited or unwired
+	Verdict string // of the held lease: active, stalled, looping, spinning, silent, exited or unwired
 	Host    string // the held lease's host
 	// Labels selects the tickets that carry every one of them.
 	Labels []string
