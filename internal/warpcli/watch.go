@@ -432,25 +432,9 @@ const orderDelay = 500 * time.Millisecond
 // follow applies the stream's messages until it ends (its error), a
 // re-sync fails (that error), the output fails or ctx is done (nil).
 func (w *watcher) follow(ctx context.Context, st *client.Stream) error {
-	msgs := make(chan client.StreamMessage, 64)
-	errc := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := st.Next()
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-done:
-				return
-			}
-		}
-	}()
+	msgs, errc := readStream(st, done)
 	var ticks <-chan time.Time
 	if d := w.view.interval(); d > 0 {
 		t := time.NewTicker(d)
@@ -494,6 +478,29 @@ func (w *watcher) follow(ctx context.Context, st *client.Stream) error {
 			}
 		}
 	}
+}
+
+// readStream reads st's messages into msgs until it fails (the error on
+// errc, msgs closed) or done closes.
+func readStream(st *client.Stream, done <-chan struct{}) (<-chan client.StreamMessage, <-chan error) {
+	msgs := make(chan client.StreamMessage, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			m, err := st.Next()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return msgs, errc
 }
 
 // handle applies one message; place says a ticket joined the list at its
