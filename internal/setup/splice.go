@@ -207,21 +207,7 @@ func (e *encoder) splice(b *bytes.Buffer, n *node) {
 		e.fresh(b, n, indent, !multi)
 		return
 	}
-	childIndent := indent + e.unit
-	for _, c := range orig {
-		if startsLine(src, c.start()) {
-			childIndent = lineIndent(src, c.start())
-		}
-	}
-	var sep string // before what the edit added
-	switch {
-	case len(orig) >= 2:
-		sep = string(src[orig[len(orig)-2].val.end:orig[len(orig)-1].start()])
-	case multi:
-		sep = "," + e.nl + childIndent
-	default:
-		sep = e.comma
-	}
+	childIndent, sep := e.layoutOf(n, indent, multi)
 	b.WriteByte(open)
 	b.Write(src[n.offset+1 : orig[0].start()])
 	prev := -1
@@ -250,6 +236,29 @@ func (e *encoder) splice(b *bytes.Buffer, n *node) {
 	}
 	b.Write(src[orig[len(orig)-1].val.end : n.end-1])
 	b.WriteByte(close)
+}
+
+// layoutOf is how container n (at indent; multi: one item a line) lays
+// out its items: their indentation, and what goes before an item the
+// edit added (the separator of its last two items as written, else the
+// layout's).
+func (e *encoder) layoutOf(n *node, indent string, multi bool) (childIndent, sep string) {
+	src, orig := e.src, n.orig
+	childIndent = indent + e.unit
+	for _, c := range orig {
+		if startsLine(src, c.start()) {
+			childIndent = lineIndent(src, c.start())
+		}
+	}
+	switch {
+	case len(orig) >= 2:
+		sep = string(src[orig[len(orig)-2].val.end:orig[len(orig)-1].start()])
+	case multi:
+		sep = "," + e.nl + childIndent
+	default:
+		sep = e.comma
+	}
+	return childIndent, sep
 }
 
 // detectLayout reads how src (parsed as doc) is written: the indentation
