@@ -377,7 +377,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// The server binary carries no simulator: nothing of internal/sim is linked
+// The server binary carries no simulator: nothing of internal/tools/sim is linked
 // into it, so no argument or environment variable can turn it into the
 // simulator's fake agent; 'warp simulate' says in one line where the
 // simulator went.

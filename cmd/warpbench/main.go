@@ -1,5 +1,5 @@
 // Command warpbench measures warp and gyrum on this machine and prints
-// markdown tables (see internal/bench):
+// markdown tables (see internal/tools/bench):
 //
 //	CGO_ENABLED=0 go build -o bin/ ./cmd/... && bin/warpbench [--large] [--json]
 //
@@ -26,8 +26,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gyrum-labs/warp/internal/bench"
-	"github.com/gyrum-labs/warp/internal/sim"
+	"github.com/gyrum-labs/warp/internal/tools/bench"
+	"github.com/gyrum-labs/warp/internal/tools/sim"
 )
 
 // options are warpbench's flags.

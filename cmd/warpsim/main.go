@@ -1,6 +1,6 @@
 // Command warpsim is the fleet simulator: a simulated fleet of real
 // processes against an embedded warp, and a verdict on the product's
-// claims. The behaviour lives in internal/simcli; main only wires the
+// claims. The behaviour lives in internal/tools/simcli; main only wires the
 // process to it: arguments, standard streams, SIGINT/SIGTERM and the exit
 // code. The simulator's stand-ins (the watched agent named claude, its
 // background jobs) are this binary started again with sim.StandInFlag
@@ -13,8 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gyrum-labs/warp/internal/sim"
-	"github.com/gyrum-labs/warp/internal/simcli"
+	"github.com/gyrum-labs/warp/internal/tools/sim"
+	"github.com/gyrum-labs/warp/internal/tools/simcli"
 )
 
 func main() {

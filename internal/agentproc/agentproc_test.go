@@ -13,7 +13,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/agentproc"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
 func TestInherited(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/dashboard"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

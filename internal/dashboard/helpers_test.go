@@ -9,7 +9,7 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/dashboard"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"

@@ -28,8 +28,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/setup"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // fakeLoopEnv makes the test binary act as a heartbeat loop, started as

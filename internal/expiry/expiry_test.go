@@ -16,7 +16,7 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/sqlite"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

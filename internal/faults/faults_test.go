@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 var warpBin string

@@ -14,8 +14,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // `gyrum heartbeat ask` says whether the worktree's lease holds, and how

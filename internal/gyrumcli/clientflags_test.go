@@ -13,8 +13,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 const deadURL = "http://127.0.0.1:1" // nothing listens there

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
 // daemonScript stands in for Codex's app-server daemon (measured, 0.169.0:

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // hookPolicy scales the verdict thresholds down: stalled/unwired past 3 s,

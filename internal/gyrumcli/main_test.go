@@ -17,7 +17,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumcli"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/watchdog"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // sessionOf reads the session id (field 6) of /proc/PID/stat.

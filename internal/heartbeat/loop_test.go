@@ -20,8 +20,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/proc"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // Scaled time: ticks of 100 ms, staleness 600 ms, in-flight cap 1.5 s.

@@ -11,8 +11,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // No outage length loses a healthy lease: warp goes down for twice the

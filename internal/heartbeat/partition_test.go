@@ -13,8 +13,8 @@ import (
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // partitioned starts a warp with lease window w and real sweeps, a loop

@@ -10,10 +10,10 @@ import (
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
-// warpServer is the real warp of these tests (internal/warptest).
+// warpServer is the real warp of these tests (internal/testsupport/warptest).
 type warpServer = warptest.Server
 
 func newWarp(t testing.TB) *warpServer { return warptest.Start(t) }

@@ -13,7 +13,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/hook"
 	"github.com/gyrum-labs/warp/internal/proc"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
 func leased(t *testing.T, ticket string) gyrumdir.Dir {

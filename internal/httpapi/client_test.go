@@ -7,8 +7,8 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/httpapi"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // The public client against a real warp with tokens, the way an

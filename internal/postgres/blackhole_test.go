@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // PostgreSQL blackholed under a real warp (a partition that drops

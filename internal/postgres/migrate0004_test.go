@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

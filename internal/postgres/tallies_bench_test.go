@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/postgres"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"

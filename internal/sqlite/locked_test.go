@@ -11,9 +11,9 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/sqlite"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // The SQLite file locked by another process's write transaction (a backup

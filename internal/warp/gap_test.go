@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

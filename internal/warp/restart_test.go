@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/sqlite"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 	"github.com/gyrum-labs/warp/internal/warpcli/warpclitest"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 const (

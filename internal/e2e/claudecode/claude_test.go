@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // claude is the Claude Code CLI (npm @anthropic-ai/claude-code, pinned by

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // (a) Offline in -p mode the CLI sends only main-conversation requests:

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // HookEntry is one hook as Codex's app server lists it (hooks/list).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // Model is the model the sessions ask for: one for which Codex 0.169.0

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
 // gyrumBin is the gyrum binary built once for the package's tests.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // copilot is GitHub Copilot CLI (npm @github/copilot, pinned by

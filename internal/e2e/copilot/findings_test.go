@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 )
 
 // A repository's hooks (gyrum setup --project --agents copilot writes

@@ -4,7 +4,7 @@
 // scaled warp policies and the real sweep, a watcher of a ticket's
 // verdicts, the heartbeats a ticket got and their story for a failure's
 // log, and the waits on events. The agent CLI and the fake model are
-// internal/agenttest's; each suite keeps only what its agent makes
+// internal/testsupport/agenttest's; each suite keeps only what its agent makes
 // different (its agenttest.Agent, its tool calls).
 package e2etest
 
@@ -23,12 +23,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/expiry"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // SessionTimeout and EventTimeout bound waits on events (a request, a

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/agent"
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/heartbeat"
 	"github.com/gyrum-labs/warp/internal/shellquote"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
 	"github.com/gyrum-labs/warp/internal/warp"
-	"github.com/gyrum-labs/warp/internal/warptest"
 )
 
 // Interval is the loop's scaled tick in the matrix, in seconds.

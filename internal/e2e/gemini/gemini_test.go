@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // gemini is the Gemini CLI (npm @google/gemini-cli, pinned by

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // kilo is Kilo CLI (npm @kilocode/cli, pinned by .ci/install-kilo) as the

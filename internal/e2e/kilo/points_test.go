@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 var matrix = &e2etest.Matrix{

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // opencode is opencode (npm opencode-ai, pinned by .ci/install-opencode) as

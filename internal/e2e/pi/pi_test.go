@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // pi is pi (npm @mariozechner/pi-coding-agent, pinned by .ci/install-pi)

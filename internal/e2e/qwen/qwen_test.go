@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/agenttest"
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
+	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
 // qwen is Qwen Code (npm @qwen-code/qwen-code, pinned by

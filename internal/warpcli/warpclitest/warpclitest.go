@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/internal/storetest"
+	"github.com/gyrum-labs/warp/internal/testsupport/storetest"
 	"github.com/gyrum-labs/warp/internal/warpcli"
 )
 

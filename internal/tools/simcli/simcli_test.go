@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gyrum-labs/warp/internal/simcli"
+	"github.com/gyrum-labs/warp/internal/tools/simcli"
 )
 
 // Bad input to warpsim is a usage error (exit 2) that says what is
-// wrong, before anything starts. The full simulation runs in internal/sim.
+// wrong, before anything starts. The full simulation runs in internal/tools/sim.
 func TestSimulateRejectsBadFlags(t *testing.T) {
 	fakeGyrum := filepath.Join(t.TempDir(), "gyrum")
 	if err := os.WriteFile(fakeGyrum, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {

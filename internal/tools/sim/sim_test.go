@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/sim"
+	"github.com/gyrum-labs/warp/internal/tools/sim"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/bench"
-	"github.com/gyrum-labs/warp/internal/warptest"
+	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
+	"github.com/gyrum-labs/warp/internal/tools/bench"
 )
 
 var gyrum string

@@ -21,7 +21,7 @@ import (
 // the median rate ratio and CPU ratio (this process's CPU per request,
 // the generator's included) of each warp against its round's no-op:
 //
-//	go test ./internal/bench -run '^$' -bench IngestCeiling -benchtime 40000x
+//	go test ./internal/tools/bench -run '^$' -bench IngestCeiling -benchtime 40000x
 func BenchmarkIngestCeiling(b *testing.B) {
 	ctx := context.Background()
 	cfg := Config{Gyrum: "unused", Requests: b.N, Concurrency: 64}

@@ -17,7 +17,7 @@ import (
 // commit's linger off and at its default (-count repeats each in turn;
 // heartbeats/s is the figure, ns/op includes the generator's warm-up):
 //
-//	go test ./internal/bench -run '^$' -bench IngestLinger -benchtime 20000x -count 3
+//	go test ./internal/tools/bench -run '^$' -bench IngestLinger -benchtime 20000x -count 3
 func BenchmarkIngestLinger(b *testing.B) {
 	for _, c := range []struct {
 		name   string

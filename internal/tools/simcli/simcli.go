@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gyrum-labs/warp/internal/clikit"
-	"github.com/gyrum-labs/warp/internal/sim"
+	"github.com/gyrum-labs/warp/internal/tools/sim"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
