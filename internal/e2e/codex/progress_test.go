@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -24,7 +25,13 @@ import (
 // looked at, and returns the model and the verdicts seen while held.
 func progressRun(t *testing.T, ticket string, work []agenttest.Call, look func(w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict) {
 	t.Helper()
-	ws := warptest.Start(t)
+	return progressRunOn(t, warptest.Start(t), ticket, work, look)
+}
+
+// progressRunOn is progressRun against ws (a warp with a policy of the
+// test's own: a progress deadline, say).
+func progressRunOn(t *testing.T, ws *warptest.Server, ticket string, work []agenttest.Call, look func(w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict) {
+	t.Helper()
 	ws.Create(ticket)
 	project := e2etest.NewProject(t)
 	home := codex.NewHome(t)
@@ -101,5 +108,105 @@ func TestPollingIsNotLooping(t *testing.T) {
 	}
 	if model.SawText("gyrum: you are looping") {
 		t.Error("the model was told it loops")
+	}
+}
+
+// Work that repeats a command but progresses is never looping and the
+// model is never told: a batch of reads of different files (the same
+// content each; Codex reads through its shell), and edit-then-test cycles
+// with different edits (the test failing alike each time; Codex edits
+// through its shell here: the fake Responses API offers no apply_patch).
+func TestProgressIsNotLooping(t *testing.T) {
+	codex.Require(t)
+	var work []agenttest.Call
+	dir := t.TempDir()
+	for i := range 6 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.txt", i))
+		if err := os.WriteFile(p, []byte("same content\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		work = append(work, Shell("cat "+shellquote.Quote(p)))
+	}
+	code := shellquote.Quote(filepath.Join(dir, "code.txt"))
+	test := "grep -q fixed " + code + " || { echo 'FAIL: not fixed' >&2; exit 1; }"
+	for i := range 3 {
+		work = append(work, Shell(fmt.Sprintf("printf 'attempt %d\\n' > %s", i, code)), Shell(test))
+	}
+	model, verdicts := progressRun(t, "T-PROG", work, func(*e2etest.Watcher) {})
+	for _, c := range work[6:] {
+		if tr, _ := model.ToolResult(c.ID); strings.Contains(c.Args["cmd"].(string), "grep") && !strings.Contains(tr.Content, "FAIL: not fixed") {
+			t.Fatalf("the test's result %q: it did not fail (the premise)", tr.Content)
+		}
+	}
+	if slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v: looping", verdicts)
+	}
+	if model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it loops")
+	}
+}
+
+// Exploration — 40 reads of different files, no edit — for less than the
+// progress deadline is never spinning (nor looping), and the model is
+// never told.
+func TestExplorationIsNotSpinning(t *testing.T) {
+	codex.Require(t)
+	p := warp.DefaultPolicy()
+	p.SpinAfter = 10 * time.Minute
+	ws := warptest.StartWithPolicy(t, p)
+	dir := t.TempDir()
+	var work []agenttest.Call
+	for i := range 40 {
+		path := filepath.Join(dir, fmt.Sprintf("src%02d.go", i))
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("package p\n\nconst X%d = %d\n", i, i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		work = append(work, Shell("cat "+shellquote.Quote(path)))
+	}
+	model, verdicts := progressRunOn(t, ws, "T-EXPLORE", work, func(*e2etest.Watcher) {})
+	if len(verdicts) == 0 {
+		t.Fatal("no verdict seen while the lease was held (the premise)")
+	}
+	if slices.Contains(verdicts, warp.VerdictSpinning) || slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v during exploration", verdicts)
+	}
+	if model.SawText("gyrum: no progress") || model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it makes no progress")
+	}
+}
+
+// A long build — a foreground call whose shell runs for 4 s, using CPU and
+// writing output — is never hung: its process backs it, so with the
+// hung-call rule scaled to 0.5 s (staleness 1 s) every heartbeat of the
+// session is fresh.
+func TestLongBuildIsNeverHung(t *testing.T) {
+	codex.Require(t)
+	ws := warptest.Start(t)
+	ws.Create("T-BUILD")
+	project := e2etest.NewProject(t)
+	home := codex.NewHome(t)
+	wireCodex(t, home, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	call := Shell("for i in 1 2 3 4 5 6 7 8; do echo step $i; timeout 0.5 sh -c 'while :; do :; done'; done; echo built", YieldAfter(30*time.Second))
+	model := agenttest.NewResponses(t, agenttest.Calls(claimCall("T-BUILD --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 1, 60)
+	env["HEARTBEAT_HUNG_CALL_SECS"] = "0.5"
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: env})
+	s.WaitOK(e2etest.SessionTimeout)
+	if tr, _ := model.ToolResult(call.ID); !strings.Contains(tr.Content, "built") {
+		t.Fatalf("the build's output %q: it did not run to its end (the premise)", tr.Content)
+	}
+	beats, during := e2etest.BeatsOf(ws, "T-BUILD"), 0
+	for _, b := range beats {
+		if b.Body.InFlight != "" {
+			during++
+		}
+		if b.Body.Stale {
+			t.Errorf("a stale report in the session: %+v", b.Body)
+		}
+	}
+	if during < 3 {
+		t.Fatalf("%d heartbeats while a call was in flight, want several (the premise)", during)
 	}
 }
