@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
@@ -24,9 +26,17 @@ import (
 // looked at, and returns the model and the verdicts seen while held.
 func progressRun(t *testing.T, ticket string, work []agenttest.Call, look func(w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict) {
 	t.Helper()
-	ws := warptest.Start(t)
+	return progressRunOn(t, warptest.Start(t), ticket, func(string) []agenttest.Call { return work }, look)
+}
+
+// progressRunOn is progressRun against ws (a warp with a policy of the
+// test's own: a progress deadline, say), its work made by mkwork from the
+// project's path (the CLI's file tools refuse paths outside it).
+func progressRunOn(t *testing.T, ws *warptest.Server, ticket string, mkwork func(project string) []agenttest.Call, look func(w *e2etest.Watcher)) (*agenttest.FakeModel, []warp.Verdict) {
+	t.Helper()
 	ws.Create(ticket)
 	project := e2etest.NewProject(t)
+	work := mkwork(project)
 	setupHooks(t, project)
 	d, _ := gyrumdir.At(project)
 	e2etest.LogLoopOnFailure(t, d)
@@ -90,5 +100,127 @@ func TestPollingIsNotLooping(t *testing.T) {
 	}
 	if model.SawText("gyrum: you are looping") {
 		t.Error("the model was told it loops")
+	}
+}
+
+// ReadFile is a read_file call of path (absolute), the CLI's own tool.
+func ReadFile(path string) agenttest.Call {
+	return agenttest.Tool("read_file", map[string]any{"file_path": path})
+}
+
+// WriteFile is a write_file call writing content to path (absolute).
+func WriteFile(path, content string) agenttest.Call {
+	return agenttest.Tool("write_file", map[string]any{"file_path": path, "content": content})
+}
+
+// Work that repeats a tool but progresses is never looping and the model
+// is never told: a batch of read_file calls of different files (the same
+// content each), and edit-then-test cycles — write_file with different
+// content, then the same failing test.
+func TestProgressIsNotLooping(t *testing.T) {
+	gemini.Require(t)
+	var code string
+	var tests []agenttest.Call
+	model, verdicts := progressRunOn(t, warptest.Start(t), "T-PROG", func(project string) []agenttest.Call {
+		var work []agenttest.Call
+		for i := range 6 {
+			p := filepath.Join(project, fmt.Sprintf("f%d.txt", i))
+			if err := os.WriteFile(p, []byte("same content\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			work = append(work, ReadFile(p))
+		}
+		code = filepath.Join(project, "code.txt")
+		test := "grep -q fixed " + shellquote.Quote(code) + " || { echo 'FAIL: not fixed' >&2; exit 1; }"
+		for i := range 3 {
+			tc := Shell(test)
+			tests = append(tests, tc)
+			work = append(work, WriteFile(code, fmt.Sprintf("attempt %d\n", i)), tc)
+		}
+		return work
+	}, func(*e2etest.Watcher) {})
+	for _, c := range tests {
+		if res, _ := model.ToolResult(c.ID); !strings.Contains(res.Content, "FAIL: not fixed") {
+			t.Fatalf("the test's result %q: it did not fail (the premise)", res.Content)
+		}
+	}
+	if data, err := os.ReadFile(code); err != nil || string(data) != "attempt 2\n" {
+		t.Fatalf("code.txt %q (%v): the edits did not land (the premise)", data, err)
+	}
+	if slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v: looping", verdicts)
+	}
+	if model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it loops")
+	}
+}
+
+// Exploration — 40 read_file calls of different files, no edit — for less
+// than the progress deadline is never spinning (nor looping), and the
+// model is never told.
+func TestExplorationIsNotSpinning(t *testing.T) {
+	gemini.Require(t)
+	p := warp.DefaultPolicy()
+	p.SpinAfter = 10 * time.Minute
+	ws := warptest.StartWithPolicy(t, p)
+	var last agenttest.Call
+	model, verdicts := progressRunOn(t, ws, "T-EXPLORE", func(project string) []agenttest.Call {
+		var work []agenttest.Call
+		for i := range 40 {
+			path := filepath.Join(project, fmt.Sprintf("src%02d.go", i))
+			if err := os.WriteFile(path, []byte(fmt.Sprintf("package p\n\nconst X%d = %d\n", i, i)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			work = append(work, ReadFile(path))
+		}
+		last = work[39]
+		return work
+	}, func(*e2etest.Watcher) {})
+	if res, _ := model.ToolResult(last.ID); !strings.Contains(res.Content, "X39") {
+		t.Fatalf("the last read's result %q (the premise: the CLI read every file)", res.Content)
+	}
+	if len(verdicts) == 0 {
+		t.Fatal("no verdict seen while the lease was held (the premise)")
+	}
+	if slices.Contains(verdicts, warp.VerdictSpinning) || slices.Contains(verdicts, warp.VerdictLooping) {
+		t.Errorf("verdicts %v during exploration", verdicts)
+	}
+	if model.SawText("gyrum: no progress") || model.SawText("gyrum: you are looping") {
+		t.Error("the model was told it makes no progress")
+	}
+}
+
+// A long build — a foreground call whose shell runs for 4 s, using CPU and
+// writing output — is never hung: its process backs it, so with the
+// hung-call rule scaled to 0.5 s (staleness 1 s) every heartbeat of the
+// session is fresh.
+func TestLongBuildIsNeverHung(t *testing.T) {
+	gemini.Require(t)
+	ws := warptest.Start(t)
+	ws.Create("T-BUILD")
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	call := Shell("for i in 1 2 3 4 5 6 7 8; do echo step $i; timeout 0.5 sh -c 'while :; do :; done'; done; echo built")
+	model := agenttest.NewGemini(t, agenttest.Calls(claimCall("T-BUILD --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	env := e2etest.AgentEnv(t, ws.URL(), interval, 1, 60)
+	env["HEARTBEAT_HUNG_CALL_SECS"] = "0.5"
+	s := start(t, model, project, agenttest.Options{Env: env})
+	s.WaitOK(e2etest.SessionTimeout)
+	if res, _ := model.ToolResult(call.ID); !strings.Contains(res.Content, "built") {
+		t.Fatalf("the build's output %q: it did not run to its end (the premise)", res.Content)
+	}
+	during := 0
+	for _, b := range e2etest.BeatsOf(ws, "T-BUILD") {
+		if b.Body.InFlight != "" {
+			during++
+		}
+		if b.Body.Stale {
+			t.Errorf("a stale report in the session: %+v", b.Body)
+		}
+	}
+	if during < 3 {
+		t.Fatalf("%d heartbeats while a call was in flight, want several (the premise)", during)
 	}
 }
