@@ -65,6 +65,7 @@ type agent struct {
 	toldAt       time.Time
 	notices      int
 	loopNotices  int // outputs telling the agent it loops (issue 44)
+	spinNotices  int // outputs telling the agent it makes no progress (issue 44)
 	hookCalls    int
 	hookFailures int
 	hookProblem  string // the first failure, for the report
@@ -194,7 +195,9 @@ func (a *agent) toolCall(ctx context.Context, pre, post Action, hasPost bool) {
 		}
 		return
 	}
-	a.edit(pre.ToolUseID)
+	if !pre.Explore {
+		a.edit(pre.ToolUseID)
+	}
 	bash := pre.Tool == "Bash" && hasPost
 	if bash {
 		if pre.Background > 0 {
@@ -485,10 +488,12 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 	if post {
 		mtime, _ = a.gdir().LastActivity()
 	}
-	told, loopTold, problem := false, false, ""
+	told, loopTold, spinTold, problem := false, false, false, ""
 	switch {
 	case stdout.Len() > 0 && post && isLoopNotice(stdout.Bytes(), event):
 		loopTold = true
+	case stdout.Len() > 0 && post && isSpinNotice(stdout.Bytes(), event, a.plan.Ticket):
+		spinTold = true
 	case err != nil:
 		problem = fmt.Sprintf("%s: exit: %v", event, err)
 	case stderr.Len() > 0:
@@ -515,6 +520,9 @@ func (a *agent) hook(ctx context.Context, event string, act Action) bool {
 	}
 	if loopTold {
 		a.loopNotices++
+	}
+	if spinTold {
+		a.spinNotices++
 	}
 	if told {
 		a.notices++
@@ -555,6 +563,22 @@ func isNotice(out []byte, event, ticket string) bool {
 // isLoopNotice reports whether out is the hook's loop notice (issue 44):
 // one line of Claude Code hook JSON for event telling the agent it loops.
 func isLoopNotice(out []byte, event string) bool {
+	c, ok := hookContext(out, event)
+	return ok && strings.HasPrefix(c, "gyrum: you are looping on ")
+}
+
+// isSpinNotice reports whether out is the hook's no-progress notice
+// (issue 44, the loop's nudge once warp said spinning): one line of
+// Claude Code hook JSON for event telling the agent its lease on ticket
+// makes no progress.
+func isSpinNotice(out []byte, event, ticket string) bool {
+	c, ok := hookContext(out, event)
+	return ok && strings.HasPrefix(c, "gyrum: no progress on ticket "+ticket+" ")
+}
+
+// hookContext returns the additional context of out, one line of Claude
+// Code hook JSON for event.
+func hookContext(out []byte, event string) (string, bool) {
 	var n struct {
 		HookSpecificOutput struct {
 			HookEventName     string `json:"hookEventName"`
@@ -562,11 +586,10 @@ func isLoopNotice(out []byte, event string) bool {
 		} `json:"hookSpecificOutput"`
 	}
 	line, rest, _ := bytes.Cut(out, []byte("\n"))
-	if len(bytes.TrimSpace(rest)) > 0 || json.Unmarshal(line, &n) != nil {
-		return false
+	if len(bytes.TrimSpace(rest)) > 0 || json.Unmarshal(line, &n) != nil || n.HookSpecificOutput.HookEventName != event {
+		return "", false
 	}
-	h := n.HookSpecificOutput
-	return h.HookEventName == event && strings.HasPrefix(h.AdditionalContext, "gyrum: you are looping on ")
+	return n.HookSpecificOutput.AdditionalContext, true
 }
 
 // callKey names what a call works on: its own id, or, for the looping

@@ -16,7 +16,7 @@ import (
 // started and removes its directory before it exits.
 func TestInterruptStopsEverythingAndRemovesTheDirectory(t *testing.T) {
 	tmp := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "warpsim"), "--agents", "9", "--time-scale", "600", "--gyrum", gyrumBin())
+	cmd := exec.Command(filepath.Join(bin, "warpsim"), "--agents", "10", "--time-scale", "600", "--gyrum", gyrumBin())
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

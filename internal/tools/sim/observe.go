@@ -50,6 +50,8 @@ type Observation struct {
 	Snapshot                         string
 	// LoopNotices counts the hook's outputs that told the agent it loops.
 	LoopNotices int
+	// SpinNotices counts those that told it it makes no progress.
+	SpinNotices int
 }
 
 // observe measures the outcome at the end of the scenario: leases and
@@ -68,7 +70,7 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 			Heartbeats: hbs[a.plan.Ticket], LoopsAtEnd: len(loops[a.plan.Name]), LoopsAfterWD: -1,
 			WatchedAlive: a.watchedAlive(), HookCalls: a.hookCalls, HookFailures: a.hookFailures, HookProblem: a.hookProblem,
 			ReleasedAt: a.releasedAt, PostStarts: a.postStarts, ToldAt: a.toldAt, Notices: a.notices,
-			LoopNotices: a.loopNotices,
+			LoopNotices: a.loopNotices, SpinNotices: a.spinNotices,
 		}
 		if a.startErr != nil {
 			o.StartErr = a.startErr.Error()

@@ -238,6 +238,7 @@ type AgentResult struct {
 	MissedNotices    int      `json:"missed_notices"`
 	Notices          int      `json:"notices"`
 	LoopNotices      int      `json:"loop_notices"`
+	SpinNotices      int      `json:"spin_notices"`
 	LoopsAtEnd       int      `json:"loops_at_end"`
 	LoopsAfterWD     *int     `json:"loops_after_watchdog"`
 	WatchedAlive     bool     `json:"watched_alive_at_end"`
@@ -317,7 +318,7 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 			LeaseState: string(o.LeaseState), Verdict: string(o.Verdict), Heartbeats: len(o.Heartbeats),
 			LastActivityMin: offset(o.LastActivityAt), LastHeartbeatMin: offset(o.LastHeartbeatAt), ExpiresAtMin: offset(o.ExpiresAt),
 			LoopsAtEnd: o.LoopsAtEnd, WatchedAlive: o.WatchedAlive, ReleasedAtMin: offset(o.ReleasedAt),
-			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices, LoopNotices: o.LoopNotices,
+			HookCalls: o.HookCalls, HookFailures: o.HookFailures, HookProblem: o.HookProblem, Notices: o.Notices, LoopNotices: o.LoopNotices, SpinNotices: o.SpinNotices,
 			WorktreeDeleted: !o.DeletedAt.IsZero(), ProjectCwd: p.ProjectCwd, LongStepMinutes: p.LongStep.Minutes(),
 			WorkEdits: o.WorkEdits, WorkLost: o.WorkLost, WorkDeleted: o.WorkDeleted, Snapshot: o.Snapshot,
 		}
@@ -590,7 +591,7 @@ func checks(rep *Report, info RunInfo) []Check {
 	var started, agents, hookCalls, hookFail, notices, failures, caught, falseLapses, afterDetect, stale, exitReports,
 		deadLoops, endedLoops, kills, releases, endedUnder, told, healthy, active int
 	var late, credited, untold, notActive []string
-	var loopers, loopCaught, falseLoops int
+	var loopers, loopCaught, spinners, spinCaught, spinV1, falseLoops int
 	var uncaughtLoops []string
 	for _, a := range rep.AgentResults {
 		agents++
@@ -604,9 +605,22 @@ func checks(rep *Report, info RunInfo) []Check {
 			} else {
 				uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s %s, told %d times", a.Name, cmp.Or(a.Verdict, a.LeaseState), a.LoopNotices))
 			}
-		case a.Verdict == string(warp.VerdictLooping) || a.Verdict == string(warp.VerdictSpinning) || a.LoopNotices > 0:
+		case a.Class == ClassSpinning && a.Started:
+			spinners++
+			switch {
+			case a.Client == ClientV1 && a.Verdict != string(warp.VerdictLooping) && a.LoopNotices == 0:
+				// A v1 loop reports no progress: its lease cannot turn
+				// spinning, and nothing tells the agent.
+				spinV1++
+				spinCaught++
+			case a.Verdict == string(warp.VerdictSpinning) && a.SpinNotices == 1 && a.LoopNotices == 0:
+				spinCaught++
+			default:
+				uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s %s, told %d times (looping %d)", a.Name, cmp.Or(a.Verdict, a.LeaseState), a.SpinNotices, a.LoopNotices))
+			}
+		case a.Verdict == string(warp.VerdictLooping) || a.Verdict == string(warp.VerdictSpinning) || a.LoopNotices > 0 || a.SpinNotices > 0:
 			falseLoops++
-			uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s (%s) %s, told %d times", a.Name, a.Class, a.Verdict, a.LoopNotices))
+			uncaughtLoops = append(uncaughtLoops, fmt.Sprintf("%s (%s) %s, told %d+%d times", a.Name, a.Class, a.Verdict, a.LoopNotices, a.SpinNotices))
 		}
 		if a.Started {
 			started++
@@ -689,8 +703,10 @@ func checks(rep *Report, info RunInfo) []Check {
 				deadLoops, map[bool]string{true: " (after the watchdog)", false: ""}[info.Watchdog], endedLoops)},
 		{Name: "every healthy agent's lease active at the end", OK: active == healthy,
 			Detail: fmt.Sprintf("%d/%d active", active, healthy) + listed("not active", notActive)},
-		{Name: "every looping agent caught (verdict looping, told once) and no other agent looping or spinning", OK: loopCaught == loopers && falseLoops == 0,
-			Detail: fmt.Sprintf("%d/%d looping agents caught; %d false", loopCaught, loopers, falseLoops) + listed("wrong", uncaughtLoops)},
+		{Name: "every looping agent caught (verdict looping, told once), every spinning agent caught (verdict spinning, told once), and no other agent looping or spinning", OK: loopCaught == loopers && spinCaught == spinners && falseLoops == 0,
+			Detail: fmt.Sprintf("%d/%d looping agents caught; %d/%d spinning agents caught", loopCaught, loopers, spinCaught, spinners) +
+				map[bool]string{true: fmt.Sprintf(" (%d on v1 hosts, which report no progress: never spinning, never told)", spinV1), false: ""}[spinV1 > 0] +
+				fmt.Sprintf("; %d false", falseLoops) + listed("wrong", uncaughtLoops)},
 		{Name: "no operator action needed", OK: kills+releases == 0,
 			Detail: fmt.Sprintf("%d leases to release by hand, %d loops to kill by hand", releases, kills)},
 		{Name: "no work lost: every edit a failed agent left uncommitted is in its attempt's snapshot", OK: rep.WorkLost == 0,

@@ -53,11 +53,16 @@ const (
 	// end (issue 44): its lease must turn looping, and it must be told
 	// once; the lease stays held (warpsim's warp only reports).
 	ClassLooping Class = "looping"
+	// ClassSpinning: active from its start to the end — a read of a
+	// different file every exploreEvery — but never changes its worktree
+	// (issue 44: activity is not progress): its lease must turn spinning
+	// once the progress deadline has passed, and it must be told once.
+	ClassSpinning Class = "spinning"
 )
 
 // classOrder lists every class in report order.
 var classOrder = []Class{ClassOrphan, ClassOrphanGone, ClassWedged, ClassWedgedDenied,
-	ClassLongStep, ClassIdle, ClassProjectCwd, ClassReleased, ClassLooping}
+	ClassLongStep, ClassIdle, ClassProjectCwd, ClassReleased, ClassLooping, ClassSpinning}
 
 // Classes returns every class in report order.
 func Classes() []Class { return slices.Clone(classOrder) }
@@ -129,6 +134,9 @@ type Action struct {
 	// Repeat: the call is the looping agent's repeated one: the same
 	// input and the same result every time.
 	Repeat bool
+	// Explore: the call only reads (the spinning agent's): it leaves the
+	// worktree as it was.
+	Explore bool
 }
 
 // AgentPlan is the script of one simulated agent.
@@ -209,6 +217,8 @@ type Timing struct {
 	Sweep        time.Duration
 	StartupGrace time.Duration
 	Watchdog     time.Duration
+	// SpinAfter is warp's progress deadline (the verdict spinning).
+	SpinAfter time.Duration
 }
 
 // DefaultTiming returns the product defaults.
@@ -223,6 +233,7 @@ func DefaultTiming() Timing {
 		Sweep:        warp.DefaultSweepInterval,
 		StartupGrace: warp.DefaultStartupGrace,
 		Watchdog:     5 * time.Minute,
+		SpinAfter:    warp.DefaultSpinAfter,
 	}
 }
 
@@ -235,7 +246,7 @@ const ScenarioADR138 = "adr-138"
 const DefaultAgents = 30
 
 // MinAgents is the smallest fleet that still holds every class.
-const MinAgents = 9
+const MinAgents = 10
 
 // MaxAgents bounds a run: each agent is several real processes.
 const MaxAgents = 500
@@ -258,6 +269,7 @@ const (
 	burstGapMax   = 10 * time.Minute
 	toolCallLen   = 20 * time.Second       // a short tool call
 	loopEvery     = 2 * time.Minute        // the looping agent's repeated call
+	exploreEvery  = 2 * time.Minute        // the spinning agent's reads
 	bgPostAfter   = 100 * time.Millisecond // PostToolUse of a background Bash call
 	endTicks      = 3                      // heartbeat intervals after the last possible lapse
 )
@@ -272,6 +284,9 @@ func Build(name string, n int, client Client, t Timing) (Plan, error) {
 	}
 	if _, err := ParseClient(string(client)); err != nil {
 		return Plan{}, err
+	}
+	if t.SpinAfter <= 0 {
+		return Plan{}, warp.Errorf(warp.ErrInvalid, "progress deadline %s must be positive (the spinning agents need one)", t.SpinAfter)
 	}
 	if t.Staleness <= max(burstGapMax, MaxForeground) {
 		return Plan{}, warp.Errorf(warp.ErrInvalid, "activity staleness %s must exceed the scenario's idle gaps and foreground calls (%s)", t.Staleness, max(burstGapMax, MaxForeground))
@@ -367,6 +382,13 @@ func Build(name string, n int, client Client, t Timing) (Plan, error) {
 				call[0].Repeat, call[1].Repeat, call[1].Failed = true, true, true
 				a.Actions = append(a.Actions, call...)
 			}
+		case c == ClassSpinning:
+			// Reads of different files from the start to the end, no edit.
+			for at := start + 10*time.Second; at < farFuture; at += exploreEvery {
+				call := toolCall(a.Name, len(a.Actions), "Read", at, toolCallLen)
+				call[0].Explore, call[1].Explore = true, true
+				a.Actions = append(a.Actions, call...)
+			}
 		case c == ClassReleased:
 			a.ReleaseAt = releaseFrom + time.Duration(relIdx)*(releaseTo-releaseFrom)/time.Duration(max(released-1, 1))
 			relIdx++
@@ -381,12 +403,17 @@ func Build(name string, n int, client Client, t Timing) (Plan, error) {
 	// Long enough for every failure to be caught: the last failure, then the
 	// lease window, the sweep and a few heartbeat ticks; and for every long
 	// step to end well inside the run.
-	var lastFail, lastStep time.Duration
+	// And for every spinning agent to pass the progress deadline, a few
+	// ticks before the end.
+	var lastFail, lastStep, lastSpin time.Duration
 	for _, a := range p.Agents {
 		lastFail = max(lastFail, a.FailAt, a.ReleaseAt)
 		lastStep = max(lastStep, a.LongStepAt+a.LongStep)
+		if a.Class == ClassSpinning {
+			lastSpin = max(lastSpin, a.Actions[0].At+t.SpinAfter)
+		}
 	}
-	p.End = max(lastFail+t.LeaseWindow+t.Sweep+endTicks*t.Interval, lastStep+2*t.Interval)
+	p.End = max(lastFail+t.LeaseWindow+t.Sweep+endTicks*t.Interval, lastStep+2*t.Interval, lastSpin+endTicks*t.Interval)
 	// Healthy agents work until the end; drop what lies beyond it.
 	for i := range p.Agents {
 		p.Agents[i].Actions = cut(p.Agents[i].Actions, p.End)
@@ -402,9 +429,11 @@ const farFuture = 24 * time.Hour
 // with the worktree deleted), two in fifteen wedged, one in fifteen wedged
 // after a denied call, one in fifteen released by an operator, and the
 // rest healthy: three in eight of them with long steps, a quarter in a
-// worktree away from the project's cwd, the others idle between bursts.
-// For 30 agents: 3 + 3 orphans, 4 + 2 wedged, 6 + 6 + 4 healthy, 2
-// released. Classes interleave so failures spread across the start order.
+// worktree away from the project's cwd, one in fifteen of the fleet
+// looping and one in fifteen spinning (issue 44), the others idle between
+// bursts. For 30 agents: 3 + 3 orphans, 4 + 2 wedged, 6 + 2 + 4 healthy,
+// 2 looping, 2 spinning, 2 released. Classes interleave so failures
+// spread across the start order.
 func fleet(n int) []Class {
 	orphans := max(2, int(math.Round(float64(n)/5)))
 	wedged := max(1, int(math.Round(float64(n)*2/15)))
@@ -413,9 +442,11 @@ func fleet(n int) []Class {
 	healthy := n - orphans - wedged - denied - released
 	long := max(1, int(math.Round(float64(healthy)*3/8)))
 	cwd := max(1, healthy/4)
-	// The looping agents (issue 44) come out of the idle-bursts ones.
+	// The looping and spinning agents (issue 44) come out of the
+	// idle-bursts ones.
 	looping := max(1, int(math.Round(float64(n)/15)))
-	idle := healthy - long - cwd - looping
+	spinning := max(1, int(math.Round(float64(n)/15)))
+	idle := healthy - long - cwd - looping - spinning
 	if idle < 1 && long > 1 {
 		long, idle = long-1, idle+1
 	}
@@ -429,6 +460,7 @@ func fleet(n int) []Class {
 		ClassProjectCwd:   cwd,
 		ClassReleased:     released,
 		ClassLooping:      looping,
+		ClassSpinning:     spinning,
 	}
 	out := make([]Class, 0, n)
 	for len(out) < n {

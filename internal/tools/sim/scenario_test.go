@@ -25,7 +25,7 @@ func TestBuildADR138Fleet(t *testing.T) {
 	}
 	got := classCounts(p)
 	want := map[sim.Class]int{sim.ClassOrphan: 3, sim.ClassOrphanGone: 3, sim.ClassWedged: 4, sim.ClassWedgedDenied: 2,
-		sim.ClassLongStep: 6, sim.ClassIdle: 4, sim.ClassProjectCwd: 4, sim.ClassReleased: 2, sim.ClassLooping: 2}
+		sim.ClassLongStep: 6, sim.ClassIdle: 2, sim.ClassProjectCwd: 4, sim.ClassReleased: 2, sim.ClassLooping: 2, sim.ClassSpinning: 2}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("classes: got %v, want %v (the night of ADR-138: 6 orphans, 4 wedged; and the measured client's ways)", got, want)
 	}
@@ -44,7 +44,7 @@ func TestBuildADR138Fleet(t *testing.T) {
 }
 
 func TestBuildSmallFleetHasEveryClass(t *testing.T) {
-	for _, n := range []int{sim.MinAgents, 9, 13} {
+	for _, n := range []int{sim.MinAgents, 11, 13} {
 		p, err := sim.Build(sim.ScenarioADR138, n, sim.ClientV2, sim.DefaultTiming())
 		if err != nil {
 			t.Fatal(err)

@@ -236,6 +236,7 @@ func (r *run) scaledPolicy() warp.Policy {
 		StallAfter:   r.real(t.StallAfter),
 		SilentAfter:  r.real(t.SilentAfter),
 		StartupGrace: r.real(t.StartupGrace),
+		SpinAfter:    r.real(t.SpinAfter),
 	}
 }
 

@@ -51,10 +51,10 @@ func TestMain(m *testing.M) {
 
 func gyrumBin() string { return filepath.Join(bin, "gyrum") }
 
-// Test runs are short: 9 agents at time scale 3000 (one product minute is
+// Test runs are short: 10 agents at time scale 3000 (one product minute is
 // 20 ms), about 1.3 s of scenario each; judged ones at judgedScale.
 const (
-	testAgents = 9
+	testAgents = 10
 	testScale  = 3000
 )
 

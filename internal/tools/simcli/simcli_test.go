@@ -78,7 +78,7 @@ func TestSimulateTooLoadedExitsThree(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		var out, errb bytes.Buffer
 		c := &simcli.CLI{Stdout: &out, Stderr: &errb}
-		args := []string{"--gyrum", helpOnly, "--time-scale", "10000", "--agents", "9", "--quiet"}
+		args := []string{"--gyrum", helpOnly, "--time-scale", "10000", "--agents", "10", "--quiet"}
 		if asJSON {
 			args = append(args, "--json")
 		}
