@@ -262,6 +262,30 @@ func TestSimulateV2Transition(t *testing.T) {
 			t.Errorf("%s: no heartbeat says its background job kept it busy", a.Name)
 		}
 	}
+	// Issue 44: the spinning agents (active, never a change) are caught
+	// and told once; the looping ones too; no one else is either.
+	caught := map[sim.Class]int{}
+	for _, a := range rep.AgentResults {
+		switch a.Class {
+		case sim.ClassSpinning:
+			if a.Verdict != string(warp.VerdictSpinning) || a.SpinNotices != 1 || a.LoopNotices != 0 {
+				t.Errorf("%s (spinning): verdict %s, told no progress %d times, looping %d; want spinning, once, 0", a.Name, a.Verdict, a.SpinNotices, a.LoopNotices)
+			}
+			caught[a.Class]++
+		case sim.ClassLooping:
+			if a.Verdict != string(warp.VerdictLooping) || a.LoopNotices != 1 {
+				t.Errorf("%s (looping): verdict %s, told %d times; want looping, once", a.Name, a.Verdict, a.LoopNotices)
+			}
+			caught[a.Class]++
+		default:
+			if a.Verdict == string(warp.VerdictSpinning) || a.Verdict == string(warp.VerdictLooping) || a.SpinNotices+a.LoopNotices > 0 {
+				t.Errorf("%s (%s): verdict %s, told %d+%d times", a.Name, a.Class, a.Verdict, a.LoopNotices, a.SpinNotices)
+			}
+		}
+	}
+	if caught[sim.ClassSpinning] == 0 || caught[sim.ClassLooping] == 0 {
+		t.Errorf("agents looping and spinning: %v, want some of each", caught)
+	}
 	r := class(t, rep, sim.ClassReleased, sim.ClientV2)
 	if r.Released != r.Agents || r.Told != r.Agents || r.Notices != r.Agents || r.LoopsAtEnd != 0 || r.FalseLapses != 0 {
 		t.Errorf("%s: %d released, %d told (%d notices), %d loops left of %d agents; want each released, told once, no loop",
