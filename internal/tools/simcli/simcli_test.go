@@ -24,7 +24,7 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 9 to 500"},
+		{"too few agents", []string{"--agents", "2"}, "--agents 2: want 10 to 500"},
 		{"too many agents", []string{"--agents", "100000"}, "--agents 100000"},
 		{"time scale zero", []string{"--time-scale", "0"}, "--time-scale 0: want 1 to 10000"},
 		{"time scale not a number", []string{"--time-scale", "fast"}, "invalid argument"},
