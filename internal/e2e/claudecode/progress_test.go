@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +234,76 @@ func TestPointLongBuildIsNeverHung(t *testing.T) {
 			t.Errorf("a stale report while the build ran: %+v", b.Body)
 		}
 	}
+}
+
+// A hung shell call: the agent froze (SIGSTOP) with a Bash call unfinished
+// in its transcript, and the call's process is gone (SIGKILL), so nothing
+// backs the call's marker. Once the hung-call rule (scaled to 0.5 s) has
+// passed, the call counts only its start: the reports turn stale
+// (staleness 1 s) and the verdict stalled (warp's stall threshold 1 s),
+// well before the in-flight cap
+// (600 s) the call would otherwise count up to.
+func TestPointHungCallGoesStale(t *testing.T) {
+	claude.Require(t)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(60*time.Second, time.Second, 30*time.Second, time.Second))
+	ws.Create("T-HUNG")
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	call := Bash("echo $$ > " + shellquote.Quote(pidFile) + ".tmp && mv " + shellquote.Quote(pidFile) + ".tmp " + shellquote.Quote(pidFile) + "; exec sleep 600")
+	model := agenttest.NewAnthropic(t, agenttest.Calls(claimCall("T-HUNG --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	env := e2etest.AgentEnv(t, ws.URL(), 0.2, 1, 600)
+	env["HEARTBEAT_HUNG_CALL_SECS"] = "0.5"
+	w := e2etest.WatchTicket(t, ws, "T-HUNG")
+	s := start(t, model, project, agenttest.Options{Env: env})
+	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(call.ID))
+	e2etest.Poll(t, "the call's process and marker", func() bool { return e2etest.Exists(pidFile) && e2etest.Exists(marker) })
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("the call's pid %q: %v", data, err)
+	}
+	agent := s.AgentPid()
+	if agent == 0 {
+		t.Fatal("no agent process")
+	}
+	// While the call's process lives the reports are fresh (the premise).
+	e2etest.Poll(t, "a fresh report naming the call in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-HUNG") {
+			if b.Body.InFlight != "" && !b.Body.Stale {
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(agent, syscall.SIGCONT); s.Kill() })
+	hungAt := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.Poll(t, "the verdict stalled", func() bool { return slices.Contains(w.Verdicts(), warp.VerdictStalled) })
+	stale := 0
+	for _, b := range e2etest.BeatsOf(ws, "T-HUNG") {
+		if b.Body.Stale {
+			if b.At.Before(hungAt) {
+				t.Errorf("a stale report before the call hung: %+v", b.Body)
+			}
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Error("stalled without a stale report")
+	}
+	if !e2etest.Exists(marker) {
+		t.Error("the marker is gone: the agent finished the call after all (the premise)")
+	}
+	w.Stop()
 }
