@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +210,85 @@ func TestLongBuildIsNeverHung(t *testing.T) {
 	}
 	if during < 3 {
 		t.Fatalf("%d heartbeats while a call was in flight, want several (the premise)", during)
+	}
+}
+
+// A hung shell call: codex frozen (SIGSTOP) in the middle of an
+// exec_command whose process is gone (SIGKILL), so the call's marker stays
+// and nothing backs it. gyrum reads no Codex transcript, so the call's
+// state is unknown and the process rule decides at once (the hung-call
+// rule, which reads Claude Code's transcript, plays no part): only the
+// call's start counts, the reports turn stale (staleness 1 s) and the
+// verdict stalled (warp's stall threshold 1 s), long before the in-flight
+// cap (600 s) the call would count up to if its marker alone kept it.
+func TestHungCallGoesStale(t *testing.T) {
+	codex.Require(t)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(60*time.Second, time.Second, 30*time.Second, time.Second))
+	ws.Create("T-HUNG")
+	project := e2etest.NewProject(t)
+	home := codex.NewHome(t)
+	wireCodex(t, home, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	call := Shell("echo $$ > "+shellquote.Quote(pidFile)+".tmp && mv "+shellquote.Quote(pidFile)+".tmp "+shellquote.Quote(pidFile)+"; exec sleep 600", YieldAfter(30*time.Second))
+	model := agenttest.NewResponses(t, agenttest.Calls(claimCall("T-HUNG --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	w := e2etest.WatchTicket(t, ws, "T-HUNG")
+	s := codex.Start(t, model, agenttest.Options{Dir: project, Home: home, Env: e2etest.AgentEnv(t, ws.URL(), 0.2, 1, 600)})
+	marker := filepath.Join(d.Path, gyrumdir.InFlightDir, gyrumdir.MarkerName(call.ID))
+	e2etest.Poll(t, "the call's process and marker", func() bool { return e2etest.Exists(pidFile) && e2etest.Exists(marker) })
+	hungCall(t, ws, w, s, "T-HUNG", pidFile)
+	if !e2etest.Exists(marker) {
+		t.Error("the marker is gone: the agent finished the call after all (the premise)")
+	}
+}
+
+// hungCall checks that the reports of ticket are fresh while the call
+// whose pid is in pidFile runs, then freezes the session's agent, kills
+// the call's process and waits for the verdict stalled, every stale
+// report after the kill.
+func hungCall(t *testing.T, ws *warptest.Server, w *e2etest.Watcher, s *agenttest.Session, ticket, pidFile string) {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("the call's pid %q: %v", data, err)
+	}
+	agent := s.AgentPid()
+	if agent == 0 {
+		t.Fatal("no agent process")
+	}
+	e2etest.Poll(t, "a fresh report naming the call in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, ticket) {
+			if b.Body.InFlight != "" && !b.Body.Stale {
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(agent, syscall.SIGCONT); s.Kill() })
+	hungAt := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.Poll(t, "the verdict stalled", func() bool { return slices.Contains(w.Verdicts(), warp.VerdictStalled) })
+	w.Stop()
+	stale := 0
+	for _, b := range e2etest.BeatsOf(ws, ticket) {
+		if b.Body.Stale {
+			if b.At.Before(hungAt) {
+				t.Errorf("a stale report before the call hung: %+v", b.Body)
+			}
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Error("stalled without a stale report")
 	}
 }
