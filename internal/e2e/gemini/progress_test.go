@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,5 +224,75 @@ func TestLongBuildIsNeverHung(t *testing.T) {
 	}
 	if during < 3 {
 		t.Fatalf("%d heartbeats while a call was in flight, want several (the premise)", during)
+	}
+}
+
+// A hung shell call: the CLI frozen (SIGSTOP) in the middle of a
+// run_shell_command whose process is gone (SIGKILL), so the call's marker
+// stays and nothing backs it. gyrum reads no Gemini CLI chat file, so the
+// call's state is unknown and the process rule decides at once (the
+// hung-call rule, which reads Claude Code's transcript, plays no part):
+// only the call's start counts, the reports turn stale (staleness 1 s)
+// and the verdict stalled (warp's stall threshold 1 s), long before the
+// in-flight cap (600 s).
+func TestHungCallGoesStale(t *testing.T) {
+	gemini.Require(t)
+	ws := warptest.StartWithPolicy(t, e2etest.ScaledPolicy(60*time.Second, time.Second, 30*time.Second, time.Second))
+	ws.Create("T-HUNG")
+	project := e2etest.NewProject(t)
+	setupHooks(t, project)
+	d, _ := gyrumdir.At(project)
+	e2etest.LogLoopOnFailure(t, d)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	call := Shell("echo $$ > " + shellquote.Quote(pidFile) + ".tmp && mv " + shellquote.Quote(pidFile) + ".tmp " + shellquote.Quote(pidFile) + "; exec sleep 600")
+	model := agenttest.NewGemini(t, agenttest.Calls(claimCall("T-HUNG --json")), agenttest.Calls(call), agenttest.Text("Done."))
+	w := e2etest.WatchTicket(t, ws, "T-HUNG")
+	s := start(t, model, project, agenttest.Options{Env: e2etest.AgentEnv(t, ws.URL(), interval, 1, 600)})
+	inFlight := func() bool { ms, err := d.InFlight(); return err == nil && len(ms) > 0 }
+	e2etest.Poll(t, "the call's process and marker", func() bool { return e2etest.Exists(pidFile) && inFlight() })
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("the call's pid %q: %v", data, err)
+	}
+	agent := s.AgentPid()
+	if agent == 0 {
+		t.Fatal("no agent process")
+	}
+	e2etest.Poll(t, "a fresh report naming the call in flight", func() bool {
+		for _, b := range e2etest.BeatsOf(ws, "T-HUNG") {
+			if b.Body.InFlight != "" && !b.Body.Stale {
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(agent, syscall.SIGCONT); s.Kill() })
+	hungAt := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.Poll(t, "the verdict stalled", func() bool { return slices.Contains(w.Verdicts(), warp.VerdictStalled) })
+	w.Stop()
+	stale := 0
+	for _, b := range e2etest.BeatsOf(ws, "T-HUNG") {
+		if b.Body.Stale {
+			if b.At.Before(hungAt) {
+				t.Errorf("a stale report before the call hung: %+v", b.Body)
+			}
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Error("stalled without a stale report")
+	}
+	if !inFlight() {
+		t.Error("the marker is gone: the agent finished the call after all (the premise)")
 	}
 }
