@@ -536,6 +536,7 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 	tr := judgeTiming(scale, realD(t.Interval), lagTolerance, map[string][]time.Duration{
 		seriesInjection: info.Injection, seriesHook: info.Hooks, seriesTick: ticks, seriesServer: answers, seriesJob: info.JobBursts})
 	tr.BackgroundJobs, tr.JobCPUPercent = info.BackgroundJobs, info.JobCPUPercent
+	slowRestart(&tr, rep.Restarts, t.LeaseWindow.Minutes()/6)
 	rep.Timing = tr
 	rep.OK = tr.OK
 	for _, c := range rep.Checks {
@@ -550,6 +551,25 @@ func Summarize(info RunInfo, obs []Observation) *Report {
 		rep.Verdict = VerdictFail
 	}
 	return rep
+}
+
+// slowRestart marks the timing not judgeable when one of warp's planned
+// restarts kept it down longer than limitMin product minutes (a sixth of
+// the lease window): stopping and starting warp took the machine that
+// long in wall-clock time, and the loops, the starts and the sweeps
+// planned meanwhile ran against a warp that was not there.
+func slowRestart(tr *TimingReport, restarts []RestartInfo, limitMin float64) {
+	for _, r := range restarts {
+		if down := r.StartedAtMin - r.StoppedAtMin; down > limitMin {
+			tr.OK = false
+			msg := fmt.Sprintf("warp's restart kept it down %.1f min of product time, over %.0f min", down, limitMin)
+			if tr.Detail != "" {
+				msg = tr.Detail + "; " + msg
+			}
+			tr.Detail = msg
+			return
+		}
+	}
 }
 
 // newReport returns the parts of a report that do not depend on the run.
