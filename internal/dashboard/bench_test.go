@@ -49,8 +49,7 @@ func seedBench(b *testing.B, now time.Time) string {
 				if err != nil {
 					return err
 				}
-				if _, err := tx.AppendEvent(ctx, warp.Event{Ticket: id, Kind: warp.EventCreated, At: created,
-					Data: map[string]any{"title": tk.Title}}); err != nil {
+				if _, err := tx.AppendEvent(ctx, warp.NewEvent(id, 0, created, warp.CreatedData{Title: tk.Title})); err != nil {
 					return err
 				}
 				var l warp.Lease
@@ -84,13 +83,11 @@ func seedBench(b *testing.B, now time.Time) string {
 				if err := tx.UpdateTicket(ctx, tk); err != nil {
 					return err
 				}
-				if _, err := tx.AppendEvent(ctx, warp.Event{Ticket: id, Epoch: 1, Kind: warp.EventClaimed, At: l.ClaimedAt,
-					Data: map[string]any{"agent": l.Agent, "host": l.Host}}); err != nil {
+				if _, err := tx.AppendEvent(ctx, warp.NewEvent(id, 1, l.ClaimedAt, warp.ClaimedData{Agent: l.Agent, Host: l.Host})); err != nil {
 					return err
 				}
 				if l.State == warp.LeaseCompleted {
-					if _, err := tx.AppendEvent(ctx, warp.Event{Ticket: id, Epoch: 1, Kind: warp.EventCompleted, At: l.EndedAt,
-						Data: map[string]any{"pr_url": l.PRURL, "agent": l.Agent, "host": l.Host}}); err != nil {
+					if _, err := tx.AppendEvent(ctx, warp.NewEvent(id, 1, l.EndedAt, warp.CompletedData{PRURL: l.PRURL, Agent: l.Agent, Host: l.Host})); err != nil {
 						return err
 					}
 				}

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -29,47 +28,59 @@ type eventView struct {
 	LastActivity, LastHeartbeat             string
 }
 
-func str(data map[string]any, key string) string {
-	v, ok := data[key]
-	if !ok || v == nil {
+// shortTime renders a time of an event's detail as the pages do; the
+// zero time (a lease that never showed activity) as nothing.
+func shortTime(t time.Time) string {
+	if t.IsZero() || t.Unix() <= 0 {
 		return ""
-	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
-}
-
-func flag(data map[string]any, key string) (value, present bool) {
-	v, ok := data[key]
-	if !ok {
-		return false, false
-	}
-	b, isBool := v.(bool)
-	return isBool && b, isBool
-}
-
-// shortTime renders an RFC 3339 time of event data as the pages do.
-func shortTime(s string) string {
-	if s == "" {
-		return ""
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.IsZero() || t.Unix() <= 0 {
-		return s
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
 func newEventView(e warp.Event, now time.Time) eventView {
-	d := e.Data
-	v := eventView{ID: e.ID, Ticket: e.Ticket, Epoch: e.Epoch, Kind: e.Kind, At: e.At, Age: FormatAge(now.Sub(e.At)),
-		Agent: str(d, "agent"), Host: str(d, "host"), Title: str(d, "title"), Reason: str(d, "reason"),
-		Exit: str(d, "exit"), PRURL: str(d, "pr_url"), From: str(d, "from"), To: str(d, "to"),
-		Since: shortTime(str(d, "since")), LastActivity: shortTime(str(d, "last_activity_at")),
-		LastHeartbeat: shortTime(str(d, "last_heartbeat_at")), By: str(d, "by"), Labels: str(d, "labels")}
-	v.Fallback, v.HasFallback = flag(d, "fallback_extended")
-	v.Forced, _ = flag(d, "forced")
-	v.PRIsLink = isHTTPURL(v.PRURL)
+	v := eventView{ID: e.ID, Ticket: e.Ticket, Epoch: e.Epoch, Kind: e.Kind, At: e.At, Age: FormatAge(now.Sub(e.At))}
+	switch d := e.Data.(type) {
+	case warp.CreatedData:
+		v.Title = d.Title
+	case warp.ClaimedData:
+		v.Agent, v.Host = d.Agent, d.Host
+	case warp.FirstV2HeartbeatData:
+		v.Host = d.Host
+	case warp.ExitReportData:
+		v.Exit, v.Host = d.Exit, d.Host
+	case warp.LapsedData:
+		v.Reason, v.Agent, v.Host = d.Reason, d.Agent, d.Host
+		v.Fallback, v.HasFallback = d.FallbackExtended, true
+		v.LastActivity, v.LastHeartbeat = shortTime(d.LastActivityAt), shortTime(d.LastHeartbeatAt)
+	case warp.ReleasedData:
+		v.Reason, v.Agent, v.Host, v.By = d.Reason, d.Agent, d.Host, d.By
+	case warp.CompletedData:
+		v.PRURL, v.Agent, v.Host, v.By = d.PRURL, d.Agent, d.Host, d.By
+		v.PRIsLink = isHTTPURL(v.PRURL)
+	case warp.VerdictChangedData:
+		v.From, v.To, v.Since, v.Agent, v.Host = string(d.From), string(d.To), shortTime(d.Since), d.Agent, d.Host
+	case warp.ModeChangedData:
+		v.From, v.To, v.Forced = string(d.From), string(d.To), d.Forced
+	case warp.EditedData:
+		if d.Title != nil {
+			v.Title = *d.Title
+		}
+		if d.Labels != nil {
+			v.Labels = *d.Labels
+		}
+		v.By = d.By
+	case warp.ReopenedData:
+		v.From, v.Reason, v.By = string(d.From), d.Reason, d.By
+	case warp.CancelledData:
+		v.From, v.Reason, v.By = string(d.From), d.Reason, d.By
+	case warp.BlockedData:
+		v.Reason = d.Reason
+	case warp.SnapshotData:
+		v.Host = d.Host
+	case warp.HostAlarmData:
+		v.Host = d.Host
+	case warp.HostAlarmClearedData:
+		v.Host, v.Reason, v.Since = d.Host, d.Reason, shortTime(d.Since)
+	}
 	return v
 }

@@ -237,17 +237,17 @@ func laneVerdicts(ln *tlLane, l warp.Lease, changes []warp.Event, p warp.Policy,
 	}
 	segs := []seg{{v: warp.VerdictActive, from: l.ClaimedAt}}
 	for _, e := range changes {
-		to := warp.Verdict(str(e.Data, "to"))
-		at := e.At
-		if s, err := time.Parse(time.RFC3339Nano, str(e.Data, "since")); err == nil && !s.IsZero() {
-			at = s
+		d, _ := e.Data.(warp.VerdictChangedData)
+		to, at := d.To, e.At
+		if !d.Since.IsZero() {
+			at = d.Since
 		}
 		at = clampTime(at, segs[len(segs)-1].from, end)
 		segs = append(segs, seg{v: to, from: at, recorded: e.At})
 		x := sc.x(e.At)
 		ln.Marks = append(ln.Marks, tlMark{Kind: "verdict", X: num(x),
 			Points: diamond(x, float64(ln.MarkBot)+3, 3.5),
-			Title:  fmt.Sprintf("verdict pass recorded %s → %s at %s (since %s)", str(e.Data, "from"), to, tlTime(e.At), tlTime(at))})
+			Title:  fmt.Sprintf("verdict pass recorded %s → %s at %s (since %s)", d.From, to, tlTime(e.At), tlTime(at))})
 	}
 	for _, d := range tailVerdicts(l, p, segs[len(segs)-1].from, end) {
 		if d.v == segs[len(segs)-1].v {

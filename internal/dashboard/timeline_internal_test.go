@@ -69,13 +69,14 @@ func TestTimelineSegmentsStayInTheBar(t *testing.T) {
 	now := tlT0.Add(40 * time.Minute)
 	l := heldLease(1, tlT0, now)
 	l.LastActivityAt = tlT0.Add(10 * time.Minute) // stalled since 12:25
-	ev := func(id int64, to warp.Verdict, at time.Time, since string) warp.Event {
-		return warp.Event{ID: id, Ticket: "T", Epoch: 1, Kind: warp.EventVerdictChanged, At: at,
-			Data: map[string]any{"from": "x", "to": string(to), "since": since}}
+	ev := func(id int64, to warp.Verdict, at time.Time, since time.Time) warp.Event {
+		e := warp.NewEvent("T", 1, at, warp.VerdictChangedData{From: "x", To: to, Since: since})
+		e.ID = id
+		return e
 	}
 	h := warp.History{Ticket: warp.Ticket{ID: "T", Epoch: 1}, Leases: []warp.Lease{l}, Now: now, Events: []warp.Event{
-		ev(1, warp.VerdictSilent, tlT0.Add(5*time.Minute), tlT0.Add(-time.Hour).Format(time.RFC3339Nano)), // since before the claim
-		ev(2, warp.VerdictActive, tlT0.Add(8*time.Minute), "not a time"),                                  // unreadable: its time
+		ev(1, warp.VerdictSilent, tlT0.Add(5*time.Minute), tlT0.Add(-time.Hour)), // since before the claim
+		ev(2, warp.VerdictActive, tlT0.Add(8*time.Minute), time.Time{}),          // no since: its time
 	}}
 	tv := buildTimeline(h, tlPolicy())
 	ln := tv.Lanes[0]
@@ -103,7 +104,7 @@ func TestTimelineSegmentsStayInTheBar(t *testing.T) {
 	// A since after the end is clamped to the end.
 	l.State, l.EndedAt = warp.LeaseReleased, now
 	h.Leases, h.Now = []warp.Lease{l}, now.Add(time.Hour)
-	h.Events = []warp.Event{ev(4, warp.VerdictExited, now, now.Add(time.Hour).Format(time.RFC3339Nano))}
+	h.Events = []warp.Event{ev(4, warp.VerdictExited, now, now.Add(time.Hour))}
 	ln = buildTimeline(h, tlPolicy()).Lanes[0]
 	barB = xs(t, ln.Bar.X) + xs(t, ln.Bar.W)
 	for _, s := range ln.Segments {
@@ -153,8 +154,9 @@ func TestTimelineSilentLeaseIsNotDrawnStalled(t *testing.T) {
 	end := tlT0.Add(60 * time.Minute)
 	l.State, l.EndedAt, l.EndReason = warp.LeaseLapsed, end, warp.LapseNoActivity
 	ev := func(id int64, from, to warp.Verdict, at, since time.Time) warp.Event {
-		return warp.Event{ID: id, Ticket: "T", Epoch: 1, Kind: warp.EventVerdictChanged, At: at,
-			Data: map[string]any{"from": string(from), "to": string(to), "since": since.Format(time.RFC3339Nano)}}
+		e := warp.NewEvent("T", 1, at, warp.VerdictChangedData{From: from, To: to, Since: since})
+		e.ID = id
+		return e
 	}
 	h := warp.History{Ticket: warp.Ticket{ID: "T", Epoch: 1}, Leases: []warp.Lease{l}, Now: end.Add(time.Minute), Events: []warp.Event{
 		ev(1, warp.VerdictActive, warp.VerdictStalled, stalled.Add(time.Second), stalled),

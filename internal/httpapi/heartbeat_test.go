@@ -83,7 +83,7 @@ func TestLegacyV1ClientLivesOnInTransitionMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := evs[len(evs)-1]
-	if last.Kind != warp.EventLapsed || last.Data["reason"] != warp.LapseNoHeartbeat || last.Data["fallback_extended"] != true {
+	if last.Kind != warp.EventLapsed || last.Data.(warp.LapsedData).Reason != warp.LapseNoHeartbeat || !last.Data.(warp.LapsedData).FallbackExtended {
 		t.Fatalf("last event %+v, want lapsed no-heartbeat fallback_extended", last)
 	}
 	// And the loop, if it comes back, is told the lease ended.

@@ -82,9 +82,15 @@ func ToLease(ticket string, l Lease) warp.Lease {
 	}
 }
 
-// FromEvent converts a domain event to the wire form.
+// FromEvent converts a domain event to the wire form. The events come
+// from the store, whose details always match their kinds; a detail that
+// cannot be encoded is sent as {"error": ...} rather than failing the list.
 func FromEvent(e warp.Event) Event {
-	return Event{ID: e.ID, Ticket: e.Ticket, Epoch: e.Epoch, Kind: string(e.Kind), At: e.At, Data: e.Data}
+	data, err := warp.EventFields(e)
+	if err != nil {
+		data = map[string]any{"error": err.Error()}
+	}
+	return Event{ID: e.ID, Ticket: e.Ticket, Epoch: e.Epoch, Kind: string(e.Kind), At: e.At, Data: data}
 }
 
 // FromAdoption converts the domain adoption answer to the wire form.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -458,13 +457,9 @@ func (t *tx) CountHeld(ctx context.Context, b warp.VerdictBounds) (int64, error)
 }
 
 func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
-	data := e.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	b, err := json.Marshal(data)
+	b, err := warp.EncodeEventData(e)
 	if err != nil {
-		return 0, fmt.Errorf("encode event data: %w", err)
+		return 0, fmt.Errorf("append event: %w", err)
 	}
 	var id int64
 	err = t.tx.QueryRow(ctx, "INSERT INTO events (ticket, epoch, kind, at, data) VALUES ($1, $2, $3, $4, $5) RETURNING id",
@@ -491,11 +486,8 @@ func (t *tx) scanEvents(ctx context.Context, q string, args ...any) ([]warp.Even
 			return nil, translate(err)
 		}
 		e.Kind, e.At = warp.EventKind(kind), fromTS(at)
-		if err := json.Unmarshal(data, &e.Data); err != nil {
-			return nil, fmt.Errorf("decode data of event %d: %w", e.ID, err)
-		}
-		if e.Data == nil {
-			e.Data = map[string]any{}
+		if e.Data, err = warp.DecodeEventData(e.Kind, data); err != nil {
+			return nil, fmt.Errorf("event %d: %w", e.ID, err)
 		}
 		out = append(out, e)
 	}

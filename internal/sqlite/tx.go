@@ -433,13 +433,9 @@ func (t *tx) CountHeld(ctx context.Context, vb warp.VerdictBounds) (int64, error
 }
 
 func (t *tx) AppendEvent(ctx context.Context, e warp.Event) (int64, error) {
-	data := e.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	b, err := json.Marshal(data)
+	b, err := warp.EncodeEventData(e)
 	if err != nil {
-		return 0, fmt.Errorf("encode %s event data: %w", e.Kind, err)
+		return 0, fmt.Errorf("append event: %w", err)
 	}
 	var id int64
 	err = t.queryRow(ctx, qAppendEvent,
@@ -465,11 +461,8 @@ func (t *tx) queryEvents(ctx context.Context, op, query string, args ...any) ([]
 			return nil, translate(op, err)
 		}
 		e.Kind, e.At = warp.EventKind(kind), fromNanos(at)
-		if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
-			return nil, fmt.Errorf("%s: decode data of event %d: %w", op, e.ID, err)
-		}
-		if e.Data == nil {
-			e.Data = map[string]any{}
+		if e.Data, err = warp.DecodeEventData(e.Kind, []byte(data)); err != nil {
+			return nil, fmt.Errorf("%s: event %d: %w", op, e.ID, err)
 		}
 		out = append(out, e)
 	}

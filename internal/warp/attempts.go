@@ -203,9 +203,7 @@ func (s *Service) recordEnd(ctx context.Context, tx Tx, ch *Change, by string) e
 		return nil
 	}
 	ch.Ticket.State = TicketBlocked
-	ev := Event{Ticket: held.Ticket, Epoch: held.Epoch, Kind: EventBlocked, At: at,
-		Data: map[string]any{"attempts": n, "max_attempts": s.cfg.MaxAttempts, "reason": AttemptsReason(atts, n)}}
-	ch.Events = append(ch.Events, ev)
+	ch.Events = append(ch.Events, NewEvent(held.Ticket, held.Epoch, at, BlockedData{Attempts: n, MaxAttempts: s.cfg.MaxAttempts, Reason: AttemptsReason(atts, n)}))
 	return nil
 }
 
@@ -296,11 +294,8 @@ func (s *Service) RecordSnapshot(ctx context.Context, id string, epoch int64, sn
 		if err != nil {
 			return fmt.Errorf("record the snapshot of %s/%d: %w", id, epoch, err)
 		}
-		data := map[string]any{"state": snap.State, "host": snap.Host}
-		if snap.Commit != "" {
-			data["commit"] = snap.Commit
-		}
-		if _, err := tx.AppendEvent(ctx, Event{Ticket: id, Epoch: epoch, Kind: EventSnapshot, At: snap.At, Data: data}); err != nil {
+		data := SnapshotData{State: snap.State, Commit: snap.Commit, Host: snap.Host}
+		if _, err := tx.AppendEvent(ctx, NewEvent(id, epoch, snap.At, data)); err != nil {
 			return fmt.Errorf("append snapshot event of %s: %w", id, err)
 		}
 		out.Lease = l

@@ -280,11 +280,9 @@ func (a HookAlarm) transitions(tallies map[string]*hostTally, alarms map[string]
 // event is the global event that records c.
 func (c HostAlarmChange) event() Event {
 	if c.Raised {
-		return Event{Kind: EventHostAlarm, At: c.At, Data: map[string]any{
-			"host": c.Host, "leases": c.Leases, "stale": c.Stale, "message": AlarmMessage(c.Host)}}
+		return NewEvent("", 0, c.At, HostAlarmData{Host: c.Host, Leases: c.Leases, Stale: c.Stale, Message: AlarmMessage(c.Host)})
 	}
-	return Event{Kind: EventHostAlarmCleared, At: c.At, Data: map[string]any{
-		"host": c.Host, "leases": c.Leases, "stale": c.Stale, "reason": c.Reason, "since": formatTime(c.Since)}}
+	return NewEvent("", 0, c.At, HostAlarmClearedData{Host: c.Host, Leases: c.Leases, Stale: c.Stale, Reason: c.Reason, Since: c.Since.UTC()})
 }
 
 // HostAlarms returns the raised host alarms by host.

@@ -165,8 +165,7 @@ func (p Policy) Claim(mode Mode, t Ticket, holder *Lease, r ClaimRequest, c Call
 	return Change{
 		Ticket: t, TicketDirty: true, Lease: l, InsertLease: true,
 		Counts: NewHeldCounts(l.HookSeen, 1),
-		Events: []Event{{Ticket: t.ID, Epoch: l.Epoch, Kind: EventClaimed, At: now,
-			Data: map[string]any{"agent": l.Agent, "host": l.Host}}},
+		Events: []Event{NewEvent(t.ID, l.Epoch, now, ClaimedData{Agent: l.Agent, Host: l.Host})},
 	}, nil
 }
 
@@ -220,13 +219,11 @@ func (p Policy) Heartbeat(mode Mode, t Ticket, l Lease, h Heartbeat, releaseOnEx
 	l.ExpiresAt = p.ExpiresAt(mode, l)
 	if firstV2 {
 		l.FirstV2At = now
-		ch.Events = append(ch.Events, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventFirstV2Heartbeat, At: now,
-			Data: map[string]any{"host": host}})
+		ch.Events = append(ch.Events, NewEvent(t.ID, l.Epoch, now, FirstV2HeartbeatData{Host: host}))
 	}
 	if h.SchemaVersion == 2 && h.Exit != "" && l.Exit == "" {
 		l.Exit, l.ExitedAt = h.Exit, now
-		ch.Events = append(ch.Events, Event{Ticket: t.ID, Epoch: l.Epoch, Kind: EventExitReport, At: now,
-			Data: map[string]any{"exit": h.Exit, "host": host}})
+		ch.Events = append(ch.Events, NewEvent(t.ID, l.Epoch, now, ExitReportData{Exit: h.Exit, Host: host}))
 		if releaseOnExit {
 			end := End(t, l, LeaseReleased, ReleaseExitReport, "", now)
 			end.Events = append(ch.Events, end.Events...)
@@ -288,15 +285,15 @@ func End(t Ticket, l Lease, state LeaseState, reason, prURL string, now time.Tim
 	counts := map[Verdict]int64{recordedVerdict(l): -1, HookCountKey(l.HookSeen): -1}
 	held := l
 	l.State, l.EndedAt, l.EndReason, l.PRURL, l.VerdictDueAt = state, now, reason, prURL, time.Time{}
-	kind, data := EventReleased, map[string]any{"reason": reason, "agent": l.Agent, "host": l.Host}
+	var data EventData = ReleasedData{Reason: reason, Agent: l.Agent, Host: l.Host}
 	t.State = TicketOpen
 	if state == LeaseCompleted {
-		kind, data = EventCompleted, map[string]any{"pr_url": prURL, "agent": l.Agent, "host": l.Host}
+		data = CompletedData{PRURL: prURL, Agent: l.Agent, Host: l.Host}
 		t.State = TicketCompleted
 	}
 	t.UpdatedAt = now
 	return Change{Ticket: t, TicketDirty: true, Lease: l, LeaseDirty: true, Counts: counts, EndedFrom: &held,
-		Events: []Event{{Ticket: t.ID, Epoch: l.Epoch, Kind: kind, At: now, Data: data}}}
+		Events: []Event{NewEvent(t.ID, l.Epoch, now, data)}}
 }
 
 // CancelReason is the end reason of a lease its ticket's cancel released:
@@ -333,8 +330,7 @@ func Cancel(t Ticket, holder *Lease, reason string, now time.Time) (Change, erro
 		return Change{}, fmt.Errorf("cancel ticket %s: unknown state %q", t.ID, t.State)
 	}
 	ch.Ticket.State, ch.Ticket.UpdatedAt, ch.TicketDirty = TicketCancelled, now, true
-	ch.Events = append(ch.Events, Event{Ticket: t.ID, Epoch: t.Epoch, Kind: EventCancelled, At: now,
-		Data: map[string]any{"from": string(t.State), "reason": reason}})
+	ch.Events = append(ch.Events, NewEvent(t.ID, t.Epoch, now, CancelledData{From: t.State, Reason: reason}))
 	return ch, nil
 }
 
@@ -355,8 +351,7 @@ func Reopen(t Ticket, reason string, now time.Time) (Change, error) {
 	}
 	from := t.State
 	t.State, t.UpdatedAt = TicketOpen, now
-	return Change{Ticket: t, TicketDirty: true, Events: []Event{{Ticket: t.ID, Epoch: t.Epoch, Kind: EventReopened, At: now,
-		Data: map[string]any{"from": string(from), "reason": reason}}}}, nil
+	return Change{Ticket: t, TicketDirty: true, Events: []Event{NewEvent(t.ID, t.Epoch, now, ReopenedData{From: from, Reason: reason})}}, nil
 }
 
 // Lapse ends held lease l, whose expiry has passed, at now under mode: it
@@ -382,10 +377,8 @@ func lapse(reason string, fb bool, t Ticket, l Lease, now time.Time) Change {
 	if t.Epoch == l.Epoch && t.State == TicketClaimed {
 		ch.Ticket.State, ch.Ticket.UpdatedAt, ch.TicketDirty = TicketOpen, now, true
 	}
-	ch.Events = []Event{{Ticket: l.Ticket, Epoch: l.Epoch, Kind: EventLapsed, At: now, Data: map[string]any{
-		"reason": reason, "fallback_extended": fb, "agent": l.Agent, "host": l.Host,
-		"last_activity_at": formatTime(l.LastActivityAt), "last_heartbeat_at": formatTime(l.LastHeartbeatAt),
-	}}}
+	ch.Events = []Event{NewEvent(l.Ticket, l.Epoch, now, LapsedData{Reason: reason, FallbackExtended: fb, Agent: l.Agent, Host: l.Host,
+		LastActivityAt: l.LastActivityAt.UTC(), LastHeartbeatAt: l.LastHeartbeatAt.UTC()})}
 	return ch
 }
 
@@ -402,8 +395,7 @@ func (p Policy) RecordVerdict(t Ticket, l Lease, now time.Time) (ch Change, vc V
 			Since: p.verdictSince(l, to), Agent: l.Agent, Host: l.Host}
 		l.RecordedVerdict = to
 		ch.Counts = map[Verdict]int64{from: -1, to: 1}
-		ch.Events = []Event{{Ticket: l.Ticket, Epoch: l.Epoch, Kind: EventVerdictChanged, At: now,
-			Data: map[string]any{"from": string(from), "to": string(to), "since": formatTime(vc.Since), "agent": l.Agent, "host": l.Host}}}
+		ch.Events = []Event{NewEvent(l.Ticket, l.Epoch, now, VerdictChangedData{From: from, To: to, Since: vc.Since.UTC(), Agent: l.Agent, Host: l.Host})}
 		ok = true
 	}
 	l.VerdictDueAt = p.VerdictDue(l, now)

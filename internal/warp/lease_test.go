@@ -146,7 +146,7 @@ func TestClaim(t *testing.T) {
 		if ch.Ticket.State != warp.TicketClaimed || ch.Ticket.Epoch != 3 || ch.Ticket.Seq != 7 || !ch.Ticket.UpdatedAt.Equal(now) {
 			t.Errorf("ticket %+v", ch.Ticket)
 		}
-		if kinds(ch.Events) != "claimed" || ch.Events[0].Data["agent"] != "a" {
+		if kinds(ch.Events) != "claimed" || ch.Events[0].Data.(warp.ClaimedData).Agent != "a" {
 			t.Errorf("events %v", ch.Events)
 		}
 	})
@@ -293,14 +293,14 @@ func TestEndAndLapse(t *testing.T) {
 	t.Run("a release reopens the ticket and records the reason", func(t *testing.T) {
 		ch := warp.End(claimedTicket(1), heldAt(0, 0), warp.LeaseReleased, "operator", "", now)
 		if ch.Lease.State != warp.LeaseReleased || !ch.Lease.EndedAt.Equal(now) || ch.Lease.EndReason != "operator" ||
-			ch.Ticket.State != warp.TicketOpen || kinds(ch.Events) != "released" || ch.Events[0].Data["reason"] != "operator" {
+			ch.Ticket.State != warp.TicketOpen || kinds(ch.Events) != "released" || ch.Events[0].Data.(warp.ReleasedData).Reason != "operator" {
 			t.Errorf("%+v", ch)
 		}
 	})
 	t.Run("a completion completes the ticket and records the PR", func(t *testing.T) {
 		ch := warp.End(claimedTicket(1), heldAt(0, 0), warp.LeaseCompleted, "", "https://x/pr/1", now)
 		if ch.Lease.State != warp.LeaseCompleted || ch.Lease.PRURL != "https://x/pr/1" || ch.Ticket.State != warp.TicketCompleted ||
-			kinds(ch.Events) != "completed" || ch.Events[0].Data["pr_url"] != "https://x/pr/1" {
+			kinds(ch.Events) != "completed" || ch.Events[0].Data.(warp.CompletedData).PRURL != "https://x/pr/1" {
 			t.Errorf("%+v", ch)
 		}
 	})
@@ -333,7 +333,7 @@ func TestEndAndLapse(t *testing.T) {
 			if ch.TicketDirty != tc.reopen || tc.reopen && ch.Ticket.State != warp.TicketOpen {
 				t.Errorf("ticket %s written %v, want reopened %v", ch.Ticket.State, ch.TicketDirty, tc.reopen)
 			}
-			if kinds(ch.Events) != "lapsed" || ch.Events[0].Data["reason"] != tc.reason || ch.Events[0].Data["fallback_extended"] != tc.fallback {
+			if kinds(ch.Events) != "lapsed" || ch.Events[0].Data.(warp.LapsedData).Reason != tc.reason || ch.Events[0].Data.(warp.LapsedData).FallbackExtended != tc.fallback {
 				t.Errorf("events %v", ch.Events)
 			}
 		})

@@ -37,15 +37,8 @@ func (s *Service) ModeHistory(ctx context.Context, limit int) ([]ModeChange, err
 	}
 	out := make([]ModeChange, 0, len(evs))
 	for _, e := range evs {
-		c := ModeChange{EventID: e.ID, At: e.At}
-		if v, ok := e.Data["from"].(string); ok {
-			c.From = Mode(v)
-		}
-		if v, ok := e.Data["to"].(string); ok {
-			c.To = Mode(v)
-		}
-		c.Forced, _ = e.Data["forced"].(bool)
-		out = append(out, c)
+		d, _ := e.Data.(ModeChangedData)
+		out = append(out, ModeChange{EventID: e.ID, At: e.At, From: d.From, To: d.To, Forced: d.Forced})
 	}
 	slices.Reverse(out)
 	return out, nil

@@ -117,8 +117,7 @@ func (s *Service) SetMode(ctx context.Context, mode Mode, force bool) (Mode, err
 		if err := s.recompute(ctx, tx, mode, now, recomputeExpiry); err != nil {
 			return err
 		}
-		_, err = tx.AppendEvent(ctx, Event{Kind: EventModeChanged, At: now,
-			Data: map[string]any{"from": string(old), "to": string(mode), "forced": force}})
+		_, err = tx.AppendEvent(ctx, NewEvent("", 0, now, ModeChangedData{From: old, To: mode, Forced: force}))
 		return err
 	})
 	if err != nil {

@@ -43,9 +43,9 @@ func (s *Service) EditTicket(ctx context.Context, id string, e TicketEdit) (Tick
 		if err != nil {
 			return err
 		}
-		data := map[string]any{}
+		var data EditedData
 		if e.Title != nil && *e.Title != t.Title {
-			t.Title, data["title"] = *e.Title, *e.Title
+			t.Title, data.Title = *e.Title, e.Title
 		}
 		labels := t.Labels
 		if e.Labels != nil {
@@ -57,16 +57,17 @@ func (s *Service) EditTicket(ctx context.Context, id string, e TicketEdit) (Tick
 			return err
 		}
 		if !slices.Equal(labels, t.Labels) {
-			t.Labels, data["labels"] = labels, strings.Join(labels, ",")
+			joined := strings.Join(labels, ",")
+			t.Labels, data.Labels = labels, &joined
 		}
-		if len(data) > 0 {
+		if data.Title != nil || data.Labels != nil {
 			t.UpdatedAt = now
 			if err := tx.EditTicket(ctx, t); err != nil {
 				return fmt.Errorf("edit ticket %s: %w", id, err)
 			}
-			ev := Event{Ticket: t.ID, Epoch: t.Epoch, Kind: EventEdited, At: now, Data: data}
-			stampOperator(ctx, []Event{ev})
-			if _, err := tx.AppendEvent(ctx, ev); err != nil {
+			evs := []Event{NewEvent(t.ID, t.Epoch, now, data)}
+			stampOperator(ctx, evs)
+			if _, err := tx.AppendEvent(ctx, evs[0]); err != nil {
 				return fmt.Errorf("append edited event of %s: %w", id, err)
 			}
 		}
@@ -187,10 +188,7 @@ func stampOperator(ctx context.Context, evs []Event) {
 	if c.Operator == "" {
 		return
 	}
-	for _, e := range evs {
-		if e.Data == nil {
-			continue
-		}
-		e.Data["by"] = c.Operator
+	for i := range evs {
+		evs[i].Data = withOperator(evs[i].Data, c.Operator)
 	}
 }

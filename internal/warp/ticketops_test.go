@@ -64,7 +64,7 @@ func TestCancelAndReopenRules(t *testing.T) {
 		case c.wantErr != nil && !errors.Is(err, c.wantErr):
 			t.Errorf("reopen of a %s ticket: %v, want %v", c.state, err, c.wantErr)
 		case c.wantErr == nil && (err != nil || ch.Ticket.State != warp.TicketOpen || ch.Ticket.Epoch != 2 || len(ch.Events) != 1 ||
-			ch.Events[0].Data["from"] != string(c.state)):
+			ch.Events[0].Data.(warp.ReopenedData).From != c.state):
 			t.Errorf("reopen of a %s ticket: %+v, %v", c.state, ch, err)
 		}
 	}

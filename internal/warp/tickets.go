@@ -67,7 +67,7 @@ func (s *Service) CreateTicket(ctx context.Context, nt NewTicket) (Ticket, error
 			return fmt.Errorf("create ticket %s: %w", t.ID, err)
 		}
 		out = created
-		_, err = tx.AppendEvent(ctx, Event{Ticket: t.ID, Kind: EventCreated, At: now, Data: map[string]any{"title": t.Title}})
+		_, err = tx.AppendEvent(ctx, NewEvent(t.ID, 0, now, CreatedData{Title: t.Title}))
 		return err
 	})
 	return out, err

@@ -190,8 +190,8 @@ func testRecordVerdicts(t *testing.T, svc *warp.Service, clk *storetest.Clock) {
 			t.Fatalf("verdict events of %s: got %d, want 1", id, len(evs))
 		}
 		e := evs[0]
-		if e.ID != c.EventID || e.Epoch != 1 || e.Data["from"] != "active" || e.Data["to"] != string(w.to) ||
-			e.Data["since"] != w.since.UTC().Format(time.RFC3339Nano) || e.Data["host"] != "host-"+id {
+		if d, _ := e.Data.(warp.VerdictChangedData); e.ID != c.EventID || e.Epoch != 1 || d.From != warp.VerdictActive || d.To != w.to ||
+			!d.Since.Equal(w.since) || d.Host != "host-"+id {
 			t.Errorf("event of %s: got %+v", id, e)
 		}
 		v, err := svc.Ticket(ctx, id)
@@ -225,7 +225,7 @@ func testRecordVerdicts(t *testing.T, svc *warp.Service, clk *storetest.Clock) {
 		!cs[0].Since.Equal(clk.Now()) {
 		t.Fatalf("comeback: got %+v, want B stalled → active since %s", cs, clk.Now())
 	}
-	if evs := verdictEvents(t, svc, "B"); len(evs) != 2 || evs[1].Data["from"] != "stalled" || evs[1].Data["to"] != "active" {
+	if evs := verdictEvents(t, svc, "B"); len(evs) != 2 || evs[1].Data.(warp.VerdictChangedData).From != warp.VerdictStalled || evs[1].Data.(warp.VerdictChangedData).To != warp.VerdictActive {
 		t.Fatalf("B's verdict events: got %+v, want active→stalled, stalled→active", evs)
 	}
 

@@ -228,9 +228,9 @@ type Event struct {
 	Epoch  int64
 	Kind   EventKind
 	At     time.Time
-	// Data holds the kind's details (reason, fallback_extended, agent, host,
-	// verdicts, mode...). Values are strings, numbers or booleans.
-	Data map[string]any
+	// Data is the kind's detail, of the kind's type (events.go): a
+	// lapse's LapsedData, a claim's ClaimedData...
+	Data EventData
 }
 
 // Heartbeat is one heartbeat as decoded from the wire.

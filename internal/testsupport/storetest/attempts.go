@@ -95,7 +95,7 @@ func testAttempts(t *testing.T, open func(t *testing.T) warp.Store) {
 		if r.EndedBy != "jane" || r.EndVerdict != "active" {
 			t.Errorf("attempt 2 record: %+v, want ended by jane while active", r)
 		}
-		if k := e.lastEvent("T-1", warp.EventSnapshot); k.Data["commit"] != commit || k.Epoch != 1 {
+		if k := e.lastEvent("T-1", warp.EventSnapshot); k.Data.(warp.SnapshotData).Commit != commit || k.Epoch != 1 {
 			t.Errorf("snapshot event %+v", k)
 		}
 	})
@@ -145,7 +145,7 @@ func testAttempts(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Fatalf("after 2 failed attempts of 2: %s, want blocked", v.Ticket.State)
 		}
 		ev := e.lastEvent("T-1", warp.EventBlocked)
-		if reason, _ := ev.Data["reason"].(string); !strings.Contains(reason, "#1 released gave up") || !strings.Contains(reason, "#2 released gave up") {
+		if reason := ev.Data.(warp.BlockedData).Reason; !strings.Contains(reason, "#1 released gave up") || !strings.Contains(reason, "#2 released gave up") {
 			t.Errorf("blocked reason %q does not list the attempts", reason)
 		}
 		// claim-next skips it; a claim by id is refused.

@@ -55,7 +55,8 @@ func testEvents(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		wantTime(t, "created at", evs[0].At, T0())
 		wantTime(t, "completed at", evs[6].At, T0().Add(2*time.Minute))
-		if evs[4].Data["reason"] != "restart" || evs[5].Data["host"] != "h2" || evs[6].Data["pr_url"] != "https://example.com/pr/7" || evs[3].Data["exit"] != warp.ExitParentExited {
+		if evs[4].Data.(warp.ReleasedData).Reason != "restart" || evs[5].Data.(warp.ClaimedData).Host != "h2" ||
+			evs[6].Data.(warp.CompletedData).PRURL != "https://example.com/pr/7" || evs[3].Data.(warp.ExitReportData).Exit != warp.ExitParentExited {
 			t.Errorf("event data: got %v / %v / %v / %v", evs[3].Data, evs[4].Data, evs[5].Data, evs[6].Data)
 		}
 		if k := e.kinds("T-2"); !slices.Equal(k, []warp.EventKind{warp.EventCreated, warp.EventClaimed, warp.EventReleased}) {

@@ -319,7 +319,7 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("verdict: got %q, want exited", v)
 		}
 		ev := e.lastEvent("T-1", warp.EventExitReport)
-		if ev.Epoch != 1 || ev.Data["exit"] != warp.ExitParentExited {
+		if ev.Epoch != 1 || ev.Data.(warp.ExitReportData).Exit != warp.ExitParentExited {
 			t.Errorf("exit-report event: got %+v", ev)
 		}
 		// Recorded once: a second report changes neither the exit nor the history.
@@ -346,8 +346,8 @@ func testHeartbeats(t *testing.T, open func(t *testing.T) warp.Store) {
 		if got := e.sweptTickets(); !slices.Equal(got, []string{"T-1"}) {
 			t.Fatalf("sweep at expiry: got %v, want [T-1]", got)
 		}
-		if ev := e.lastEvent("T-1", warp.EventLapsed); ev.Data["reason"] != warp.LapseAgentExited {
-			t.Errorf("lapsed reason: got %v, want agent-exited", ev.Data["reason"])
+		if ev := e.lastEvent("T-1", warp.EventLapsed); ev.Data.(warp.LapsedData).Reason != warp.LapseAgentExited {
+			t.Errorf("lapsed: got %+v, want agent-exited", ev.Data)
 		}
 	})
 

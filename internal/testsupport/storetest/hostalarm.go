@@ -93,12 +93,9 @@ func testHostAlarms(t *testing.T, open func(t *testing.T) warp.Store) {
 		}
 		raisedAt := e.clock.Now()
 		evs := e.globalEvents(warp.EventHostAlarm)
-		if len(evs) != 1 || evs[0].Data["host"] != "h1" || evs[0].Data["message"] != "activity hook likely broken on h1" ||
+		if len(evs) != 1 || evs[0].Data != (warp.HostAlarmData{Host: "h1", Leases: 3, Stale: 3, Message: "activity hook likely broken on h1"}) ||
 			evs[0].ID != got[0].EventID || !evs[0].At.Equal(raisedAt) {
-			t.Fatalf("host-alarm events: got %+v", evs)
-		}
-		if n := fmt.Sprint(evs[0].Data["leases"], "/", evs[0].Data["stale"]); n != "3/3" {
-			t.Errorf("event data leases/stale: got %s, want 3/3", n)
+			t.Fatalf("host-alarm events: got %+v, want h1's, 3 of 3 leases stale", evs)
 		}
 		// Later passes and a server restart do not raise it again.
 		e.clock.Advance(30 * time.Second)
@@ -131,7 +128,7 @@ func testHostAlarms(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Fatalf("activity returns: got %+v, want h1 cleared (activity-returned)", got)
 		}
 		cl := e.globalEvents(warp.EventHostAlarmCleared)
-		if len(cl) != 1 || cl[0].Data["host"] != "h1" || cl[0].Data["reason"] != warp.AlarmClearedActivity {
+		if len(cl) != 1 || cl[0].Data.(warp.HostAlarmClearedData).Host != "h1" || cl[0].Data.(warp.HostAlarmClearedData).Reason != warp.AlarmClearedActivity {
 			t.Fatalf("host-alarm-cleared events: got %+v", cl)
 		}
 		if got := e.pass(); len(got) != 0 {

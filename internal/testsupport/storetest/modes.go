@@ -54,14 +54,12 @@ func testModes(t *testing.T, open func(t *testing.T) warp.Store) {
 		if len(evs) != 3 {
 			t.Fatalf("global events: got %d (%v), want 3 mode changes", len(evs), evs)
 		}
-		want := [][2]string{{"transition", "legacy"}, {"legacy", "activity"}, {"activity", "transition"}}
+		want := []warp.ModeChangedData{{From: warp.ModeTransition, To: warp.ModeLegacy}, {From: warp.ModeLegacy, To: warp.ModeActivity, Forced: true},
+			{From: warp.ModeActivity, To: warp.ModeTransition}}
 		for i, ev := range evs {
-			if ev.Kind != warp.EventModeChanged || ev.Ticket != "" || ev.Data["from"] != want[i][0] || ev.Data["to"] != want[i][1] {
-				t.Errorf("mode event %d: got %+v, want mode-changed %s → %s", i, ev, want[i][0], want[i][1])
+			if ev.Kind != warp.EventModeChanged || ev.Ticket != "" || ev.Data != want[i] {
+				t.Errorf("mode event %d: got %+v, want mode-changed %+v", i, ev, want[i])
 			}
-		}
-		if evs[1].Data["forced"] != true || evs[0].Data["forced"] != false {
-			t.Errorf("forced flags: got %v and %v, want false then true", evs[0].Data["forced"], evs[1].Data["forced"])
 		}
 		// Setting the current mode again is a no-op without an event.
 		if _, err := e.svc.SetMode(e.ctx, warp.ModeTransition, false); err != nil {

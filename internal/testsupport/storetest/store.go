@@ -3,7 +3,9 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,11 +177,17 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("updated lease: got %+v, want %+v", got, utcLease(l2))
 		}
 
-		data := map[string]any{"s": "text", "n": 42.5, "b": true, "f": false}
+		data := warp.VerdictChangedData{From: warp.VerdictActive, To: warp.VerdictStalled, Since: at(8).UTC(), Agent: "A", Host: "h1"}
+		// A kind this build does not know (a newer warp's, in a shared
+		// database) keeps its fields as written.
+		other := warp.OtherData{Kind: "from-the-future", Fields: map[string]any{"s": "text", "n": 42.5, "b": true}}
 		var id int64
 		e.update(func(tx warp.Tx) error {
 			var err error
-			id, err = tx.AppendEvent(e.ctx, warp.Event{Ticket: "T-1", Epoch: 3, Kind: warp.EventVerdictChanged, At: at(9), Data: data})
+			if id, err = tx.AppendEvent(e.ctx, warp.NewEvent("T-1", 3, at(9), data)); err != nil {
+				return err
+			}
+			_, err = tx.AppendEvent(e.ctx, warp.NewEvent("T-1", 3, at(10), other))
 			return err
 		})
 		var evs []warp.Event
@@ -188,15 +196,25 @@ func testStore(t *testing.T, open func(t *testing.T) warp.Store) {
 			evs, err = tx.Events(e.ctx, "T-1", id-1, 10)
 			return err
 		})
-		if len(evs) != 1 || evs[0].ID != id || evs[0].Epoch != 3 || evs[0].Kind != warp.EventVerdictChanged {
-			t.Fatalf("events: got %+v, want the one appended", evs)
+		if len(evs) != 2 || evs[0].ID != id || evs[0].Epoch != 3 || evs[0].Kind != warp.EventVerdictChanged || evs[1].Kind != other.Kind {
+			t.Fatalf("events: got %+v, want the two appended", evs)
 		}
 		wantTime(t, "event at", evs[0].At, at(9))
-		for k, v := range data {
-			if evs[0].Data[k] != v {
-				t.Errorf("event data %s: got %#v, want %#v", k, evs[0].Data[k], v)
-			}
+		if got, ok := evs[0].Data.(warp.VerdictChangedData); !ok || got.From != data.From || got.To != data.To || !got.Since.Equal(data.Since) || got.Agent != "A" || got.Host != "h1" {
+			t.Errorf("event data: got %#v, want %#v", evs[0].Data, data)
 		}
+		if got, ok := evs[1].Data.(warp.OtherData); !ok || !maps.Equal(got.Fields, other.Fields) {
+			t.Errorf("unknown kind's data: got %#v, want %#v", evs[1].Data, other)
+		}
+		// A detail of another kind's type is a bug the store refuses.
+		e.update(func(tx warp.Tx) error {
+			bad := warp.NewEvent("T-1", 3, at(11), data)
+			bad.Kind = warp.EventLapsed
+			if _, err := tx.AppendEvent(e.ctx, bad); err == nil || !strings.Contains(err.Error(), "of kind verdict-changed") {
+				t.Errorf("append a lapsed event with a verdict's detail: got %v, want refused", err)
+			}
+			return nil
+		})
 
 		e.update(func(tx warp.Tx) error {
 			if err := tx.SetMeta(e.ctx, "k", "one"); err != nil {

@@ -107,7 +107,7 @@ func testSweep(t *testing.T, open func(t *testing.T) warp.Store) {
 					t.Errorf("lapsed lease: got state %s reason %q fallback %v, want lapsed, %q, %v", l.State, l.EndReason, l.FallbackExtended, tc.reason, tc.fallback)
 				}
 				ev := e.lastEvent("T-1", warp.EventLapsed)
-				if ev.Epoch != 1 || ev.Data["reason"] != tc.reason || ev.Data["fallback_extended"] != tc.fallback {
+				if ev.Epoch != 1 || ev.Data.(warp.LapsedData).Reason != tc.reason || ev.Data.(warp.LapsedData).FallbackExtended != tc.fallback {
 					t.Errorf("lapsed event: got epoch %d data %v, want epoch 1, reason %q, fallback_extended %v", ev.Epoch, ev.Data, tc.reason, tc.fallback)
 				}
 				wantTime(t, "lapsed event time", ev.At, l.ExpiresAt)

@@ -17,20 +17,18 @@ func testTallies(t *testing.T, open func(t *testing.T) warp.Store) {
 	t.Run("EventsPerHour", func(t *testing.T) {
 		e := newEnv(t, open)
 		h0 := T0() // 12:00
-		ev := func(kind warp.EventKind, at time.Time, data map[string]any) warp.Event {
-			return warp.Event{Ticket: "T-1", Epoch: 1, Kind: kind, At: at, Data: data}
-		}
+		ev := func(at time.Time, data warp.EventData) warp.Event { return warp.NewEvent("T-1", 1, at, data) }
 		e.update(func(tx warp.Tx) error {
 			for _, x := range []warp.Event{
-				ev(warp.EventLapsed, h0.Add(-25*time.Hour), map[string]any{"reason": "expired"}), // before the window
-				ev(warp.EventLapsed, h0.Add(-2*time.Hour+time.Minute), map[string]any{"reason": "expired"}),
-				ev(warp.EventLapsed, h0.Add(-2*time.Hour+30*time.Minute), map[string]any{"reason": "expired"}),
-				ev(warp.EventLapsed, h0.Add(-2*time.Hour+59*time.Minute), map[string]any{"reason": "agent-exited"}),
-				ev(warp.EventLapsed, h0.Add(5*time.Minute), map[string]any{"reason": "expired"}),
-				ev(warp.EventLapsed, h0.Add(6*time.Minute), map[string]any{}), // no reason
-				ev(warp.EventVerdictChanged, h0.Add(7*time.Minute), map[string]any{"from": "active", "to": "stalled", "reason": "x"}),
-				ev(warp.EventVerdictChanged, h0.Add(8*time.Minute), map[string]any{"from": "stalled", "to": "silent"}),
-				ev(warp.EventReleased, h0.Add(9*time.Minute), map[string]any{"reason": "done"}), // not asked for
+				ev(h0.Add(-25*time.Hour), warp.LapsedData{Reason: "expired"}), // before the window
+				ev(h0.Add(-2*time.Hour+time.Minute), warp.LapsedData{Reason: "expired"}),
+				ev(h0.Add(-2*time.Hour+30*time.Minute), warp.LapsedData{Reason: "expired"}),
+				ev(h0.Add(-2*time.Hour+59*time.Minute), warp.LapsedData{Reason: "agent-exited"}),
+				ev(h0.Add(5*time.Minute), warp.LapsedData{Reason: "expired"}),
+				ev(h0.Add(6*time.Minute), warp.LapsedData{}), // no reason
+				ev(h0.Add(7*time.Minute), warp.VerdictChangedData{From: warp.VerdictActive, To: warp.VerdictStalled}),
+				ev(h0.Add(8*time.Minute), warp.VerdictChangedData{From: warp.VerdictStalled, To: warp.VerdictSilent}),
+				ev(h0.Add(9*time.Minute), warp.ReleasedData{Reason: "done"}), // not asked for
 			} {
 				if _, err := tx.AppendEvent(e.ctx, x); err != nil {
 					return err
@@ -139,24 +137,24 @@ const (
 // database, up to now.
 func SeedCharts(ctx context.Context, db warp.Store, now time.Time) error {
 	reasons := []string{"expired", "no-activity", "agent-exited", "no-heartbeat"}
-	tos := []string{"stalled", "silent", "active", "exited"}
-	skipped := []warp.EventKind{warp.EventCreated, warp.EventClaimed, warp.EventCompleted}
+	tos := []warp.Verdict{warp.VerdictStalled, warp.VerdictSilent, warp.VerdictActive, warp.VerdictExited}
+	skipped := []warp.EventData{warp.CreatedData{}, warp.ClaimedData{Host: "h"}, warp.CompletedData{Host: "h"}}
 	span := 7 * 24 * time.Hour
 	const batch = 20_000
 	for start := 0; start < 2*ChartEvents; start += batch {
 		err := db.Update(ctx, func(tx warp.Tx) error {
 			for i := start; i < start+batch; i++ {
 				at := now.Add(-span + time.Duration(i)*(span/(2*ChartEvents)))
-				e := warp.Event{Ticket: fmt.Sprintf("T-%06d", i/4), Epoch: 1, At: at}
+				var d warp.EventData
 				switch i % 4 {
 				case 0:
-					e.Kind, e.Data = warp.EventLapsed, map[string]any{"reason": reasons[i/4%4], "host": "h"}
+					d = warp.LapsedData{Reason: reasons[i/4%4], Host: "h"}
 				case 1:
-					e.Kind, e.Data = warp.EventVerdictChanged, map[string]any{"from": "active", "to": tos[i/4%4], "host": "h"}
+					d = warp.VerdictChangedData{From: warp.VerdictActive, To: tos[i/4%4], Host: "h"}
 				default:
-					e.Kind, e.Data = skipped[i%3], map[string]any{"host": "h"}
+					d = skipped[i%3]
 				}
-				if _, err := tx.AppendEvent(ctx, e); err != nil {
+				if _, err := tx.AppendEvent(ctx, warp.NewEvent(fmt.Sprintf("T-%06d", i/4), 1, at, d)); err != nil {
 					return err
 				}
 			}

@@ -29,7 +29,7 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("read back: %s", got.Ticket.State)
 		}
 		ev := e.lastEvent("T-1", warp.EventCancelled)
-		if ev.Data["from"] != "open" || ev.Data["reason"] != "duplicate of T-9" || ev.Data["by"] != nil {
+		if ev.Data != (warp.CancelledData{From: warp.TicketOpen, Reason: "duplicate of T-9"}) {
 			t.Errorf("cancelled event %+v", ev.Data)
 		}
 		// Never claimed while cancelled, by id or by claim-next.
@@ -63,7 +63,8 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("events %v", k)
 		}
 		rel, can := e.lastEvent("T-1", warp.EventReleased), e.lastEvent("T-1", warp.EventCancelled)
-		if rel.Data["reason"] != "cancelled" || rel.Data["by"] != "jane" || can.Data["from"] != "claimed" || can.Data["by"] != "jane" || can.Epoch != 1 {
+		if r, _ := rel.Data.(warp.ReleasedData); r.Reason != "cancelled" || r.By != "jane" ||
+			can.Data != (warp.CancelledData{From: warp.TicketClaimed, By: "jane"}) || can.Epoch != 1 {
 			t.Errorf("released %+v, cancelled %+v: want the operator in both", rel.Data, can)
 		}
 		// The holder's loop is told the lease ended, and how.
@@ -107,7 +108,7 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("reopened: %+v %+v, want open, epoch 1, its lease still completed", v.Ticket, v.Lease)
 		}
 		ev := e.lastEvent("T-1", warp.EventReopened)
-		if ev.Data["from"] != "completed" || ev.Data["reason"] != "the fix regressed" {
+		if ev.Data != (warp.ReopenedData{From: warp.TicketCompleted, Reason: "the fix regressed"}) {
 			t.Errorf("reopened event %+v", ev.Data)
 		}
 		// Claimed again with the next epoch, by claim-next too.
@@ -148,7 +149,7 @@ func testTicketOps(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("read back: %+v", got.Ticket)
 		}
 		ev := e.lastEvent("T-1", warp.EventEdited)
-		if ev.Data["title"] != title || ev.Data["labels"] != "go,ui" || ev.Data["by"] != "jane" {
+		if d, _ := ev.Data.(warp.EditedData); d.Title == nil || *d.Title != title || d.Labels == nil || *d.Labels != "go,ui" || d.By != "jane" {
 			t.Errorf("edited event %+v", ev.Data)
 		}
 		// Labels replaced whole, then removed all; claim-next follows them.

@@ -140,7 +140,7 @@ func testClaims(t *testing.T, open func(t *testing.T) warp.Store) {
 			}
 		}
 		ev := e.lastEvent("T-1", warp.EventClaimed)
-		if ev.Epoch != 1 || ev.Data["agent"] != "O" || ev.Data["host"] != "h1" {
+		if ev.Epoch != 1 || ev.Data != (warp.ClaimedData{Agent: "O", Host: "h1"}) {
 			t.Errorf("claimed event: got %+v, want epoch 1, agent O, host h1", ev)
 		}
 		wantTime(t, "claimed event time", ev.At, now)
@@ -178,7 +178,7 @@ func testClaims(t *testing.T, open func(t *testing.T) warp.Store) {
 			t.Errorf("released lease: got %+v", l)
 		}
 		wantTime(t, "ended_at", l.EndedAt, e.clock.Now())
-		if ev := e.lastEvent("T-1", warp.EventReleased); ev.Epoch != 1 || ev.Data["reason"] != "done for today" {
+		if ev := e.lastEvent("T-1", warp.EventReleased); ev.Epoch != 1 || ev.Data.(warp.ReleasedData).Reason != "done for today" {
 			t.Errorf("released event: got %+v", ev)
 		}
 
@@ -212,7 +212,7 @@ func testClaims(t *testing.T, open func(t *testing.T) warp.Store) {
 		if v.Ticket.State != warp.TicketCompleted || v.Lease.State != warp.LeaseCompleted || v.Lease.PRURL != "https://example.com/pr/1" {
 			t.Errorf("complete answer: got %+v %+v", v.Ticket, v.Lease)
 		}
-		if ev := e.lastEvent("T-1", warp.EventCompleted); ev.Epoch != 2 || ev.Data["pr_url"] != "https://example.com/pr/1" {
+		if ev := e.lastEvent("T-1", warp.EventCompleted); ev.Epoch != 2 || ev.Data.(warp.CompletedData).PRURL != "https://example.com/pr/1" {
 			t.Errorf("completed event: got %+v", ev)
 		}
 		_, err = e.svc.Claim(e.ctx, "T-1", warp.ClaimRequest{})

@@ -285,7 +285,7 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 		if len(changes) != 1 || changes[0].To != warp.VerdictUnwired || !changes[0].Since.Equal(since) {
 			t.Fatalf("verdict pass: got %+v, want active → unwired since claim + 15m", changes)
 		}
-		if ev := e.lastEvent("T-1", warp.EventVerdictChanged); ev.Data["to"] != "unwired" {
+		if ev := e.lastEvent("T-1", warp.EventVerdictChanged); ev.Data.(warp.VerdictChangedData).To != warp.VerdictUnwired {
 			t.Errorf("verdict event: got %+v", ev)
 		}
 	})
@@ -307,7 +307,7 @@ func testVerdicts(t *testing.T, open func(t *testing.T) warp.Store) {
 		if l := e.lease("stalls"); l.RecordedVerdict != warp.VerdictStalled {
 			t.Errorf("recorded verdict: got %q, want stalled", l.RecordedVerdict)
 		}
-		if ev := e.lastEvent("stalls", warp.EventVerdictChanged); ev.ID != changes[0].EventID || ev.Data["to"] != "stalled" {
+		if ev := e.lastEvent("stalls", warp.EventVerdictChanged); ev.ID != changes[0].EventID || ev.Data.(warp.VerdictChangedData).To != warp.VerdictStalled {
 			t.Errorf("verdict event: got %+v, want id %d to stalled", ev, changes[0].EventID)
 		}
 		if changes, err := e.svc.RecordVerdicts(e.ctx); err != nil || len(changes) != 0 {

@@ -94,7 +94,9 @@ func (r *run) observe(ctx context.Context) ([]Observation, error) {
 		for _, e := range events {
 			if e.Kind == warp.EventLapsed && o.LapsedAt.IsZero() {
 				o.LapsedAt = e.At
-				o.LapseReason, _ = e.Data["reason"].(string)
+				if d, ok := e.Data.(warp.LapsedData); ok {
+					o.LapseReason = d.Reason
+				}
 			}
 		}
 		obs[i] = o
