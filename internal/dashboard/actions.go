@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -210,7 +210,7 @@ func (d *Dashboard) act(name string) http.HandlerFunc {
 			return
 		}
 		kind := map[string]warp.EventKind{"release": warp.EventReleased, "cancel": warp.EventCancelled, "reopen": warp.EventReopened}[name]
-		d.OnChange(apihook.Change{Kind: kind, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: reason})
+		d.OnChange(apiobserve.Change{Kind: kind, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: reason})
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, "/tickets/"+url.PathEscape(id)+"?"+url.Values{"done": {actions[name].Done}}.Encode(), http.StatusSeeOther)
 	}

@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/age"
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/handoff"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/httpkit"
@@ -246,8 +246,8 @@ func (d *Dashboard) Handler() http.Handler {
 }
 
 // OnHeartbeat feeds an accepted heartbeat (or exit report) to the stream;
-// it fits the API server's heartbeat hook.
-func (d *Dashboard) OnHeartbeat(o apihook.HeartbeatOutcome) {
+// it fits the API server's heartbeat observer.
+func (d *Dashboard) OnHeartbeat(o apiobserve.HeartbeatOutcome) {
 	if o.Code != "ok" || o.Ticket == "" {
 		return
 	}
@@ -259,8 +259,8 @@ func (d *Dashboard) OnHeartbeat(o apihook.HeartbeatOutcome) {
 }
 
 // OnChange feeds a claim, release, completion, creation or mode change to
-// the stream; it fits the API server's change hook.
-func (d *Dashboard) OnChange(c apihook.Change) {
+// the stream; it fits the API server's change observer.
+func (d *Dashboard) OnChange(c apiobserve.Change) {
 	n := Notice{Kind: string(c.Kind), Ticket: c.Ticket, Epoch: c.Epoch, Reason: c.Reason}
 	if c.Kind == warp.EventModeChanged {
 		n.To = c.Mode

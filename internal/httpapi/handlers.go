@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -23,7 +23,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventCreated, Ticket: t.ID})
+	s.changed(apiobserve.Change{Kind: warp.EventCreated, Ticket: t.ID})
 	writeJSON(w, http.StatusCreated, FromTicketView(warp.TicketView{Ticket: t}))
 	return nil
 }
@@ -90,7 +90,7 @@ func (s *Server) editTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventEdited, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apiobserve.Change{Kind: warp.EventEdited, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -104,7 +104,7 @@ func (s *Server) reopenTicket(w http.ResponseWriter, r *http.Request) error {
 }
 
 // changeTicket is a cancel or a reopen: the reason of the body, the
-// service's change, the change hook, the ticket.
+// service's change, the change observer, the ticket.
 func (s *Server) changeTicket(w http.ResponseWriter, r *http.Request, kind warp.EventKind,
 	change func(ctx context.Context, id, reason string) (warp.TicketView, error)) error {
 	var req TicketChangeRequest
@@ -115,7 +115,7 @@ func (s *Server) changeTicket(w http.ResponseWriter, r *http.Request, kind warp.
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: kind, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
+	s.changed(apiobserve.Change{Kind: kind, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -159,7 +159,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apiobserve.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -180,7 +180,7 @@ func (s *Server) recordSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventSnapshot, Ticket: a.Lease.Ticket, Epoch: a.Lease.Epoch})
+	s.changed(apiobserve.Change{Kind: warp.EventSnapshot, Ticket: a.Lease.Ticket, Epoch: a.Lease.Epoch})
 	writeJSON(w, http.StatusOK, FromAttempt(a))
 	return nil
 }
@@ -194,7 +194,7 @@ func (s *Server) claimNext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apiobserve.Change{Kind: warp.EventClaimed, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -222,7 +222,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventReleased, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
+	s.changed(apiobserve.Change{Kind: warp.EventReleased, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch, Reason: req.Reason})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -239,7 +239,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventCompleted, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
+	s.changed(apiobserve.Change{Kind: warp.EventCompleted, Ticket: v.Ticket.ID, Epoch: v.Ticket.Epoch})
 	writeJSON(w, http.StatusOK, FromTicketView(v))
 	return nil
 }
@@ -249,7 +249,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 		return s.probeHeartbeat(w, r, v)
 	}
 	h, err := DecodeHeartbeat(r.Body)
-	out := apihook.HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
+	out := apiobserve.HeartbeatOutcome{SchemaVersion: h.SchemaVersion, Exit: h.Exit, Code: "ok", Ticket: h.Ticket}
 	var res warp.HeartbeatResult
 	if err == nil {
 		res, err = s.svc.Heartbeat(r.Context(), h)
@@ -343,7 +343,7 @@ func (s *Server) setMode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.changed(apihook.Change{Kind: warp.EventModeChanged, Mode: string(m)})
+	s.changed(apiobserve.Change{Kind: warp.EventModeChanged, Mode: string(m)})
 	writeJSON(w, http.StatusOK, ModeStatus{Mode: string(m)})
 	return nil
 }

@@ -134,7 +134,7 @@ func newDocFixture(t testing.TB) *docFixture {
 			}
 		},
 	}
-	f.ops.Hook(&cfg)
+	f.ops.Attach(&cfg)
 	if f.api, err = httpapi.NewServer(f.svc, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/client"
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestProbeHeartbeatIsCheckedNotCounted(t *testing.T) {
 	outcomes := 0
 	o := withTokens()
-	o.cfg.OnHeartbeat = func(apihook.HeartbeatOutcome) { outcomes++ }
+	o.cfg.OnHeartbeat = func(apiobserve.HeartbeatOutcome) { outcomes++ }
 	e := newEnv(t, o)
 	e.create("T-1")
 	e.claim("T-1", "h1")

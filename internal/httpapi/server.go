@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
@@ -40,11 +40,11 @@ type ServerConfig struct {
 	Observe func(route string, code int, dur time.Duration)
 	// OnHeartbeat, when set, is called once per heartbeat request with its
 	// outcome (metrics).
-	OnHeartbeat func(apihook.HeartbeatOutcome)
+	OnHeartbeat func(apiobserve.HeartbeatOutcome)
 	// OnChange, when set, is called after every successful write other
 	// than a heartbeat (the dashboard's event stream). Keep it short: it
 	// runs on the request's goroutine.
-	OnChange func(apihook.Change)
+	OnChange func(apiobserve.Change)
 	// AnyHost, with no tokens, answers requests whatever their Host header
 	// names. Without it a tokenless server answers only requests addressed
 	// to localhost or a loopback IP: a web page whose domain the attacker
@@ -227,7 +227,7 @@ func (s *Server) handle(pattern string, h apiHandler, role Role) {
 
 // Mount registers h for pattern (http.ServeMux syntax, "GET /metrics") behind
 // the server's middleware: the body limit, authorisation to at least role,
-// and the Observe hook under the pattern's name. warp serve mounts the
+// and the Observe observer under the pattern's name. warp serve mounts the
 // dashboard, the metrics and the event stream with it. Like
 // http.ServeMux.Handle it panics on an invalid or conflicting pattern. It
 // is safe to call while serving.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/sqlite"
 	"github.com/gyrum-labs/warp/internal/warp"
@@ -476,18 +476,18 @@ func TestMountAddsRoutesBehindAuthAndObserve(t *testing.T) {
 }
 
 func TestHeartbeatOutcomeHook(t *testing.T) {
-	got := make(chan apihook.HeartbeatOutcome, 8)
+	got := make(chan apiobserve.HeartbeatOutcome, 8)
 	o := envOptions{}
-	o.cfg.OnHeartbeat = func(h apihook.HeartbeatOutcome) { got <- h }
+	o.cfg.OnHeartbeat = func(h apiobserve.HeartbeatOutcome) { got <- h }
 	e := newEnv(t, o)
 	e.create("T-1")
 	e.claim("T-1", "h1")
 	e.json("POST", "/v1/heartbeat", "", v2Body("T-1", 1, 0), nil)
-	if h := <-got; h != (apihook.HeartbeatOutcome{SchemaVersion: 2, Code: "ok", Extended: true, Ticket: "T-1", Epoch: 1}) {
+	if h := <-got; h != (apiobserve.HeartbeatOutcome{SchemaVersion: 2, Code: "ok", Extended: true, Ticket: "T-1", Epoch: 1}) {
 		t.Errorf("v2 outcome %+v", h)
 	}
 	e.json("POST", "/heartbeat", "", map[string]any{"ticket": "T-9"}, nil)
-	if h := <-got; h != (apihook.HeartbeatOutcome{SchemaVersion: 1, Code: httpapi.CodeNotFound, Ticket: "T-9"}) {
+	if h := <-got; h != (apiobserve.HeartbeatOutcome{SchemaVersion: 1, Code: httpapi.CodeNotFound, Ticket: "T-9"}) {
 		t.Errorf("unknown ticket outcome %+v", h)
 	}
 	e.request("POST", "/heartbeat", "", "", []byte(`{"schema_version":9,"ticket":"T-1"}`))

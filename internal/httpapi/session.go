@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/httpkit"
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
 // changed tells ServerConfig.OnChange about a successful write.
-func (s *Server) changed(c apihook.Change) {
+func (s *Server) changed(c apiobserve.Change) {
 	if s.cfg.OnChange != nil {
 		s.cfg.OnChange(c)
 	}

@@ -2,7 +2,7 @@
 // client. Every Metrics has its own prometheus.Registry (no package-level
 // registry), so two servers in one process — tests — never share series.
 //
-// Counters are fed by hooks the server calls (heartbeats, HTTP requests,
+// Counters are fed by observers the server calls (heartbeats, HTTP requests,
 // sweeps, verdict changes); the gauges of claimed leases by verdict, of
 // hosts by schema version and of hosts in alarm (activity hook likely
 // broken) are computed from the database at scrape time (one indexed count

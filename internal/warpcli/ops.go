@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gyrum-labs/warp/internal/apihook"
+	"github.com/gyrum-labs/warp/internal/apiobserve"
 	"github.com/gyrum-labs/warp/internal/dashboard"
 	"github.com/gyrum-labs/warp/internal/httpapi"
 	"github.com/gyrum-labs/warp/internal/metrics"
@@ -12,12 +12,12 @@ import (
 )
 
 // Ops is the operator's view of one server: the dashboard with its event
-// stream, the Prometheus metrics, and the hooks that feed both from the
+// stream, the Prometheus metrics, and the observers that feed both from the
 // HTTP API and the expiry job. Main.Run composes one per process:
 //
 //	ops, _ := NewOps(svc, dashboard.Config{Logger: log}, metrics.Config{Logger: log})
 //	cfg := httpapi.ServerConfig{Tokens: tokens}
-//	ops.Hook(&cfg)
+//	ops.Attach(&cfg)
 //	api, _ := httpapi.NewServer(svc, cfg)
 //	ops.Mount(api)
 //	job, _ := expiry.New(svc, expiry.Config{OnSweep: ops.OnSweep, OnError: ops.OnSweepError})
@@ -40,10 +40,10 @@ func NewOps(svc *warp.Service, dcfg dashboard.Config, mcfg metrics.Config) (*Ops
 	return &Ops{Dashboard: d, Metrics: m}, nil
 }
 
-// Hook sets the server hooks that feed the metrics and the event stream,
-// and the dashboard's sign-in page unless cfg has one. Hooks already set
-// in cfg keep running, before these.
-func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
+// Attach sets the server's observers that feed the metrics and the event
+// stream, and the dashboard's sign-in page unless cfg has one. Observers
+// already set in cfg keep running, before these.
+func (o *Ops) Attach(cfg *httpapi.ServerConfig) {
 	if cfg.SignInPage == nil {
 		cfg.SignInPage = o.Dashboard.SignInPage(httpapi.SignInPath)
 	}
@@ -55,14 +55,14 @@ func (o *Ops) Hook(cfg *httpapi.ServerConfig) {
 		o.Metrics.ObserveHTTP(route, code, d)
 		o.Dashboard.ObserveHTTP(route, code, d)
 	}
-	cfg.OnHeartbeat = func(h apihook.HeartbeatOutcome) {
+	cfg.OnHeartbeat = func(h apiobserve.HeartbeatOutcome) {
 		if prevHeartbeat != nil {
 			prevHeartbeat(h)
 		}
 		o.Metrics.ObserveHeartbeat(h.SchemaVersion, h.Code, h.Exit, h.Extended)
 		o.Dashboard.OnHeartbeat(h)
 	}
-	cfg.OnChange = func(c apihook.Change) {
+	cfg.OnChange = func(c apiobserve.Change) {
 		if prevChange != nil {
 			prevChange(c)
 		}
@@ -90,14 +90,14 @@ func (o *Ops) Mount(s *httpapi.Server) {
 	s.Mount("GET /metrics", o.Metrics.Handler(), httpapi.RoleAdmin)
 }
 
-// sweepHookTimeout bounds the database read OnSweep may need.
-const sweepHookTimeout = 5 * time.Second
+// sweepReadTimeout bounds the database read OnSweep may need.
+const sweepReadTimeout = 5 * time.Second
 
 // OnSweep records a sweep (and its verdict pass) in the metrics and sends
 // its lapses and verdict changes to the event stream; it fits
 // expiry.Config.OnSweep.
 func (o *Ops) OnSweep(res warp.SweepResult) {
-	ctx, cancel := context.WithTimeout(context.Background(), sweepHookTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepReadTimeout)
 	defer cancel()
 	o.Metrics.ObserveSweep(ctx, res)
 	o.Dashboard.OnSweep(res)

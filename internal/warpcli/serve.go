@@ -288,7 +288,7 @@ func (m *Main) startAPI(ctx context.Context, tokens []httpapi.Token) error {
 	// and a restart keeps them.
 	apiCfg := httpapi.ServerConfig{Tokens: tokens, Logger: m.log, AnyHost: m.Config.Insecure,
 		Sessions: m.Store, SessionTTL: m.Config.SessionTTL, DatabaseTimeout: m.Config.DatabaseTimeout}
-	m.Ops.Hook(&apiCfg)
+	m.Ops.Attach(&apiCfg)
 	if m.API, err = httpapi.NewServer(m.Service, apiCfg); err != nil {
 		return err
 	}

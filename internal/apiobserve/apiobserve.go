@@ -1,9 +1,9 @@
-// Package apihook holds what the HTTP API server (internal/httpapi) tells
+// Package apiobserve holds what the HTTP API server (internal/httpapi) tells
 // its observers after a request: how a heartbeat ended and which write
-// succeeded. The server calls the hooks of its configuration with them;
+// succeeded. The server calls the observers of its configuration with them;
 // warp serve (internal/warpcli) hands them to the dashboard's event stream
 // and to the metrics, so neither depends on the server.
-package apihook
+package apiobserve
 
 import "github.com/gyrum-labs/warp/internal/warp"
 
