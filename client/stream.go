@@ -87,8 +87,26 @@ type StreamMessage struct {
 	Now int64 `json:"now"`
 }
 
+// UnixMS is t as the event stream carries times: unix milliseconds, 0
+// for the zero time.
+func UnixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// MSTime is the time of the event stream's unix milliseconds ms: the zero
+// time for 0.
+func MSTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
 // StreamTicket is a ticket as the event stream carries it: a row of the
-// dashboard. Times are unix milliseconds; 0 (absent) when unset.
+// dashboard. Times are unix milliseconds (UnixMS); 0 (absent) when unset.
 type StreamTicket struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`

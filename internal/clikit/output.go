@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -61,4 +62,13 @@ func (o *outputFormat) Set(s string) error {
 	}
 	o.value = s
 	return nil
+}
+
+// Stamp writes t as the command lines show a point in time: local time to
+// the second, "-" for the zero time.
+func Stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
 }

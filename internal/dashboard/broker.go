@@ -54,12 +54,8 @@ type Message = wire.StreamMessage
 // unix ms, 0 when unset.
 type Row = wire.StreamTicket
 
-func unixMS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
+// unixMS is the stream's time of t.
+var unixMS = wire.UnixMS
 
 // RowOf converts a ticket view to a Row.
 func RowOf(v warp.TicketView) Row {

@@ -45,7 +45,7 @@ type CLI struct {
 	Now func() time.Time
 	// Backoff is how long `ticket list --watch` waits before its
 	// attempt-th reconnection in a row, given the server's retry;
-	// WatchBackoff when nil (tests shorten it).
+	// watch.Backoff when nil (tests shorten it).
 	Backoff func(attempt int, retry time.Duration) time.Duration
 }
 

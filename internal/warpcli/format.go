@@ -22,12 +22,7 @@ func Age(d time.Duration) string { return age.Format(d) }
 // ago is age.Ago: "3m12s ago", "in 4m00s", "-" for zero.
 func ago(now, t time.Time) string { return age.Ago(now, t) }
 
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format("2006-01-02 15:04:05")
-}
+func stamp(t time.Time) string { return clikit.Stamp(t) }
 
 func dash(s string) string {
 	if s == "" {
@@ -91,7 +86,7 @@ func rowTable(w io.Writer, now time.Time, rows []client.StreamTicket) error {
 		if r.State == "claimed" {
 			agent, host = dash(r.Agent), dash(r.Host)
 			schema = schemaName(r.SchemaVersion)
-			act, hb, exp = ago(now, msTime(r.ActivityAt)), ago(now, msTime(r.HeartbeatAt)), ago(now, msTime(r.ExpiresAt))
+			act, hb, exp = ago(now, client.MSTime(r.ActivityAt)), ago(now, client.MSTime(r.HeartbeatAt)), ago(now, client.MSTime(r.ExpiresAt))
 			if r.Verdict == string(warp.VerdictUnwired) {
 				unwired = append(unwired, [2]string{r.ID, r.Host})
 			}

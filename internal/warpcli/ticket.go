@@ -11,6 +11,7 @@ import (
 	"github.com/gyrum-labs/warp/internal/clikit"
 	"github.com/gyrum-labs/warp/internal/clikit/apiclient"
 	"github.com/gyrum-labs/warp/internal/warp"
+	"github.com/gyrum-labs/warp/internal/warpcli/watch"
 )
 
 func (c *CLI) ticketCommand() *cobra.Command {
@@ -107,7 +108,7 @@ backing off) and reads the list again.`
 func (c *CLI) ticketListCommand() *cobra.Command {
 	var o clientOptions
 	var lo client.ListOptions
-	var all, watch bool
+	var all, live bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tickets with their leases and verdicts",
@@ -120,15 +121,17 @@ func (c *CLI) ticketListCommand() *cobra.Command {
   warp ticket list --watch -o json | jq -c 'select(.type == "update" and .to == "stalled")'`,
 		Args: cobra.NoArgs,
 		RunE: clikit.Action(func(cmd *cobra.Command, args []string) error {
-			if err := checkListOptions(lo, watch, cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")); err != nil {
+			if err := checkListOptions(lo, live, cmd.Flags().Changed("limit") || cmd.Flags().Changed("cursor")); err != nil {
 				return err
 			}
 			cl, err := c.client(cmd, &o)
 			if err != nil {
 				return err
 			}
-			if watch {
-				return c.watchTickets(cmd.Context(), cl, lo, o.json)
+			if live {
+				term, _ := c.lookupEnv("TERM")
+				return watch.Run(cmd.Context(), cl, lo, watch.Options{Stdout: c.Stdout, Stderr: c.Stderr, JSON: o.json, Term: term,
+					Now: c.now, Backoff: c.Backoff, Table: rowTable})
 			}
 			return c.listTickets(cmd.Context(), cl, lo, all, o.json)
 		}),
@@ -141,7 +144,7 @@ func (c *CLI) ticketListCommand() *cobra.Command {
 	clikit.IntVar(f, &lo.Limit, "limit", 0, "tickets per page (server default 100)")
 	f.StringVar(&lo.Cursor, "cursor", "", "start after this cursor (printed when more pages exist)")
 	f.BoolVar(&all, "all", false, "follow every page")
-	f.BoolVar(&watch, "watch", false, "follow the list live: redrawn on a terminal, a line per change otherwise, JSON lines with -o json; implies --all")
+	f.BoolVar(&live, "watch", false, "follow the list live: redrawn on a terminal, a line per change otherwise, JSON lines with -o json; implies --all")
 	c.addClientFlags(cmd, &o)
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(ticketStates...))
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictNames...))

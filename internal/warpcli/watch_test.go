@@ -12,6 +12,7 @@ import (
 
 	"github.com/gyrum-labs/warp/client"
 	"github.com/gyrum-labs/warp/internal/warpcli"
+	"github.com/gyrum-labs/warp/internal/warpcli/watch"
 )
 
 // watching is a `warp ticket list --watch` running in-process.
@@ -99,8 +100,8 @@ func (w *watching) until(t *testing.T, what string, ok func(stdout string) bool)
 
 // jsonLine is one line of --watch -o json.
 type jsonLine struct {
-	snap *warpcli.WatchSnapshot
-	upd  *warpcli.WatchUpdate
+	snap *watch.Snapshot
+	upd  *watch.Update
 }
 
 func jsonLines(t *testing.T, out string) []jsonLine {
@@ -118,9 +119,9 @@ func jsonLines(t *testing.T, out string) []jsonLine {
 		}
 		switch head.Type {
 		case "snapshot":
-			lines = append(lines, jsonLine{snap: ptr(decode[warpcli.WatchSnapshot](t, l))})
+			lines = append(lines, jsonLine{snap: ptr(decode[watch.Snapshot](t, l))})
 		case "update":
-			lines = append(lines, jsonLine{upd: ptr(decode[warpcli.WatchUpdate](t, l))})
+			lines = append(lines, jsonLine{upd: ptr(decode[watch.Update](t, l))})
 		default:
 			t.Fatalf("line %q has type %q", l, head.Type)
 		}
@@ -129,8 +130,8 @@ func jsonLines(t *testing.T, out string) []jsonLine {
 }
 
 // updates returns the update lines about ticket id ("" for all).
-func updates(lines []jsonLine, id string) []warpcli.WatchUpdate {
-	var out []warpcli.WatchUpdate
+func updates(lines []jsonLine, id string) []watch.Update {
+	var out []watch.Update
 	for _, l := range lines {
 		if l.upd != nil && (id == "" || l.upd.ID == id) {
 			out = append(out, *l.upd)
@@ -139,8 +140,8 @@ func updates(lines []jsonLine, id string) []warpcli.WatchUpdate {
 	return out
 }
 
-func snapshots(lines []jsonLine) []warpcli.WatchSnapshot {
-	var out []warpcli.WatchSnapshot
+func snapshots(lines []jsonLine) []watch.Snapshot {
+	var out []watch.Snapshot
 	for _, l := range lines {
 		if l.snap != nil {
 			out = append(out, *l.snap)
@@ -184,7 +185,7 @@ func TestTicketListWatchJSON(t *testing.T) {
 		snap := snapshots(jsonLines(t, out))[0]
 		want := client.StreamTicket{ID: "T-0", Title: "already claimed", State: "claimed", Epoch: 1, Verdict: "active",
 			Agent: "O", Host: "h0", HeartbeatAt: ms(t0), ActivityAt: ms(t0), ExpiresAt: ms(t0.Add(30 * time.Minute))}
-		if snap.Reason != warpcli.WatchStart || len(snap.Tickets) != 1 || snap.Tickets[0] != want {
+		if snap.Reason != watch.Start || len(snap.Tickets) != 1 || snap.Tickets[0] != want {
 			t.Fatalf("first line %+v, want a snapshot (start) of %+v", snap, want)
 		}
 	}
@@ -241,7 +242,7 @@ func TestTicketListWatchJSON(t *testing.T) {
 		t.Errorf("last update %+v, want the mode change to legacy", m)
 	}
 	snap := snapshots(lines)[1]
-	if snap.Reason != warpcli.WatchModeChanged || len(snap.Tickets) != 2 {
+	if snap.Reason != watch.ModeChanged || len(snap.Tickets) != 2 {
 		t.Fatalf("snapshot %+v, want T-0 and T-1 read again after the mode change", snap)
 	}
 	want := *hb.Ticket
@@ -348,7 +349,7 @@ func TestTicketListWatchReconnects(t *testing.T) {
 
 	out := w.until(t, "the list read again", hasSnapshots(t, 2))
 	snap := snapshots(jsonLines(t, out))[1]
-	if snap.Reason != warpcli.WatchReconnected || len(snap.Tickets) != 2 || snap.Tickets[0].ID != "T-1" || snap.Tickets[0].State != "claimed" ||
+	if snap.Reason != watch.Reconnected || len(snap.Tickets) != 2 || snap.Tickets[0].ID != "T-1" || snap.Tickets[0].State != "claimed" ||
 		snap.Tickets[0].Host != "h1" || snap.Tickets[1].ID != "T-2" || snap.Tickets[1].State != "open" {
 		t.Fatalf("after the reconnection: %+v, want T-1 claimed on h1 and T-2", snap)
 	}

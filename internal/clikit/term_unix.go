@@ -1,6 +1,6 @@
 //go:build unix
 
-package warpcli
+package clikit
 
 import (
 	"io"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminalSize returns the size of the terminal w writes to, and false
+// TerminalSize returns the size of the terminal w writes to, and false
 // when w is not a terminal (a file, a pipe, a test's buffer). A terminal
 // that reports no size counts as one of 0 × 0.
-func terminalSize(w io.Writer) (cols, rows int, ok bool) {
+func TerminalSize(w io.Writer) (cols, rows int, ok bool) {
 	f, isFile := w.(*os.File)
 	if !isFile {
 		return 0, 0, false

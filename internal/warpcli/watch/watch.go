@@ -1,4 +1,11 @@
-package warpcli
+// Package watch is `warp ticket list --watch` (DESIGN.md section 3,
+// Operator commands): the list, then the server's event stream (GET
+// /v1/events/stream) applied to it, until a signal. The list is read
+// whole (every page), as rows of the stream (client.StreamTicket), so the
+// first rows and the rows the stream sends are one shape. On a terminal
+// the table is redrawn in place; elsewhere each change is a line; with
+// -o json each is a JSON object on a line of its own.
+package watch
 
 import (
 	"bytes"
@@ -21,52 +28,44 @@ import (
 	"github.com/gyrum-labs/warp/internal/warp"
 )
 
-// `warp ticket list --watch` (DESIGN.md section 3, Operator commands):
-// the list, then the server's event stream (GET /v1/events/stream)
-// applied to it, until a signal. The list is read whole (every page), as
-// rows of the stream (client.StreamTicket), so the first rows and the
-// rows the stream sends are one shape. On a terminal the table is redrawn
-// in place; elsewhere each change is a line; with -o json each is a JSON
-// object on a line of its own.
-
-// WatchSnapshot is a line of `warp ticket list --watch -o json` holding
+// Snapshot is a line of `warp ticket list --watch -o json` holding
 // every ticket of the list: the first line, and again after each re-sync
 // (a reconnect, a mode change, a message whose ticket the server could not
 // read). A reader replaces what it knew with Tickets.
-type WatchSnapshot struct {
+type Snapshot struct {
 	Type    string                `json:"type"`   // "snapshot"
-	Reason  string                `json:"reason"` // WatchStart, WatchReconnected, ...
+	Reason  string                `json:"reason"` // Start, Reconnected, ...
 	Tickets []client.StreamTicket `json:"tickets"`
 }
 
-// WatchUpdate is a line of `warp ticket list --watch -o json` for one
+// Update is a line of `warp ticket list --watch -o json` for one
 // message of the event stream: the server's message with type "update",
 // and InList, for a message that carries a ticket, whether the ticket is
 // in the list now (false: it left it).
-type WatchUpdate struct {
+type Update struct {
 	Type string `json:"type"` // "update"
 	client.StreamMessage
 	InList *bool `json:"in_list,omitempty"`
 }
 
-// Reasons of a WatchSnapshot.
+// Reasons of a Snapshot.
 const (
-	WatchStart       = "start"        // the first list
-	WatchReconnected = "reconnected"  // the stream dropped and came back: changes may have been missed
-	WatchModeChanged = "mode-changed" // every held lease's expiry was recomputed
-	WatchUnreadable  = "unreadable"   // the server sent a change without the ticket
-	watchOrder       = "order"        // a ticket joined the table: its place (terminal only, no line)
+	Start       = "start"        // the first list
+	Reconnected = "reconnected"  // the stream dropped and came back: changes may have been missed
+	ModeChanged = "mode-changed" // every held lease's expiry was recomputed
+	Unreadable  = "unreadable"   // the server sent a change without the ticket
+	watchOrder  = "order"        // a ticket joined the table: its place (terminal only, no line)
 )
 
 // defaultStreamRetry is the wait before a reconnection until the server
 // has said (its retry:).
 const defaultStreamRetry = 2 * time.Second
 
-// WatchBackoff is how long --watch waits before the attempt-th (1, 2, ...)
+// Backoff is how long --watch waits before the attempt-th (1, 2, ...)
 // reconnection in a row, given the server's retry: the retry, doubled for
 // each failed attempt up to 30 s (or the retry when longer), plus up to a
 // quarter more at random, so watchers do not all come back at once.
-func WatchBackoff(attempt int, retry time.Duration) time.Duration {
+func Backoff(attempt int, retry time.Duration) time.Duration {
 	if retry <= 0 {
 		retry = defaultStreamRetry
 	}
@@ -109,29 +108,14 @@ func rowOf(t client.Ticket) client.StreamTicket {
 	r := client.StreamTicket{ID: t.ID, Title: t.Title, State: t.State, Epoch: t.Epoch, Verdict: t.Verdict}
 	if l := t.Lease; l != nil {
 		r.Agent, r.Host, r.SchemaVersion, r.InFlight = l.Agent, l.Host, l.SchemaVersion, l.InFlight
-		r.HeartbeatAt = unixMS(l.LastHeartbeatAt)
-		r.ActivityAt = unixMS(warp.ProgressAt(warp.Lease{SchemaVersion: l.SchemaVersion,
+		r.HeartbeatAt = client.UnixMS(l.LastHeartbeatAt)
+		r.ActivityAt = client.UnixMS(warp.ProgressAt(warp.Lease{SchemaVersion: l.SchemaVersion,
 			LastActivityAt: l.LastActivityAt, LastHeartbeatAt: l.LastHeartbeatAt}))
 		if l.State == client.LeaseHeld {
-			r.ExpiresAt = unixMS(l.ExpiresAt)
+			r.ExpiresAt = client.UnixMS(l.ExpiresAt)
 		}
 	}
 	return r
-}
-
-func unixMS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// msTime is the time of unix ms; zero for 0.
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // olderRow reports whether r shows its ticket as it was before known did:
@@ -245,35 +229,63 @@ type watcher struct {
 	retry   time.Duration // the server's retry:
 }
 
-// watchTickets runs `ticket list --watch` until ctx is done (exit 0), the
-// server refuses it or the output cannot be written (exit 1).
-func (c *CLI) watchTickets(ctx context.Context, cl *client.Client, lo client.ListOptions, asJSON bool) error {
+// Table writes rows as `warp ticket list` shows them, ages from now.
+type Table func(w io.Writer, now time.Time, rows []client.StreamTicket) error
+
+// Options are where Run writes and how it paces itself.
+type Options struct {
+	Stdout, Stderr io.Writer
+	// JSON: a Snapshot or an Update a line (-o json).
+	JSON bool
+	// Term is $TERM: "dumb" makes a terminal get lines, not a redrawn
+	// table.
+	Term string
+	// Now is the clock ages are shown with.
+	Now func() time.Time
+	// Backoff is the wait before a reconnection (Backoff when nil; tests
+	// shorten it).
+	Backoff func(attempt int, retry time.Duration) time.Duration
+	// Table draws the rows.
+	Table Table
+}
+
+// Run runs `ticket list --watch` of the tickets lo selects from cl until
+// ctx is done (nil: exit 0), the server refuses it or the output cannot
+// be written (a clikit failure: exit 1).
+func Run(ctx context.Context, cl *client.Client, lo client.ListOptions, o Options) error {
 	f := watchFilter{state: lo.State, verdict: lo.Verdict, host: lo.Host}
 	server := cl.BaseURL()
 	if u, err := url.Parse(server); err == nil {
 		server = u.Redacted()
 	}
 	w := &watcher{cl: cl, server: server, lo: client.ListOptions{State: lo.State, Verdict: lo.Verdict, Host: lo.Host, Limit: warp.MaxListLimit},
-		set: watchSet{filter: f}, stderr: c.Stderr, backoff: c.Backoff, retry: defaultStreamRetry}
+		set: watchSet{filter: f}, stderr: o.Stderr, backoff: o.Backoff, retry: defaultStreamRetry}
 	if w.backoff == nil {
-		w.backoff = WatchBackoff
+		w.backoff = Backoff
 	}
-	term, _ := c.lookupEnv("TERM")
-	switch _, _, isTerm := terminalSize(c.Stdout); {
-	case asJSON:
-		w.view = &jsonView{w: c.Stdout}
-	case isTerm && term != "dumb":
+	switch _, _, isTerm := clikit.TerminalSize(o.Stdout); {
+	case o.JSON:
+		w.view = &jsonView{w: o.Stdout}
+	case isTerm && o.Term != "dumb":
 		title := "warp ticket list --watch"
 		if f.flags() != "" {
 			title += " " + f.flags()
 		}
-		w.view = &screenView{w: c.Stdout, now: c.now, rows: w.set.list,
-			height: func() int { _, rows, _ := terminalSize(c.Stdout); return rows },
+		w.view = &screenView{w: o.Stdout, now: o.Now, rows: w.set.list, table: o.Table,
+			height: func() int { _, rows, _ := clikit.TerminalSize(o.Stdout); return rows },
 			title:  title + "   " + server}
 	default:
-		w.view = &logView{w: c.Stdout, now: c.now, filtered: !f.empty()}
+		w.view = &logView{w: o.Stdout, now: o.Now, table: o.Table, filtered: !f.empty()}
 	}
 	return w.run(ctx)
+}
+
+// fail marks err as a failure talking to cl's server.
+func fail(cl *client.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clikit.Failure{Err: err, Server: cl.BaseURL()}
 }
 
 func (w *watcher) run(ctx context.Context) (err error) {
@@ -284,7 +296,7 @@ func (w *watcher) run(ctx context.Context) (err error) {
 	}()
 	st, err := w.connect(ctx)
 	if err == nil {
-		if err = w.sync(ctx, WatchStart); err != nil {
+		if err = w.sync(ctx, Start); err != nil {
 			st.Close()
 		}
 	}
@@ -399,7 +411,7 @@ func (w *watcher) reconnect(ctx context.Context, cause error) (*client.Stream, e
 				st.Close()
 				return nil, viewErr(err)
 			}
-			if err = w.sync(ctx, WatchReconnected); err == nil {
+			if err = w.sync(ctx, Reconnected); err == nil {
 				fmt.Fprintf(w.stderr, "warp: reconnected; the list is read again (%d tickets)\n", len(w.set.ids))
 				return st, nil
 			}
@@ -419,9 +431,9 @@ func brief(err error) string {
 	case errors.Is(err, io.EOF):
 		return "the server ended it"
 	case errors.As(err, &ne) && ne.Err != nil:
-		return clean(ne.Err.Error())
+		return clikit.Clean(ne.Err.Error())
 	}
-	return clean(apiclient.Message(err))
+	return clikit.Clean(apiclient.Message(err))
 }
 
 // orderDelay is how long a terminal waits, after a ticket joined the
@@ -523,17 +535,17 @@ func (w *watcher) handle(ctx context.Context, m client.StreamMessage) (place boo
 		if err := w.view.update(m, change{}); err != nil {
 			return false, viewErr(err)
 		}
-		return false, w.sync(ctx, WatchUnreadable)
+		return false, w.sync(ctx, Unreadable)
 	case m.Kind == client.StreamModeChanged:
 		if err := w.view.update(m, change{}); err != nil {
 			return false, viewErr(err)
 		}
-		return false, w.sync(ctx, WatchModeChanged)
+		return false, w.sync(ctx, ModeChanged)
 	}
 	return false, viewErr(w.view.update(m, change{})) // a host alarm, or a kind to come
 }
 
-// jsonView prints one JSON object a line: WatchSnapshot and WatchUpdate.
+// jsonView prints one JSON object a line: Snapshot and Update.
 type jsonView struct{ w io.Writer }
 
 func (v *jsonView) line(x any) error {
@@ -546,11 +558,11 @@ func (v *jsonView) line(x any) error {
 }
 
 func (v *jsonView) snapshot(reason string, rows []client.StreamTicket) error {
-	return v.line(WatchSnapshot{Type: "snapshot", Reason: reason, Tickets: rows})
+	return v.line(Snapshot{Type: "snapshot", Reason: reason, Tickets: rows})
 }
 
 func (v *jsonView) update(m client.StreamMessage, ch change) error {
-	u := WatchUpdate{Type: "update", StreamMessage: m}
+	u := Update{Type: "update", StreamMessage: m}
 	if m.Ticket != nil {
 		u.InList = &ch.inList
 	}
@@ -568,16 +580,17 @@ func (v *jsonView) close() error            { return nil }
 type logView struct {
 	w        io.Writer
 	now      func() time.Time
+	table    Table
 	filtered bool // the list has a filter: tickets join and leave it
 }
 
 func (v *logView) snapshot(reason string, rows []client.StreamTicket) error {
-	if reason != WatchStart {
-		if _, err := fmt.Fprintf(v.w, "\n%s list read again (%s): %d tickets\n", stamp(v.now()), reason, len(rows)); err != nil {
+	if reason != Start {
+		if _, err := fmt.Fprintf(v.w, "\n%s list read again (%s): %d tickets\n", clikit.Stamp(v.now()), reason, len(rows)); err != nil {
 			return err
 		}
 	}
-	return rowTable(v.w, v.now(), rows)
+	return v.table(v.w, v.now(), rows)
 }
 
 func (v *logView) update(m client.StreamMessage, ch change) error {
@@ -603,7 +616,7 @@ func sameBesidesTimes(a, b client.StreamTicket) bool {
 // changeLine is one change as a line: the server's time of it, its kind,
 // the ticket and what it is now, then the message's own fields.
 func changeLine(m client.StreamMessage, ch change, filtered bool) string {
-	parts := []string{stamp(msTime(m.Now)), m.Kind}
+	parts := []string{clikit.Stamp(client.MSTime(m.Now)), m.Kind}
 	if m.ID != "" {
 		parts = append(parts, m.ID)
 	}
@@ -647,7 +660,7 @@ func changeLine(m client.StreamMessage, ch change, filtered bool) string {
 	case m.Ticket != nil && filtered && !ch.inList:
 		parts = append(parts, "(leaves the list)")
 	}
-	return clean(strings.Join(parts, " "))
+	return clikit.Clean(strings.Join(parts, " "))
 }
 
 // kv is key=value, the value quoted when it is empty or has a space, a
@@ -687,6 +700,7 @@ type screenView struct {
 	w      io.Writer
 	now    func() time.Time
 	rows   func() []client.StreamTicket
+	table  Table
 	height func() int // the terminal's rows; 0 when unknown
 	title  string
 	state  string // the connection's: "" while live
@@ -745,14 +759,14 @@ func (v *screenView) frame() []string {
 		count = "1 ticket"
 	}
 	now := v.now()
-	head := clean(fmt.Sprintf("%s   %s   %s, %s", v.title, stamp(now), count, state))
+	head := clikit.Clean(fmt.Sprintf("%s   %s   %s, %s", v.title, clikit.Stamp(now), count, state))
 	h := v.height()
 	shown := all
 	if h > 0 && len(shown) > h {
 		shown = shown[:h]
 	}
 	var tb bytes.Buffer
-	_ = rowTable(&tb, now, shown)
+	_ = v.table(&tb, now, shown)
 	lines := append([]string{head, ""}, strings.Split(strings.TrimSuffix(tb.String(), "\n"), "\n")...)
 	if h > 1 && len(lines) > h {
 		keep := h - 1
