@@ -211,6 +211,31 @@ func TestReleaseKeepsStateWhenWarpIsDown(t *testing.T) {
 	}
 }
 
+// lease.json carries the lease's deadline on this host's clock (held_until):
+// the lease's length by warp's clock, from when the claim was sent, so the
+// loop holds a deadline before warp ever answers it.
+func TestStartWorkWritesTheDeadlineItHolds(t *testing.T) {
+	e := newEnv(t)
+	e.ws.Create("T-h")
+	_, watched := agent(t, "sleep", "1000")
+	wt := mkdir(t)
+	before := time.Now()
+	e.startResult(e.gyrum(wt, "", "start-work", "T-h", "--watch-pid", strconv.Itoa(watched.PID), "--json"))
+	after := time.Now()
+	d, _ := gyrumdir.Open(wt)
+	l, err := d.ReadLease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The claim's own length, before any heartbeat moved expires_at: the
+	// epoch-1 lease as claimed is expires_at − claimed_at of the first
+	// answer, which warp derives from the window alone.
+	length := e.ws.Svc.Policy().LeaseWindow
+	if l.HeldUntil.Before(before.Add(length)) || l.HeldUntil.After(after.Add(length)) {
+		t.Errorf("held_until %v, want the claim's send time plus the window %v (between %v and %v)", l.HeldUntil, length, before.Add(length), after.Add(length))
+	}
+}
+
 func TestCorruptLeaseIsNotTouched(t *testing.T) {
 	e := newEnv(t)
 	wt := mkdir(t)

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -264,6 +265,7 @@ type startRun struct {
 	server  bool // watched is the client of an agent's shared server (serverClient)
 	api     *client.Client
 	t       client.Ticket // as claimed
+	sent    time.Time     // when the claim was sent, on this host's clock
 	d       gyrumdir.Dir
 	lease   gyrumdir.Lease
 	res     StartResult
@@ -410,6 +412,7 @@ func (s *startRun) claim(ctx context.Context) error {
 	api := s.a.client("")
 	var t client.Ticket
 	var err error
+	s.sent = s.a.now()
 	if s.ticket != "" {
 		t, err = api.Claim(ctx, s.ticket, client.ClaimRequest{Agent: agent, Host: host})
 	} else {
@@ -513,7 +516,8 @@ func (s *startRun) prepareDir(wt string) error {
 		fmt.Fprintf(s.a.Stderr, "gyrum: could not add %s to %s: %s (keep it out of commits by hand)\n", excludeLine, p, err)
 	}
 	s.lease = gyrumdir.Lease{Ticket: s.t.ID, Epoch: s.t.Lease.Epoch, WarpURL: s.api.BaseURL(), Agent: s.res.Agent, Host: s.res.Host,
-		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret, Watched: s.watched.Name, WatchedHow: s.watched.How}
+		ClaimedAt: s.t.Lease.ClaimedAt, LeaseSecret: s.t.LeaseSecret, Watched: s.watched.Name, WatchedHow: s.watched.How,
+		HeldUntil: heldUntil(s.sent, *s.t.Lease)}
 	s.lease.SnapshotPush = s.a.snapshotPushOn()
 	if err := d.WriteLease(s.lease); err != nil {
 		return err
@@ -905,4 +909,16 @@ func (a *App) forgetWorktree(d gyrumdir.Dir) {
 func endedAlready(err error) bool {
 	return errors.Is(err, client.ErrLeaseEnded) || errors.Is(err, client.ErrStaleEpoch) ||
 		errors.Is(err, client.ErrConflict) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrNotHolder)
+}
+
+// heldUntil is the deadline of lease l, claimed by a request sent at sent,
+// on this host's clock: the lease's length by the server's clock (its
+// expires_at less its claimed_at) from when the claim was sent, so a
+// clock apart from the server's does not move it and the answer's delay
+// only brings it earlier. Zero when the answer does not say.
+func heldUntil(sent time.Time, l client.Lease) time.Time {
+	if l.ExpiresAt.IsZero() || l.ClaimedAt.IsZero() || !l.ExpiresAt.After(l.ClaimedAt) {
+		return time.Time{}
+	}
+	return sent.Add(l.ExpiresAt.Sub(l.ClaimedAt))
 }

@@ -41,6 +41,12 @@ type Lease struct {
 	// also pushed to its remote (GYRUM_SNAPSHOT_PUSH at start-work), so a
 	// claimant on another host can fetch it.
 	SnapshotPush bool `json:"snapshot_push,omitempty"`
+	// HeldUntil is the lease's deadline on this host's clock as start-work
+	// saw it: when it sent the claim, plus the claim's expires_at less its
+	// claimed_at (both the server's clock). The loop retries before it
+	// while warp has not answered yet; zero from a gyrum before
+	// 2026-12-08.
+	HeldUntil time.Time `json:"held_until,omitzero"`
 }
 
 // Validate reports an ErrCorrupt error for a lease that cannot be used.

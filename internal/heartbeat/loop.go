@@ -161,8 +161,8 @@ type Loop struct {
 	// held is when the lease lapses unless extended again, on the loop's
 	// own clock: the start of the tick whose POST was answered plus the
 	// answer's expires_in_s (its expires_at from a server that does not
-	// send it). Zero until an answer. A failing loop retries before it
-	// (Delay).
+	// send it); before any answer, lease.json's held_until (zero from an
+	// older gyrum). A failing loop retries before it (Delay).
 	held time.Time
 	// corruptTicks counts the ticks in a row that found lease.json
 	// unreadable (see facts).
@@ -267,6 +267,9 @@ func (l *Loop) readFiles() error {
 	if l.lease, err = l.leases.Read(); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
+	// Until warp answers, the deadline start-work saw in the claim's
+	// answer: a loop whose first POSTs fail retries before it too.
+	l.held = l.lease.HeldUntil
 	if l.parent, err = l.dir.ReadPID(gyrumdir.ParentPIDFile); err != nil && !l.legacy {
 		return fmt.Errorf("heartbeat: watched process: %w", err)
 	}

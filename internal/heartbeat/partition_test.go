@@ -202,6 +202,52 @@ func TestRetryScheduleOutlastsAPartitionShorterThanTheWindow(t *testing.T) {
 	}
 }
 
+// A partition that starts at the claim, before warp ever answered the
+// loop, costs no lease either: the loop takes its deadline from lease.json
+// (held_until, start-work's reading of the claim's answer) and retries
+// before it. Without that deadline (a lease.json of an older gyrum) the
+// waits back off to four ticks: a 22-minute partition from the claim came
+// back at +30m48s, a 26-minute one as late as +33m12s, past the lease.
+func TestRetryScheduleOutlastsAPartitionFromTheClaim(t *testing.T) {
+	ws := newWarp(t)
+	_, parent := watched(t)
+	d := worktree(t, ws, "T-first", ws.Claim("T-first", "A"), parent)
+	const window, iv, timeout = 30 * time.Minute, heartbeat.DefaultInterval, 30 * time.Second
+	for _, length := range []time.Duration{time.Minute, 10 * time.Minute, 22 * time.Minute, 26 * time.Minute} {
+		for _, jitter := range []float64{0, 0.5, 1} {
+			claim := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+			now := claim
+			lease, err := d.ReadLease()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease.HeldUntil = claim.Add(window)
+			if err := d.WriteLease(lease); err != nil {
+				t.Fatal(err)
+			}
+			api := &clockedAPI{now: &now, window: window, timeout: timeout, cutFrom: claim, cutTo: claim.Add(length)}
+			l, err := heartbeat.New(heartbeat.Config{Dir: d, Registry: gyrumdir.NewRegistry(t.TempDir()),
+				Durations: heartbeat.Durations{Interval: iv, Staleness: 1000 * time.Hour, InFlightMax: 1000 * time.Hour},
+				Timeout:   timeout, API: api, Now: func() time.Time { return now }, Rand: func() float64 { return jitter }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for len(api.answered) == 0 {
+				if e := l.Tick(context.Background()); e != "" {
+					t.Fatalf("tick: %s", e)
+				}
+				if len(api.answered) == 0 {
+					now = now.Add(l.Delay())
+				}
+			}
+			if back := api.answered[0]; !back.Before(claim.Add(window)) {
+				t.Errorf("partition of %v from the claim (jitter draw %v): first answer at +%v, after the lease lapsed at +%v (attempts at %v)",
+					length, jitter, back.Sub(claim), window, offsets(api.attempts, claim))
+			}
+		}
+	}
+}
+
 func offsets(ts []time.Time, from time.Time) []time.Duration {
 	var out []time.Duration
 	for _, t := range ts {
