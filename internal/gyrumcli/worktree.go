@@ -1,7 +1,6 @@
 package gyrumcli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gyrum-labs/warp/internal/clikit"
+	"github.com/gyrum-labs/warp/internal/gitcmd"
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 )
@@ -94,23 +93,9 @@ func removeWorktree(ctx context.Context, p worktreePlan) error {
 	return err
 }
 
+// git runs git in dir as the user would (the repository's hooks run).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	// A process git leaves behind (a repository's hook still running once
-	// git is killed or done) keeps its output pipes open: Wait stops
-	// waiting for them after this long instead of with that process.
-	cmd.WaitDelay = 2 * time.Second
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
-	}
-	return strings.TrimSpace(out.String()), nil
+	return gitcmd.Run(ctx, dir, gitcmd.Options{}, args...)
 }
 
 // maxExclude bounds the info/exclude start-work reads (gyrumdir's rules:

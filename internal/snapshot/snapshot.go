@@ -17,16 +17,16 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/gyrum-labs/warp/internal/gitcmd"
 )
 
 // Result is one snapshot as reported to warp (client.Snapshot).
@@ -215,34 +215,5 @@ func Restore(ctx context.Context, dir, commit string) error {
 // Git runs git in dir with the repository's hooks and fsmonitor off, a
 // clean GIT_* environment plus env, and returns its trimmed output.
 func Git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	full := append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.fsmonitor=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.WaitDelay = 2 * time.Second
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
-	}
-	return strings.TrimSpace(out.String()), nil
-}
-
-// cleanEnv is the environment without the GIT_* variables that would
-// point git elsewhere (a hook's GIT_DIR, GIT_INDEX_FILE).
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_PREFIX":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	return gitcmd.Run(ctx, dir, gitcmd.Options{Quiet: true, Env: env}, args...)
 }
