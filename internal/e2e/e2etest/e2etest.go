@@ -1,11 +1,13 @@
 // Package e2etest holds what the end-to-end suites against real agent CLIs
-// (internal/e2e/claudecode, codex, gemini) share: the gyrum binary they
-// test and running it (setup, start-work's JSON, an agent's environment),
-// scaled warp policies and the real sweep, a watcher of a ticket's
-// verdicts, the heartbeats a ticket got and their story for a failure's
-// log, and the waits on events. The agent CLI and the fake model are
-// internal/testsupport/agenttest's; each suite keeps only what its agent makes
-// different (its agenttest.Agent, its tool calls).
+// (internal/e2e/claudecode, codex, gemini, ...) share: the gyrum binary
+// they test and running it (setup, start-work's JSON, an agent's
+// environment), scaled warp policies and the real sweep, a watcher of a
+// ticket's verdicts, the heartbeats a ticket got and their story for a
+// failure's log, the waits on events, and the scenarios every agent runs
+// alike (Matrix: issue 42's matrix; Progress: issue 44's). The agent CLI
+// and the fake model are internal/testsupport/agenttest's; each suite
+// keeps only what its agent makes different (its agenttest.Agent, its
+// tool calls).
 package e2etest
 
 import (
