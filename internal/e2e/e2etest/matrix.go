@@ -74,32 +74,6 @@ type Matrix struct {
 	Plugin *Plugin
 }
 
-// Plugin is what the plugin tests need of a plugin-wired agent.
-type Plugin struct {
-	// Home makes a HOME that `gyrum setup --agents NAME` wired.
-	Home func(*testing.T) agenttest.Home
-	// Dir is the directory of the plugin file in h.
-	Dir func(h agenttest.Home) string
-	// FailingRead is a call of the CLI's read tool of path (which does
-	// not exist), and FailureText what its result says.
-	FailingRead func(path string) agenttest.Call
-	FailureText string
-}
-
-// OpencodePlugin is the Plugin of opencode and its fork Kilo: the file
-// under the config directory's plugins/, its read tool's filePath, and
-// "not found" from a missing file. home makes the wired HOME.
-func OpencodePlugin(home func(*testing.T) agenttest.Home) *Plugin {
-	return &Plugin{
-		Home: home,
-		Dir:  func(h agenttest.Home) string { return filepath.Join(h.Config, "plugins") },
-		FailingRead: func(path string) agenttest.Call {
-			return agenttest.Tool("read", map[string]any{"filePath": path})
-		},
-		FailureText: "not found",
-	}
-}
-
 // MarkerNaming is how a CLI's calls name their in-flight markers.
 type MarkerNaming int
 

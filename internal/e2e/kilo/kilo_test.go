@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
@@ -79,16 +80,9 @@ var kilo = &agenttest.Agent{
 	},
 }
 
-// start runs the CLI in project against model, in a HOME gyrum setup
-// wired (newHome) unless o.Home is given.
-func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest.Options) *agenttest.Session {
-	t.Helper()
-	o.Dir = project
-	if o.Home == (agenttest.Home{}) {
-		o.Home = newHome(t)
-	}
-	return kilo.Start(t, model, o)
-}
+// plugin runs Kilo with gyrum's plugin, which `gyrum setup --agents kilo`
+// writes into ~/.config/kilo/plugins/.
+var plugin = e2etest.OpencodePlugin("kilo", kilo)
 
 // Shell returns a call of Kilo's shell tool, bash (it runs the command
 // with /usr/bin/bash -c in the project, a child of .kilo). Its result's

@@ -23,7 +23,7 @@ var matrix = &e2etest.Matrix{
 	Name:           "kilo",
 	Agent:          kilo,
 	NewModel:       agenttest.NewChat,
-	Start:          start,
+	Start:          plugin.Start,
 	Shell:          Shell,
 	ShellTool:      "bash",
 	WatchedHow:     "KILO_PID",
@@ -34,7 +34,7 @@ var matrix = &e2etest.Matrix{
 	Staleness:      3,
 	Window:         6 * time.Second,
 	Stall:          3 * time.Second,
-	Plugin:         e2etest.OpencodePlugin(newHome),
+	Plugin:         plugin,
 	Step:           e2etest.StepTiming{Staleness: 4, Window: 8 * time.Second, Quiet: 14},
 }
 

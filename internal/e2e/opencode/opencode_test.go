@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
@@ -73,16 +74,9 @@ var opencode = &agenttest.Agent{
 	// binary itself, no launcher.
 }
 
-// start runs the CLI in project against model, in a HOME gyrum setup
-// wired (newHome) unless o.Home is given.
-func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest.Options) *agenttest.Session {
-	t.Helper()
-	o.Dir = project
-	if o.Home == (agenttest.Home{}) {
-		o.Home = newHome(t)
-	}
-	return opencode.Start(t, model, o)
-}
+// plugin runs opencode with gyrum's plugin, which `gyrum setup --agents opencode`
+// writes into ~/.config/opencode/plugins/.
+var plugin = e2etest.OpencodePlugin("opencode", opencode)
 
 // Shell returns a call of opencode's shell tool, bash (it runs the command
 // with /usr/bin/bash -c in the project, a child of the opencode process).

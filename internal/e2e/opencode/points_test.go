@@ -22,7 +22,7 @@ var matrix = &e2etest.Matrix{
 	Name:           "opencode",
 	Agent:          opencode,
 	NewModel:       agenttest.NewChat,
-	Start:          start,
+	Start:          plugin.Start,
 	Shell:          Shell,
 	ShellTool:      "bash",
 	WatchedHow:     "OPENCODE_PID",
@@ -32,7 +32,7 @@ var matrix = &e2etest.Matrix{
 	Staleness:      1,
 	Window:         1500 * time.Millisecond,
 	Stall:          time.Second,
-	Plugin:         e2etest.OpencodePlugin(newHome),
+	Plugin:         plugin,
 	Step:           e2etest.StepTiming{Staleness: 3, Window: 3 * time.Second, Quiet: 7},
 }
 

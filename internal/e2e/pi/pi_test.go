@@ -66,14 +66,3 @@ var pi = &agenttest.Agent{
 func Shell(command string) agenttest.Call {
 	return agenttest.Tool("bash", map[string]any{"command": command})
 }
-
-// start runs the CLI in project against model, in a HOME gyrum setup
-// wired (newHome) unless o.Home is given.
-func start(t *testing.T, model *agenttest.FakeModel, project string, o agenttest.Options) *agenttest.Session {
-	t.Helper()
-	o.Dir = project
-	if o.Home == (agenttest.Home{}) {
-		o.Home = newHome(t)
-	}
-	return pi.Start(t, model, o)
-}

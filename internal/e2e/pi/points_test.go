@@ -16,11 +16,23 @@ import (
 	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
+// plugin runs pi with gyrum's extension, which `gyrum setup --agents pi`
+// writes into ~/.pi/agent/extensions/.
+var plugin = &e2etest.Plugin{
+	Name:  "pi",
+	Agent: pi,
+	Dir:   func(h agenttest.Home) string { return h.Config },
+	FailingRead: func(path string) agenttest.Call {
+		return agenttest.Tool("read", map[string]any{"path": path})
+	},
+	FailureText: "ENOENT",
+}
+
 var matrix = &e2etest.Matrix{
 	Name:           "pi",
 	Agent:          pi,
 	NewModel:       agenttest.NewChat,
-	Start:          start,
+	Start:          plugin.Start,
 	Shell:          Shell,
 	ShellTool:      "bash",
 	WatchedHow:     "ancestor",
@@ -29,15 +41,8 @@ var matrix = &e2etest.Matrix{
 	Staleness:      1,
 	Window:         1500 * time.Millisecond,
 	Stall:          time.Second,
-	Plugin: &e2etest.Plugin{
-		Home: newHome,
-		Dir:  func(h agenttest.Home) string { return h.Config },
-		FailingRead: func(path string) agenttest.Call {
-			return agenttest.Tool("read", map[string]any{"path": path})
-		},
-		FailureText: "ENOENT",
-	},
-	Step: e2etest.StepTiming{Staleness: 3, Window: 3 * time.Second, Quiet: 7},
+	Plugin:         plugin,
+	Step:           e2etest.StepTiming{Staleness: 3, Window: 3 * time.Second, Quiet: 7},
 }
 
 func TestForegroundStepHeld(t *testing.T)     { matrix.ForegroundStepHeld(t) }
