@@ -1,6 +1,8 @@
 package e2etest
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,4 +75,87 @@ func OpencodePlugin(name string, cli *agenttest.Agent) *Plugin {
 		},
 		FailureText: "not found",
 	}
+}
+
+// Opencode is how a CLI of the opencode family (opencode, its fork Kilo)
+// runs a session, its agenttest.Agent's Prepare: `BINARY run --print-logs
+// --model fake/gpt-fake --auto PROMPT` against the fake chat completions
+// API (agenttest.NewChat), declared in the user's config file (Config, in
+// the agent's config directory) as a provider "fake" of the bundled
+// @ai-sdk/openai-compatible with a dummy key, so nothing is fetched (the
+// agent's variables turn off the models list, the update check, LSP
+// downloads and sharing). Options.Settings are merged into that file at
+// the top level. Its logs go to stderr (--print-logs), which the harness
+// shows when a test fails. Options.Ask leaves --auto out.
+type Opencode struct {
+	// Config is the config file's name ("opencode.json"), Schema its
+	// $schema, and Settings what else it holds for every session.
+	Config   string
+	Schema   string
+	Settings map[string]any
+	// PluginAPI is the npm package of the plugin API the CLI installs
+	// into every config directory at start, and waits for before it
+	// loads local plugins ("@opencode-ai/plugin").
+	PluginAPI string
+}
+
+// Prepare is the agenttest.Agent's Prepare of a CLI of the family.
+func (o Opencode) Prepare(t testing.TB, s *agenttest.Session, opt agenttest.Options) agenttest.Launch {
+	t.Helper()
+	cfg := map[string]any{
+		"$schema":    o.Schema,
+		"autoupdate": false,
+		"share":      "disabled",
+		"model":      "fake/gpt-fake",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Fake",
+			"options": map[string]any{"baseURL": s.Model.URL() + "/v1", "apiKey": "agenttest-dummy-key"},
+			"models":  map[string]any{"gpt-fake": map[string]any{"name": "gpt-fake", "tool_call": true}},
+		}},
+	}
+	maps.Copy(cfg, o.Settings)
+	maps.Copy(cfg, opt.Settings)
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agenttest.WriteFile(t, filepath.Join(s.Home.Config, o.Config), data, 0o600)
+	env := map[string]string{}
+	if o.linkPluginAPI(t, s) {
+		// Installed already: a fetch would be a fault. The registry is
+		// one where nothing answers.
+		env["npm_config_registry"] = "http://127.0.0.1:9/"
+	}
+	args := []string{"run", "--print-logs", "--model", "fake/gpt-fake"}
+	if !opt.Ask {
+		args = append(args, "--auto")
+	}
+	return agenttest.Launch{Args: append(append(args, opt.Args...), opt.Prompt), Env: env}
+}
+
+// linkPluginAPI gives the config directory of s the PluginAPI package as
+// the CLI's install script installed it beside the binary
+// (<prefix>/config): package.json and package-lock.json copied,
+// node_modules linked. The CLI then finds it installed and fetches
+// nothing. false when there is none (a CLI from elsewhere): the CLI then
+// tries the registry, as it does for its users.
+func (o Opencode) linkPluginAPI(t testing.TB, s *agenttest.Session) bool {
+	t.Helper()
+	deps := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(s.Bin))), "config")
+	if _, err := os.Stat(filepath.Join(deps, "node_modules", o.PluginAPI, "package.json")); err != nil {
+		t.Logf("no %s installed in %s (run %s): %s will try the registry", o.PluginAPI, deps, s.Agent.Install, s.Agent.Title)
+		return false
+	}
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		data, err := os.ReadFile(filepath.Join(deps, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		agenttest.WriteFile(t, filepath.Join(s.Home.Config, f), data, 0o644)
+	}
+	if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(s.Home.Config, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
