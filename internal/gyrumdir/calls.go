@@ -248,12 +248,43 @@ func (d Dir) TakeNudge() (n Nudge, ok bool) {
 
 // TellLoopOnce reports whether the loop episode named episode is one the
 // agent was not told about yet (same reports whether two names are the
-// same episode), and records that it now is. Two parallel hooks may both
-// tell; a lost write tells again: at worst twice.
+// same episode), and records that it now is. The hooks of calls that
+// overlap (an agent's parallel calls, or one call's end beside the next
+// one's) take turns, under a lock of the .gyrum/ directory; a hook that
+// cannot have it within tellLockWait, or whose write is lost, may tell a
+// second time.
 func (d Dir) TellLoopOnce(episode string, same func(told, now string) bool) bool {
+	defer d.lockDir(tellLockWait)()
 	b, err := readSmall(d.file(LoopToldFile), 1024)
 	if err == nil && same(string(b), episode) {
 		return false
 	}
 	return WriteFileAtomic(d.file(LoopToldFile), []byte(episode)) == nil
+}
+
+// tellLockWait bounds how long a hook waits for another's TellLoopOnce:
+// a hook must not hang its agent's tool call.
+const tellLockWait = 250 * time.Millisecond
+
+// lockDir takes an exclusive lock (flock) of the .gyrum/ directory,
+// waiting at most wait, and returns its release. Without the lock in time
+// (or on a file system without flock) it returns a release that does
+// nothing: the caller goes on unlocked.
+func (d Dir) lockDir(wait time.Duration) (unlock func()) {
+	fd, err := unix.Open(d.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Close(fd) }
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) || time.Now().After(deadline) {
+			unix.Close(fd)
+			return func() {}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
