@@ -48,6 +48,7 @@ func TestLoopingCaughtAndTold(t *testing.T)     { progress.LoopingCaughtAndTold(
 func TestPollingIsNotLooping(t *testing.T)      { progress.PollingIsNotLooping(t) }
 func TestProgressIsNotLooping(t *testing.T)     { progress.ProgressIsNotLooping(t) }
 func TestExplorationIsNotSpinning(t *testing.T) { progress.ExplorationIsNotSpinning(t) }
+func TestSpinningCaughtAndTold(t *testing.T)    { progress.SpinningCaughtAndTold(t) }
 func TestLongBuildIsNeverHung(t *testing.T)     { progress.LongBuildIsNeverHung(t) }
 
 // gyrum reads no Codex transcript, so the call's state is unknown and the
