@@ -50,10 +50,16 @@ var volatileKeys = map[string]bool{
 // token count), Gemini CLI's process group and background pids.
 var volatileLine = regexp.MustCompile(`(?m)^(Chunk ID|Wall time|Original token count|Process Group PGID|Background PIDs|Duration):.*$`)
 
+// shellID matches GitHub Copilot CLI's shell id in the line that ends a
+// shell call's output ("<shellId: 7 completed with exit code 1>"): one
+// more with every call, so two runs of the same command never look alike
+// unless it is dropped.
+var shellID = regexp.MustCompile(`<shellId: \d+ `)
+
 // exitLine finds an exit status in a tool's textual output: Codex's
 // "Process exited with code N", Gemini CLI's "Exit Code: N", Claude Code's
-// "Exit code N".
-var exitLine = regexp.MustCompile(`(?mi)^(?:process exited with code|exit code:?)\s*(-?\d+)`)
+// "Exit code N", Copilot CLI's "<shellId: I completed with exit code N>".
+var exitLine = regexp.MustCompile(`(?mi)^(?:process exited with code|exit code:?|<shellId: \d+ completed with exit code)\s*(-?\d+)`)
 
 // Fingerprint returns c's fingerprints: the call (tool and canonical
 // input: keys sorted, volatile fields dropped), the result (failed or
@@ -209,9 +215,13 @@ func strip(v any) any {
 		}
 		return x
 	case string:
+		if strings.Contains(x, "<shellId: ") {
+			x = shellID.ReplaceAllString(x, "<shellId: ")
+		}
 		if strings.Contains(x, ":") {
 			return volatileLine.ReplaceAllString(x, "")
 		}
+		return x
 	}
 	return v
 }

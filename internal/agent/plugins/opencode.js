@@ -4,7 +4,8 @@
 // call, as Claude Code runs command hooks: the hook command below through
 // /bin/sh, a Claude Code payload on its stdin (hook_event_name PreToolUse,
 // PostToolUse, or PostToolUseFailure for a tool that threw; tool_name,
-// tool_use_id: the call's id, tool_input, cwd, session_id), at most 5 s.
+// tool_use_id: the call's id, tool_input, cwd, session_id; at the end
+// tool_response {output, exit_code} or the thrown error), at most 5 s.
 // The hook records the agent's activity for the heartbeat loop of the
 // ticket it works on (gyrum start-work). When the lease on that ticket has
 // ended, the hook prints Claude Code's {"hookSpecificOutput":
@@ -74,14 +75,23 @@ function notice(out) {
 export const GyrumActivity = async ({ directory } = {}) => {
   const cwd = directory || process.cwd()
   let pending = "" // notices of calls that threw, for the next result
-  const payload = (event, input, args) => ({
+  // extra: what the call's end adds, its result (tool_response: the
+  // output, and a shell call's exit status) or its error, which the hook
+  // fingerprints to tell a loop from polling whose output changes.
+  const payload = (event, input, args, extra) => ({
     hook_event_name: event,
     session_id: input?.sessionID ?? "",
     tool_name: input?.tool ?? "",
     tool_use_id: input?.callID ?? "",
     tool_input: args ?? {},
     cwd,
+    ...extra,
   })
+  const response = (output) => {
+    const r = { output: typeof output?.output === "string" ? output.output : "" }
+    if (typeof output?.metadata?.exit === "number") r.exit_code = output.metadata.exit
+    return { tool_response: r }
+  }
   return {
     "tool.execute.before": async (input, output) => {
       try {
@@ -95,13 +105,14 @@ export const GyrumActivity = async ({ directory } = {}) => {
       try {
         const part = event?.type === "message.part.updated" ? event.properties?.part : undefined
         if (part?.type !== "tool" || part.state?.status !== "error") return
-        const text = notice(await hook(payload("PostToolUseFailure", { sessionID: part.sessionID, tool: part.tool, callID: part.callID }, part.state.input)))
+        const error = typeof part.state.error === "string" ? part.state.error : "error"
+        const text = notice(await hook(payload("PostToolUseFailure", { sessionID: part.sessionID, tool: part.tool, callID: part.callID }, part.state.input, { error })))
         if (text !== "") pending = pending === "" ? text : pending + "\n\n" + text
       } catch {}
     },
     "tool.execute.after": async (input, output) => {
       try {
-        let text = notice(await hook(payload("PostToolUse", input, input?.args)))
+        let text = notice(await hook(payload("PostToolUse", input, input?.args, response(output))))
         if (pending !== "") {
           text = text === "" ? pending : pending + "\n\n" + text
           pending = ""

@@ -5,7 +5,8 @@
 // below through /bin/sh, a Claude Code payload on its stdin (hook_event_name
 // PreToolUse on tool_call; PostToolUse, or PostToolUseFailure for an error,
 // on tool_result; tool_name, tool_use_id: the call's id, tool_input, cwd,
-// session_id), at most 5 s. The hook records the agent's activity for the
+// session_id; on tool_result tool_response {content, is_error}, the call's
+// result, which the hook fingerprints), at most 5 s. The hook records the agent's activity for the
 // heartbeat loop of the ticket it works on (gyrum start-work). When the
 // lease on that ticket has ended, the hook prints Claude Code's
 // {"hookSpecificOutput": {"additionalContext": NOTICE}}, and the notice is
@@ -79,7 +80,7 @@ function payload(event: string, e: ToolEvent | undefined, ctx: Context | undefin
   try {
     session = ctx?.sessionManager?.getSessionId?.() ?? ""
   } catch {}
-  return {
+  const p: Record<string, unknown> = {
     hook_event_name: event,
     session_id: session,
     tool_name: e?.toolName ?? "",
@@ -87,6 +88,12 @@ function payload(event: string, e: ToolEvent | undefined, ctx: Context | undefin
     tool_input: e?.input ?? {},
     cwd: ctx?.cwd || process.cwd(),
   }
+  if (event !== "PreToolUse") {
+    // The call's result, which the hook fingerprints to tell a loop from
+    // polling whose output changes.
+    p.tool_response = { content: Array.isArray(e?.content) ? e.content : [], is_error: e?.isError === true }
+  }
+  return p
 }
 
 export default function (pi: { on: (event: string, handler: (e: any, ctx: any) => unknown) => void }) {

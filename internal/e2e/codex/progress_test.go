@@ -9,7 +9,6 @@ package codex_test
 // developer message, not with the call's result.
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +33,7 @@ var progress = &e2etest.Progress{
 	LongShell: func(command string) agenttest.Call { return Shell(command, YieldAfter(30*time.Second)) },
 	Read:      func(path string) agenttest.Call { return Shell("cat " + shellquote.Quote(path)) },
 	Write: func(path, content string) agenttest.Call {
-		format := strings.NewReplacer(`\`, `\\`, "%", "%%", "\n", `\n`).Replace(content)
-		return Shell("printf " + shellquote.Quote(format) + " > " + shellquote.Quote(path))
+		return Shell(e2etest.WriteCommand(path, content))
 	},
 	Marker: e2etest.MarkerCallID,
 	// Codex's PostToolUse carries the command's output alone (no exit

@@ -159,3 +159,30 @@ func (o Opencode) linkPluginAPI(t testing.TB, s *agenttest.Session) bool {
 	}
 	return true
 }
+
+// OpencodeProgress describes opencode or Kilo CLI (one family, one
+// plugin of gyrum's) to Progress: gyrum's plugin hands the hook each
+// call's input and, at its end, its output and a shell call's exit
+// status, and appends what the hook says to the call's output, where the
+// model reads it. shell is a call of the CLI's bash tool.
+func OpencodeProgress(p *Plugin, shell func(command string) agenttest.Call) *Progress {
+	return &Progress{
+		Agent:     p.Agent,
+		NewModel:  agenttest.NewChat,
+		Start:     p.Start,
+		Shell:     shell,
+		ShellTool: "bash",
+		Read: func(path string) agenttest.Call {
+			return agenttest.Tool("read", map[string]any{"filePath": path})
+		},
+		// For a GPT model the CLI offers apply_patch, not write: an edit
+		// goes through the shell.
+		Write: func(path, content string) agenttest.Call { return shell(WriteCommand(path, content)) },
+		// Its file tools keep to the project unless the user allows more.
+		FilesInProject: true,
+		Marker:         MarkerCallID,
+		// With the exit status the repetition is the same failure (3).
+		Loop:   LoopTold{Fails: 6, At: 3, Suffix: ": exit 1"},
+		ToldIn: func(tr agenttest.ToolResult) string { return tr.Content },
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gyrum-labs/warp/internal/gyrumdir"
+	"github.com/gyrum-labs/warp/internal/progress"
 	"github.com/gyrum-labs/warp/internal/shellquote"
 	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 	"github.com/gyrum-labs/warp/internal/testsupport/warptest"
@@ -215,8 +216,10 @@ func (p *Progress) LoopingCaughtAndTold(t *testing.T) {
 	}
 }
 
-// PollingIsNotLooping: polling whose output changes each time (gh pr
-// checks-style, 6 runs) is never looping, and the model never told.
+// PollingIsNotLooping: polling, the same command 4 times (gh pr
+// checks-style; the same call with the same result 4 times is a loop)
+// whose output changes each time, is never looping, and the model never
+// told: the call is the same, its result is not.
 func (p *Progress) PollingIsNotLooping(t *testing.T) { p.notLooping(t, "T-POLL", true, false) }
 
 // ProgressIsNotLooping: work that repeats a tool but progresses is never
@@ -231,17 +234,28 @@ func (p *Progress) PollingAndProgressAreNotLooping(t *testing.T) {
 	p.notLooping(t, "T-PROG", true, true)
 }
 
-func (p *Progress) notLooping(t *testing.T, ticket string, polling, progress bool) {
+func (p *Progress) notLooping(t *testing.T, ticket string, polling, edits bool) {
 	p.Agent.Require(t)
 	project := NewProject(t)
 	var work, tests []agenttest.Call
 	var code string
+	var polls []agenttest.Call
 	if polling {
-		for i := range 6 {
-			work = append(work, p.Shell(fmt.Sprintf("echo 'checks: %d of 6 pending'; date +%%s%%N", 6-i)))
+		// The same command each time, as `gh pr checks` is polled; its
+		// output changes (a counter in a file outside the project).
+		// (No command substitution: Gemini CLI refuses it.)
+		count := shellquote.Quote(filepath.Join(t.TempDir(), "checks-done"))
+		poll := "echo check >> " + count + " && wc -l " + count
+		// As many polls as make a loop when the results are alike
+		// (progress.DefaultLimits.Same): Gemini CLI itself stops a
+		// session at its fifth identical call.
+		for range progress.DefaultLimits.Same {
+			c := p.Shell(poll)
+			polls = append(polls, c)
+			work = append(work, c)
 		}
 	}
-	if progress {
+	if edits {
 		dir := p.filesDir(t, project)
 		for i := range 6 {
 			path := filepath.Join(dir, fmt.Sprintf("f%d.txt", i))
@@ -257,12 +271,17 @@ func (p *Progress) notLooping(t *testing.T, ticket string, polling, progress boo
 		}
 	}
 	model, verdicts, _ := p.run(t, warptest.Start(t), ticket, project, work, nil, noLook)
+	for i, c := range polls {
+		if tr, _ := model.ToolResult(c.ID); !strings.Contains(tr.Content, fmt.Sprintf("%d /", i+1)) {
+			t.Fatalf("poll %d's result %q: want its own count (the premise: the output changes)", i+1, tr.Content)
+		}
+	}
 	for _, c := range tests {
 		if tr, _ := model.ToolResult(c.ID); !strings.Contains(tr.Content, "FAIL: not fixed") {
 			t.Fatalf("the test's result %q: it did not fail (the premise)", tr.Content)
 		}
 	}
-	if progress {
+	if edits {
 		if data, err := os.ReadFile(code); err != nil || string(data) != "attempt 2\n" {
 			t.Fatalf("code.txt %q (%v): the edits did not land (the premise)", data, err)
 		}
@@ -457,4 +476,11 @@ func (p *Progress) HungCallGoesStale(t *testing.T) {
 	if !p.inFlight(d, call) {
 		t.Error("the marker is gone: the agent finished the call after all (the premise)")
 	}
+}
+
+// WriteCommand is a shell command writing content to path (printf), for
+// a CLI whose edits go through its shell in these scenarios.
+func WriteCommand(path, content string) string {
+	format := strings.NewReplacer(`\`, `\\`, "%", "%%", "\n", `\n`).Replace(content)
+	return "printf " + shellquote.Quote(format) + " > " + shellquote.Quote(path)
 }
