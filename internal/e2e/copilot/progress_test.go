@@ -18,17 +18,8 @@ import (
 	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
-var progress = &e2etest.Progress{
-	Agent:     matrix.Agent,
-	NewModel:  agenttest.NewChat,
-	Start:     matrix.Start,
-	Shell:     Shell,
-	ShellTool: matrix.ShellTool,
-	Marker:    matrix.Marker,
-	Loop:      e2etest.LoopTold{Fails: 6, At: 4},
-	// Copilot shows the model a hook's words after the call's output,
-	// in its result ("Additional guidance from postToolUse hooks").
-	ToldIn: func(tr agenttest.ToolResult) string { return tr.Content },
-}
+// Copilot shows the model a hook's words after the call's output, in its
+// result ("Additional guidance from postToolUse hooks").
+var progress = matrix.Progress(e2etest.LoopTold{Fails: 6, At: 4}, func(tr agenttest.ToolResult) string { return tr.Content })
 
 func TestLoopingCaughtAndTold(t *testing.T) { progress.LoopingCaughtAndTold(t) }

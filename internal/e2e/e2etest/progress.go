@@ -484,3 +484,11 @@ func WriteCommand(path, content string) string {
 	format := strings.NewReplacer(`\`, `\\`, "%", "%%", "\n", `\n`).Replace(content)
 	return "printf " + shellquote.Quote(format) + " > " + shellquote.Quote(path)
 }
+
+// Progress describes m's agent to Progress, for the loop scenario alone
+// (shell calls only): loop is how it is told, toldIn where (Progress.ToldIn;
+// nil: apart from the call).
+func (m *Matrix) Progress(loop LoopTold, toldIn func(agenttest.ToolResult) string) *Progress {
+	return &Progress{Agent: m.Agent, NewModel: m.NewModel, Start: m.Start, Shell: m.Shell, ShellTool: m.ShellTool, Marker: m.Marker,
+		Loop: loop, ToldIn: toldIn}
+}

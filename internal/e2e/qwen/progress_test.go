@@ -12,17 +12,8 @@ import (
 	"testing"
 
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
-	"github.com/gyrum-labs/warp/internal/testsupport/agenttest"
 )
 
-var progress = &e2etest.Progress{
-	Agent:     matrix.Agent,
-	NewModel:  agenttest.NewChat,
-	Start:     matrix.Start,
-	Shell:     Shell,
-	ShellTool: matrix.ShellTool,
-	Marker:    matrix.Marker,
-	Loop:      e2etest.LoopTold{Fails: 4, At: 3, HTMLEscaped: true},
-}
+var progress = matrix.Progress(e2etest.LoopTold{Fails: 4, At: 3, HTMLEscaped: true}, nil)
 
 func TestLoopingCaughtAndTold(t *testing.T) { progress.LoopingCaughtAndTold(t) }
