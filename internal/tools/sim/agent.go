@@ -297,18 +297,24 @@ func simGit(ctx context.Context, dir string, args ...string) (string, error) {
 
 // edit writes the tool call's work into the worktree, uncommitted: a
 // file of its own under work/ (the worktree may be gone: nothing then).
+// A killed agent edits nothing: under a.mu, as kill takes it, a call
+// whose hook ran late (its own goroutine) cannot write after the kill, as
+// no agent writes after its death.
 func (a *agent) edit(toolUseID string) {
 	path := filepath.Join("work", toolUseID+".txt")
 	content := "edit of " + toolUseID + "\n"
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.killedAt.IsZero() {
+		return
+	}
 	if err := os.MkdirAll(filepath.Join(a.dir, "work"), 0o700); err != nil {
 		return
 	}
 	if err := os.WriteFile(filepath.Join(a.dir, path), []byte(content), 0o600); err != nil {
 		return
 	}
-	a.mu.Lock()
 	a.edits = append(a.edits, edit{path: path, content: content, at: time.Now()})
-	a.mu.Unlock()
 }
 
 // startStandIn starts the watched process: this executable as the agent
@@ -619,9 +625,11 @@ func toolInput(tool, id string) map[string]any {
 // kill SIGKILLs the watched process: the agent session dies. What it
 // started lives on, as the processes of a crashed session do.
 func (a *agent) kill() {
+	// Under a.mu throughout: an edit (edit) is either before the kill or
+	// not made.
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	id := a.watchedID
-	a.mu.Unlock()
 	if id.IsZero() {
 		return
 	}
@@ -631,9 +639,7 @@ func (a *agent) kill() {
 		a.r.log.Error("kill watched process", "agent", a.plan.Name, "err", err)
 		return
 	}
-	a.mu.Lock()
 	a.killedAt, a.failedAt = now, now
-	a.mu.Unlock()
 }
 
 // release ends the agent's lease as an operator would (warp release),
