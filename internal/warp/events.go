@@ -3,7 +3,6 @@ package warp
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -203,16 +202,6 @@ func decodeAs[T EventData](b []byte) (EventData, error) {
 		}
 	}
 	return d, nil
-}
-
-// EventKinds are the kinds this build writes, each with its detail type.
-func EventKinds() []EventKind {
-	out := make([]EventKind, 0, len(eventTypes))
-	for k := range eventTypes {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // EncodeEventData is e's detail as the stores keep it: a JSON object.

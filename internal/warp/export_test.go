@@ -22,3 +22,13 @@ func KnownHosts(s *Service) int {
 	defer s.hosts.mu.Unlock()
 	return len(s.hosts.m)
 }
+
+// EventKinds are the kinds this build writes, each with its detail type
+// (for TestEventDataJSON, which pins each one's JSON).
+func EventKinds() []EventKind {
+	out := make([]EventKind, 0, len(eventTypes))
+	for k := range eventTypes {
+		out = append(out, k)
+	}
+	return out
+}
