@@ -20,6 +20,6 @@ import (
 
 // Copilot shows the model a hook's words after the call's output, in its
 // result ("Additional guidance from postToolUse hooks").
-var progress = matrix.Progress(e2etest.LoopTold{Fails: 6, At: 4}, func(tr agenttest.ToolResult) string { return tr.Content })
+var progress = matrix.Progress(e2etest.LoopTold{Fails: 6, At: 4, Silent: true}, func(tr agenttest.ToolResult) string { return tr.Content })
 
 func TestLoopingCaughtAndTold(t *testing.T) { progress.LoopingCaughtAndTold(t) }

@@ -14,6 +14,6 @@ import (
 	"github.com/gyrum-labs/warp/internal/e2e/e2etest"
 )
 
-var progress = matrix.Progress(e2etest.LoopTold{Fails: 4, At: 3, HTMLEscaped: true}, nil)
+var progress = matrix.Progress(e2etest.LoopTold{Fails: 4, At: 3, HTMLEscaped: true, Silent: true}, nil)
 
 func TestLoopingCaughtAndTold(t *testing.T) { progress.LoopingCaughtAndTold(t) }
